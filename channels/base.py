@@ -1,0 +1,146 @@
+"""The small contract every channel adapter implements.
+
+An adapter only translates: platform events become ``InboundMessage`` values handed to
+the core through an ``InboundSink``; ``OutboundMessage`` values become platform API calls
+(chunking and formatting for that platform included).  No policy, prompt text or storage
+lives in an adapter.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Literal
+
+ChatType = Literal["direct", "group"]
+MediaKind = Literal["image", "document", "video", "audio", "voice"]
+
+
+@dataclass(frozen=True)
+class MediaItem:
+    """One attachment, inbound or outbound.
+
+    ``target`` is an http(s) URL or an absolute local path.  Outbound local paths have
+    already been checked by the core to lie inside the workspace or the media dir.
+    """
+
+    kind: MediaKind
+    target: str
+    name: str = ""
+    mime: str = ""
+
+    @property
+    def is_url(self) -> bool:
+        return self.target.startswith(("http://", "https://"))
+
+
+@dataclass
+class InboundMessage:
+    """A message from a platform, already translated into Chela's terms."""
+
+    channel: str                      # "telegram", "discord", "slack", "signal", "terminal", "http"
+    chat_id: str                      # where a reply goes (DM chat id, group id, channel id)
+    sender_id: str
+    text: str
+    message_id: str = ""
+    chat_type: ChatType = "direct"
+    account: str = "default"          # which bot account of the channel received it
+    thread_id: str | None = None      # forum topic / thread; becomes ``:thread:<id>`` in the session key
+    sender_name: str = ""
+    sender_username: str = ""         # without "@"
+    chat_title: str = ""              # group title when known
+    reply_to_id: str | None = None    # id of the message this one replies to
+    reply_to_bot: bool = False        # the replied-to message is one of ours
+    mentioned: bool = False           # a platform-native mention of the bot (entity, <@id>, @username)
+    sender_is_bot: bool = False
+    attachments: list[MediaItem] = field(default_factory=list)
+    timestamp: float = 0.0            # unix seconds, platform time when known
+    group_kind: str = "group"         # "group" (Telegram/Signal) or "channel" (Discord/Slack) for session keys
+    raw_id: str = ""                  # platform-level unique id for de-duplication (update id, event id)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "InboundMessage":
+        data = dict(data)
+        data["attachments"] = [MediaItem(**a) for a in data.get("attachments", [])]
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class OutboundMessage:
+    """A reply or proactive message for one chat.
+
+    ``text`` is Markdown (the adapter chunks and renders it).  ``reply_to_id`` asks for a
+    threaded reply to that message; ``thread_id`` keeps the message inside a forum topic or
+    Slack thread.  Attachments are sent after the text, in order.
+    """
+
+    chat_id: str
+    text: str = ""
+    thread_id: str | None = None
+    reply_to_id: str | None = None
+    reply_mode: Literal["off", "first", "all"] = "off"   # how reply_to_id applies to chunks
+    media: list[MediaItem] = field(default_factory=list)
+    audio_as_voice: bool = False
+    account: str = "default"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    reactions: bool = False
+    inline_buttons: bool = False
+    media: bool = False
+    threads: bool = False
+    typing: bool = False
+    max_text: int = 4000              # chunk size used for text
+
+    def names(self) -> list[str]:
+        """Lower-case capability names for the Runtime line."""
+        return sorted(n for n in ("reactions", "inline_buttons", "media", "threads", "typing") if getattr(self, n))
+
+
+InboundSink = Callable[[InboundMessage], Awaitable[None]]
+"""Called by an adapter for every inbound message.  It returns once the message is
+persisted, so an adapter acknowledges the platform (advances an offset) only after it
+returns.  It never raises for policy reasons; it may raise on storage failure, in which
+case the adapter must not acknowledge."""
+
+
+class ChannelError(Exception):
+    """A channel-level failure the daemon reports and retries (bad token, unreachable server)."""
+
+
+class Channel(abc.ABC):
+    """One adapter per messaging platform."""
+
+    name: str = "base"
+    capabilities: Capabilities = Capabilities()
+
+    @abc.abstractmethod
+    async def start(self, sink: InboundSink) -> None:
+        """Connect and begin delivering inbound messages to ``sink``.  Returns once
+        connected (background tasks keep running); raises ``ChannelError`` on failure."""
+
+    @abc.abstractmethod
+    async def stop(self) -> None:
+        """Stop receiving and close connections.  Idempotent."""
+
+    @abc.abstractmethod
+    async def send(self, msg: OutboundMessage) -> list[str]:
+        """Deliver text (chunked) then attachments.  Returns the platform ids of the sent
+        messages.  Raises ``ChannelError`` when nothing could be delivered."""
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """Show a typing indicator once (the core refreshes it).  Optional."""
+
+    async def react(self, chat_id: str, message_id: str, emoji: str) -> None:
+        """Set a reaction on a message.  Optional."""
+
+    @property
+    def bot_identity(self) -> dict:
+        """What the adapter learned about itself at start (id, username).  Optional."""
+        return {}

@@ -1,0 +1,46 @@
+"""Test-wide guards: no test may reach beyond this machine."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _check(address) -> None:
+    if isinstance(address, tuple) and address:
+        host = address[0]
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            if host not in ("localhost",):
+                raise OSError(f"tests must not touch the network: {host!r}")
+            return
+        if not ip.is_loopback:
+            raise OSError(f"tests must not touch the network: {host!r}")
+
+
+def _guarded_connect(self, address):
+    _check(address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self, address):
+    _check(address)
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_internet():
+    socket.socket.connect = _guarded_connect
+    socket.socket.connect_ex = _guarded_connect_ex
+    yield
+    socket.socket.connect = _real_connect
+    socket.socket.connect_ex = _real_connect_ex
