@@ -140,6 +140,11 @@ class Channel(abc.ABC):
     async def react(self, chat_id: str, message_id: str, emoji: str) -> None:
         """Set a reaction on a message.  Optional."""
 
+    async def turn_done(self, chat_id: str, message_id: str) -> None:
+        """Called by the core when it has finished with an inbound message, whether or
+        not anything was sent (silent replies, skipped senders).  Request/response
+        channels (HTTP, terminal) use it to complete the caller's wait.  Optional."""
+
     @property
     def bot_identity(self) -> dict:
         """What the adapter learned about itself at start (id, username).  Optional."""

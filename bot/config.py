@@ -1,0 +1,405 @@
+"""The TOML configuration: schema, validation and loading.
+
+This is the one place that knows the config keys (SPEC §1.1).  Every error names the
+TOML key path, e.g. ``channels.telegram.dm_policy``.  Secrets are never read from the
+TOML itself: a key ending in ``_env`` names the environment variable that holds one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.heartbeat_rules import parse_duration
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(Exception):
+    """A config problem; the message names the TOML key path."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+def _hhmm(value: str, *, allow_24: bool) -> str:
+    m = re.fullmatch(r"(\d{2}):(\d{2})", value or "")
+    if not m:
+        raise ValueError(f"bad time {value!r}: use HH:MM")
+    h, mi = int(m[1]), int(m[2])
+    if (h, mi) == (24, 0) and allow_24:
+        return value
+    if h > 23 or mi > 59:
+        raise ValueError(f"bad time {value!r}: hours 00-23 and minutes 00-59" + (" (or 24:00)" if allow_24 else ""))
+    return value
+
+
+def _check_zone(value: str) -> str:
+    if value:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown IANA time zone {value!r}") from None
+    return value
+
+
+# --------------------------------------------------------------------------------- agent
+class AgentConfig(_Model):
+    id: str = "main"
+    name: str = "Chela"
+    workspace: Path = Path("~/.chela/workspace")
+    state_dir: Path = Path("~/.chela")
+    model: str = "openai/gpt-4o-mini"
+    api_base: str = ""
+    api_key_env: str = ""
+    prompt_mode: Literal["full", "minimal", "none"] = "full"
+    timezone: str = ""
+    thinking: str = "off"
+    native_tools: bool = True
+    reasoning_tags: bool = False
+    max_tool_iterations: int = Field(20, ge=1, le=200)
+    bootstrap_max_chars: int = Field(20000, ge=64)
+    bootstrap_total_max_chars: int = Field(150000, ge=64)
+    compact_context: bool = False
+    history_limit: int = Field(50, ge=1, le=10000)
+    history_max_chars: int = Field(200_000, ge=1000)
+    identity_format: Literal["markdown", "aieos"] = "markdown"
+    aieos_path: str = ""
+    aieos_inline: str = ""
+    project_dir: str = ""
+    docs_path: str = ""
+    llm_timeout_seconds: float = Field(120, gt=0)
+    llm_max_retries: int = Field(3, ge=0, le=10)
+    models: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", v):
+            raise ValueError("use letters, digits, '-' or '_' (at most 64)")
+        return v
+
+    @field_validator("workspace", "state_dir")
+    @classmethod
+    def _expand(cls, v: Path) -> Path:
+        return Path(os.path.expandvars(str(v))).expanduser()
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        return _check_zone(v)
+
+
+class SessionConfig(_Model):
+    dm_scope: Literal["main", "per-peer", "per-channel-peer"] = "main"
+    max_concurrent_turns: int = Field(8, ge=1, le=1000)
+
+
+class ActiveHours(_Model):
+    start: str
+    end: str
+    timezone: str = ""
+
+    @field_validator("start")
+    @classmethod
+    def _start(cls, v: str) -> str:
+        return _hhmm(v, allow_24=False)
+
+    @field_validator("end")
+    @classmethod
+    def _end(cls, v: str) -> str:
+        return _hhmm(v, allow_24=True)
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        return _check_zone(v)
+
+
+class HeartbeatConfig(_Model):
+    every: str = "30m"
+    prompt: str = ""
+    target: str = "last"
+    to: str = ""
+    ack_max_chars: int = Field(300, ge=0)
+    active_hours: ActiveHours | None = None
+
+    @field_validator("every")
+    @classmethod
+    def _every(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @property
+    def every_seconds(self) -> float:
+        return parse_duration(self.every)
+
+
+class ExecConfig(_Model):
+    security: Literal["deny", "allowlist", "full"] = "allowlist"
+    allow: list[str] = Field(default_factory=lambda: ["ls", "cat", "grep", "git", "python3"])
+    timeout_seconds: float = Field(60, gt=0)
+
+
+DEFAULT_TOOLS = ["read", "write", "edit", "exec", "memory_search", "memory_get", "message", "session_status"]
+
+
+class ToolsConfig(_Model):
+    enabled: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    exec: ExecConfig = Field(default_factory=ExecConfig)
+
+
+class OwnerConfig(_Model):
+    numbers: list[str] = Field(default_factory=list)
+    display: Literal["raw", "hash"] = "raw"
+    hash_secret_env: str = ""
+
+
+# ------------------------------------------------------------------------------ channels
+class ChannelPolicy(_Model):
+    enabled: bool = False
+    dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
+    allow_from: list[str] = Field(default_factory=list)
+    group_policy: Literal["open", "allowlist", "disabled"] = "allowlist"
+    groups: list[str] = Field(default_factory=list)
+    require_mention: bool = True
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
+    reply_to_mode: Literal["off", "first", "all"] = "off"
+    text_chunk_limit: int = Field(4000, ge=100)
+
+    @field_validator("allow_from", "groups", mode="before")
+    @classmethod
+    def _strs(cls, v: Any) -> Any:
+        # ids are often written as TOML integers; keep them as strings
+        if isinstance(v, list):
+            return [str(x) for x in v]
+        return v
+
+
+class TelegramConfig(ChannelPolicy):
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    api_base: str = "https://api.telegram.org"
+    poll_timeout: int = Field(30, ge=1, le=120)
+    text_chunk_limit: int = Field(4000, ge=100, le=4096)
+
+
+class DiscordConfig(ChannelPolicy):
+    token_env: str = "DISCORD_BOT_TOKEN"
+    api_base: str = ""
+    gateway_url: str = ""
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
+    text_chunk_limit: int = Field(2000, ge=100, le=2000)
+
+
+class SlackConfig(ChannelPolicy):
+    mode: Literal["socket", "http"] = "socket"
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    app_token_env: str = "SLACK_APP_TOKEN"
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    api_base: str = "https://slack.com/api/"
+    listen: str = "127.0.0.1:3000"
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
+
+
+class SignalConfig(ChannelPolicy):
+    account: str = ""
+    http_url: str = "http://127.0.0.1:8080"
+    api_base: str = ""  # alias of http_url, for symmetry with the other channels
+
+    @model_validator(mode="after")
+    def _account(self) -> "SignalConfig":
+        if self.enabled and not self.account:
+            raise ValueError("channels.signal.account must be set when the channel is enabled")
+        return self
+
+
+class HttpConfig(_Model):
+    enabled: bool = False
+    listen: str = "127.0.0.1:8787"
+    token_env: str = ""
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str) -> str:
+        split_listen(v)
+        return v
+
+
+class ChannelsConfig(_Model):
+    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
+    signal: SignalConfig = Field(default_factory=SignalConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+
+
+class PluginConfig(_Model):
+    module: str
+
+
+class CronJob(_Model):
+    name: str
+    schedule: str
+    prompt: str
+    target: str = "last"
+    to: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", v):
+            raise ValueError("use letters, digits, '.', '-' or '_'")
+        return v
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, v: str) -> str:
+        from apscheduler.triggers.cron import CronTrigger
+
+        try:
+            CronTrigger.from_crontab(v)
+        except ValueError as e:
+            raise ValueError(f"bad crontab expression {v!r}: {e}") from None
+        return v
+
+
+class Config(_Model):
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    owner: OwnerConfig = Field(default_factory=OwnerConfig)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    plugins: list[PluginConfig] = Field(default_factory=list)
+    cron: list[CronJob] = Field(default_factory=list)
+
+    # where it was loaded from (not a TOML key)
+    source: Path | None = Field(default=None, exclude=True)
+
+    # -- secrets ---------------------------------------------------------------------
+    @staticmethod
+    def secret(env_name: str) -> str:
+        """The value of a secret named by an ``*_env`` key ("" when unset)."""
+        return os.environ.get(env_name, "") if env_name else ""
+
+    def secret_values(self) -> list[str]:
+        """Every configured secret value that is set, for scrubbing tool output and logs."""
+        names = [
+            self.agent.api_key_env,
+            self.owner.hash_secret_env,
+            self.channels.telegram.token_env,
+            self.channels.discord.token_env,
+            self.channels.slack.bot_token_env,
+            self.channels.slack.app_token_env,
+            self.channels.slack.signing_secret_env,
+            self.channels.http.token_env,
+        ]
+        return [v for v in (self.secret(n) for n in names if n) if len(v) >= 4]
+
+    @property
+    def media_dir(self) -> Path:
+        return self.agent.state_dir / "media"
+
+    @property
+    def db_path(self) -> Path:
+        return self.agent.state_dir / "chela.sqlite3"
+
+
+def split_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not (0 <= int(port) <= 65535):
+        raise ValueError(f"bad listen address {value!r}: use host:port")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _format_errors(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = tuple(p for p in e["loc"] if p not in ("function-after",))
+        key = _loc(loc) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{key}: unknown key")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"{key}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as e:
+        where = f" in {source}" if source else ""
+        raise ConfigError(f"invalid config{where}:\n{_format_errors(e)}") from None
+    cfg.source = source
+    return cfg
+
+
+def resolve_config_path(explicit: str | None = None) -> Path | None:
+    """``--config`` → ``$CHELA_CONFIG`` → ``./config.toml`` → ``~/.chela/config.toml``."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("CHELA_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    for candidate in (Path("config.toml"), Path("~/.chela/config.toml").expanduser()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(explicit: str | None = None) -> Config:
+    """Load and validate the config; with no file anywhere the defaults are used."""
+    path = resolve_config_path(explicit)
+    if path is None:
+        return parse_config({})
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the config is not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: TOML syntax error: {e}") from None
+    return parse_config(data, path)
+
+
+def config_warnings(cfg: Config) -> list[str]:
+    """Risky but valid settings, for ``chela check``."""
+    warns: list[str] = []
+    chans = cfg.channels
+    for name in ("telegram", "discord", "slack", "signal"):
+        ch: ChannelPolicy = getattr(chans, name)
+        if not ch.enabled:
+            continue
+        if ch.dm_policy == "open":
+            warns.append(f"channels.{name}.dm_policy = \"open\": anyone who finds the bot can use it")
+        if ch.dm_policy == "allowlist" and not ch.allow_from:
+            warns.append(f"channels.{name}.dm_policy = \"allowlist\" with an empty allow_from admits nobody")
+        if ch.group_policy == "open":
+            warns.append(f"channels.{name}.group_policy = \"open\": any group the bot is added to is served")
+    if cfg.tools.exec.security == "full" and "exec" in cfg.tools.enabled:
+        warns.append("tools.exec.security = \"full\": the model may run any shell command")
+    if chans.http.enabled:
+        host, _ = split_listen(chans.http.listen)
+        if host not in ("127.0.0.1", "localhost", "::1") and not cfg.secret(chans.http.token_env):
+            warns.append(f"channels.http.listen = {chans.http.listen!r} is not loopback and no token is set")
+    return warns

@@ -1,0 +1,113 @@
+"""Session keys (SPEC §4.1) and per-session lanes (SPEC §4.5).
+
+A lane runs the jobs of one session one at a time in submission order; different
+sessions run concurrently, bounded by a global limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import Awaitable, Callable
+
+from channels.base import InboundMessage
+
+log = logging.getLogger("chela.sessions")
+
+
+def main_key(agent_id: str) -> str:
+    return f"agent:{agent_id}:main"
+
+
+def session_key_for(agent_id: str, dm_scope: str, msg: InboundMessage) -> str:
+    if msg.chat_type == "direct":
+        if dm_scope == "per-peer":
+            return f"agent:{agent_id}:direct:{msg.sender_id}"
+        if dm_scope == "per-channel-peer":
+            return f"agent:{agent_id}:{msg.channel}:direct:{msg.sender_id}"
+        return main_key(agent_id)
+    key = f"agent:{agent_id}:{msg.channel}:{msg.group_kind or 'group'}:{msg.chat_id}"
+    if msg.thread_id:
+        key += f":thread:{msg.thread_id}"
+    return key
+
+
+def subagent_key(agent_id: str, uid: str) -> str:
+    return f"agent:{agent_id}:subagent:{uid}"
+
+
+def cron_key(agent_id: str, job: str) -> str:
+    return f"agent:{agent_id}:cron:{job}"
+
+
+Job = Callable[[], Awaitable[object]]
+
+
+class SessionLanes:
+    def __init__(self, max_concurrent: int = 8):
+        self._queues: dict[str, deque[tuple[Job, asyncio.Future]]] = {}
+        self._workers: dict[str, asyncio.Task] = {}
+        self._running: set[str] = set()
+        self._sem = asyncio.Semaphore(max_concurrent)
+        self.closed = False
+
+    def busy(self, key: str) -> bool:
+        return key in self._running or bool(self._queues.get(key))
+
+    def submit(self, key: str, job: Job) -> asyncio.Future:
+        """Queue ``job`` on the lane of ``key``; the returned future has its result."""
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        if self.closed:
+            fut.set_exception(RuntimeError("shutting down"))
+            return fut
+        self._queues.setdefault(key, deque()).append((job, fut))
+        if key not in self._workers:
+            self._workers[key] = asyncio.create_task(self._work(key), name=f"lane:{key}")
+        return fut
+
+    async def _work(self, key: str) -> None:
+        q = self._queues[key]
+        try:
+            while q:
+                job, fut = q.popleft()
+                if fut.cancelled():
+                    continue
+                async with self._sem:
+                    self._running.add(key)
+                    try:
+                        result = await job()
+                    except asyncio.CancelledError:
+                        if not fut.done():
+                            fut.cancel()
+                        raise
+                    except Exception as e:  # the job logs its own details
+                        log.exception("job failed on %s", key)
+                        if not fut.done():
+                            fut.set_exception(e)
+                    else:
+                        if not fut.done():
+                            fut.set_result(result)
+                    finally:
+                        self._running.discard(key)
+        finally:
+            self._workers.pop(key, None)
+            if not q:
+                self._queues.pop(key, None)
+
+    async def drain(self, timeout: float) -> bool:
+        """Stop taking jobs and wait for the running ones; True when all finished."""
+        self.closed = True
+        for q in self._queues.values():
+            while q:
+                _, fut = q.popleft()
+                fut.cancel()
+        tasks = list(self._workers.values())
+        if not tasks:
+            return True
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=1)
+        return not pending

@@ -1,0 +1,320 @@
+"""Persistence: one SQLite database under ``state_dir``.
+
+Everything that must survive a restart lives here: inbound messages (stored before the
+platform is acknowledged), conversation history (including tool calls and results),
+sessions (last route, activation), DM pairing, heartbeat state and cron jobs.
+
+The daemon is a single asyncio process and SQLite calls on a local file take tens of
+microseconds, so the store is used synchronously from the event loop; WAL mode keeps
+readers and the writer out of each other's way.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS inbound (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel     TEXT NOT NULL,
+    account     TEXT NOT NULL,
+    chat_id     TEXT NOT NULL,
+    message_id  TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending',   -- pending | delivering | done | skipped | history
+    outbound    TEXT,                              -- the reply to (re)deliver while 'delivering'
+    created     REAL NOT NULL,
+    UNIQUE (channel, account, chat_id, message_id)
+);
+CREATE INDEX IF NOT EXISTS inbound_status ON inbound(status, id);
+CREATE INDEX IF NOT EXISTS inbound_session ON inbound(session_key, status, id);
+
+CREATE TABLE IF NOT EXISTS messages (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    epoch       INTEGER NOT NULL DEFAULT 0,        -- bumped by /new and /reset
+    turn        TEXT NOT NULL DEFAULT '',          -- groups the messages of one turn
+    kind        TEXT NOT NULL DEFAULT 'chat',      -- chat | heartbeat | cron
+    role        TEXT NOT NULL,
+    data        TEXT NOT NULL,                     -- the OpenAI-format message dict
+    chars       INTEGER NOT NULL,
+    created     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_session ON messages(session_key, epoch, id);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    key         TEXT PRIMARY KEY,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    activation  TEXT,                              -- NULL | mention | always
+    intro_done  INTEGER NOT NULL DEFAULT 0,        -- group activation line shown
+    usage_in    INTEGER NOT NULL DEFAULT 0,
+    usage_out   INTEGER NOT NULL DEFAULT 0,
+    created     REAL NOT NULL,
+    updated     REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS group_history (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    sender      TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    ts          REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS group_history_session ON group_history(session_key, id);
+
+CREATE TABLE IF NOT EXISTS pairing_requests (
+    channel     TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    sender_name TEXT NOT NULL DEFAULT '',
+    code        TEXT NOT NULL,
+    created     REAL NOT NULL,
+    notified    REAL NOT NULL,
+    PRIMARY KEY (channel, sender_id)
+);
+CREATE TABLE IF NOT EXISTS approved_senders (
+    channel     TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    approved    REAL NOT NULL,
+    PRIMARY KEY (channel, sender_id)
+);
+
+CREATE TABLE IF NOT EXISTS kv (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    name     TEXT PRIMARY KEY,
+    schedule TEXT NOT NULL,
+    prompt   TEXT NOT NULL,
+    target   TEXT NOT NULL DEFAULT 'last',
+    to_      TEXT NOT NULL DEFAULT '',
+    created  REAL NOT NULL
+);
+"""
+
+
+@dataclass
+class InboundRow:
+    id: int
+    session_key: str
+    payload: dict
+    status: str
+    outbound: list | None
+
+
+class Store:
+    def __init__(self, path: Path | str):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -------------------------------------------------------------------------- inbound
+    def add_inbound(self, channel: str, account: str, chat_id: str, message_id: str,
+                    session_key: str, payload: dict) -> int | None:
+        """Persist an inbound message; None when the same platform message was stored before."""
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO inbound(channel, account, chat_id, message_id, session_key, payload, created)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (channel, account, chat_id, message_id, session_key, json.dumps(payload), time.time()),
+        )
+        return cur.lastrowid if cur.rowcount else None
+
+    def set_inbound_status(self, inbound_id: int, status: str) -> None:
+        self.db.execute("UPDATE inbound SET status=?, outbound=NULL WHERE id=?", (status, inbound_id))
+
+    def unfinished_inbound(self) -> list[InboundRow]:
+        rows = self.db.execute(
+            "SELECT id, session_key, payload, status, outbound FROM inbound"
+            " WHERE status IN ('pending','delivering') ORDER BY id"
+        ).fetchall()
+        return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
+
+    def inbound_status(self, inbound_id: int) -> str | None:
+        row = self.db.execute("SELECT status FROM inbound WHERE id=?", (inbound_id,)).fetchone()
+        return row[0] if row else None
+
+    # ------------------------------------------------------------------------- sessions
+    def _ensure_session(self, key: str) -> None:
+        now = time.time()
+        self.db.execute("INSERT OR IGNORE INTO sessions(key, created, updated) VALUES (?,?,?)", (key, now, now))
+
+    def session(self, key: str) -> dict:
+        self._ensure_session(key)
+        r = self.db.execute(
+            "SELECT epoch, activation, intro_done, usage_in, usage_out, created, updated FROM sessions WHERE key=?",
+            (key,),
+        ).fetchone()
+        return {"key": key, "epoch": r[0], "activation": r[1], "intro_done": bool(r[2]),
+                "usage_in": r[3], "usage_out": r[4], "created": r[5], "updated": r[6]}
+
+    def reset_session(self, key: str) -> None:
+        self._ensure_session(key)
+        self.db.execute("UPDATE sessions SET epoch=epoch+1, intro_done=0, updated=? WHERE key=?", (time.time(), key))
+        self.db.execute("DELETE FROM group_history WHERE session_key=?", (key,))
+
+    def set_activation(self, key: str, activation: str | None) -> None:
+        self._ensure_session(key)
+        self.db.execute("UPDATE sessions SET activation=?, intro_done=0 WHERE key=?", (activation, key))
+
+    def mark_intro_done(self, key: str) -> None:
+        self.db.execute("UPDATE sessions SET intro_done=1 WHERE key=?", (key,))
+
+    # ------------------------------------------------------------------------- messages
+    def history(self, key: str, *, limit: int, max_chars: int) -> list[dict]:
+        """The newest messages of the session's current epoch, oldest first, bounded by
+        count and characters, never starting with a tool result (or an orphaned
+        assistant tool-call whose results were cut)."""
+        epoch = self.session(key)["epoch"]
+        rows = self.db.execute(
+            "SELECT data, chars, role FROM messages WHERE session_key=? AND epoch=? ORDER BY id DESC LIMIT ?",
+            (key, epoch, limit),
+        ).fetchall()
+        picked: list[tuple[str, str]] = []
+        total = 0
+        for data, chars, role in rows:
+            if total + chars > max_chars and picked:
+                break
+            total += chars
+            picked.append((data, role))
+        picked.reverse()
+        # a window must begin with a user message: drop leading tool results and the
+        # assistant/tool pieces of a turn whose beginning fell off
+        while picked and picked[0][1] != "user":
+            picked.pop(0)
+        return [json.loads(d) for d, _ in picked]
+
+    def message_count(self, key: str) -> int:
+        epoch = self.session(key)["epoch"]
+        return self.db.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_key=? AND epoch=?", (key, epoch)
+        ).fetchone()[0]
+
+    def commit_turn(self, key: str, turn: str, messages: Iterable[dict], *, kind: str = "chat",
+                    inbound_id: int | None = None, outbound: list | None = None,
+                    usage: dict | None = None) -> None:
+        """Store a whole turn atomically; with ``inbound_id`` the inbound row moves to
+        'delivering' (with the reply to deliver) or 'done' in the same transaction."""
+        now = time.time()
+        epoch = self.session(key)["epoch"]
+        with self._tx():
+            self.db.executemany(
+                "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, created) VALUES (?,?,?,?,?,?,?,?)",
+                [(key, epoch, turn, kind, m.get("role", ""), s, len(s), now)
+                 for m in messages for s in (json.dumps(m, ensure_ascii=False),)],
+            )
+            usage = usage or {}
+            self.db.execute(
+                "UPDATE sessions SET updated=?, usage_in=usage_in+?, usage_out=usage_out+? WHERE key=?",
+                (now, int(usage.get("prompt_tokens", 0) or 0), int(usage.get("completion_tokens", 0) or 0), key),
+            )
+            if inbound_id is not None:
+                if outbound:
+                    self.db.execute("UPDATE inbound SET status='delivering', outbound=? WHERE id=?",
+                                    (json.dumps(outbound), inbound_id))
+                else:
+                    self.db.execute("UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,))
+
+    def delete_turn(self, key: str, turn: str) -> None:
+        self.db.execute("DELETE FROM messages WHERE session_key=? AND turn=?", (key, turn))
+
+    def _tx(self):
+        db = self.db
+
+        class _Tx:
+            def __enter__(self):
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, exc_type, exc, tb):
+                db.execute("ROLLBACK" if exc_type else "COMMIT")
+                return False
+
+        return _Tx()
+
+    # -------------------------------------------------------------------- group history
+    def add_group_history(self, key: str, sender: str, text: str, ts: float, cap: int) -> None:
+        self.db.execute("INSERT INTO group_history(session_key, sender, text, ts) VALUES (?,?,?,?)",
+                        (key, sender, text, ts))
+        self.db.execute(
+            "DELETE FROM group_history WHERE session_key=? AND id NOT IN"
+            " (SELECT id FROM group_history WHERE session_key=? ORDER BY id DESC LIMIT ?)",
+            (key, key, cap),
+        )
+
+    def take_group_history(self, key: str) -> list[dict]:
+        rows = self.db.execute("SELECT id, sender, text, ts FROM group_history WHERE session_key=? ORDER BY id",
+                               (key,)).fetchall()
+        if rows:
+            self.db.execute("DELETE FROM group_history WHERE session_key=? AND id<=?", (key, rows[-1][0]))
+        return [{"sender": r[1], "text": r[2], "ts": r[3]} for r in rows]
+
+    def peek_group_history(self, key: str) -> list[dict]:
+        rows = self.db.execute("SELECT sender, text, ts FROM group_history WHERE session_key=? ORDER BY id",
+                               (key,)).fetchall()
+        return [{"sender": r[0], "text": r[1], "ts": r[2]} for r in rows]
+
+    # -------------------------------------------------------------------------- pairing
+    def is_approved(self, channel: str, sender_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM approved_senders WHERE channel=? AND sender_id=?",
+                               (channel, sender_id)).fetchone() is not None
+
+    def pairing_requests(self, channel: str | None = None) -> list[dict]:
+        q = "SELECT channel, sender_id, sender_name, code, created, notified FROM pairing_requests"
+        args: tuple = ()
+        if channel:
+            q += " WHERE channel=?"
+            args = (channel,)
+        return [dict(zip(("channel", "sender_id", "sender_name", "code", "created", "notified"), r))
+                for r in self.db.execute(q + " ORDER BY created", args)]
+
+    def upsert_pairing(self, channel: str, sender_id: str, sender_name: str, code: str,
+                       created: float, notified: float) -> None:
+        self.db.execute(
+            "INSERT INTO pairing_requests(channel, sender_id, sender_name, code, created, notified) VALUES (?,?,?,?,?,?)"
+            " ON CONFLICT(channel, sender_id) DO UPDATE SET sender_name=excluded.sender_name, code=excluded.code,"
+            " created=excluded.created, notified=excluded.notified",
+            (channel, sender_id, sender_name, code, created, notified),
+        )
+
+    def delete_pairing(self, channel: str, sender_id: str) -> None:
+        self.db.execute("DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id))
+
+    def approve(self, channel: str, sender_id: str) -> None:
+        with self._tx():
+            self.db.execute("INSERT OR REPLACE INTO approved_senders(channel, sender_id, approved) VALUES (?,?,?)",
+                            (channel, sender_id, time.time()))
+            self.db.execute("DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id))
+
+    # ------------------------------------------------------------------------------- kv
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def put(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, json.dumps(value)))
+
+    # ---------------------------------------------------------------------------- cron
+    def cron_jobs(self) -> list[dict]:
+        return [dict(zip(("name", "schedule", "prompt", "target", "to"), r))
+                for r in self.db.execute("SELECT name, schedule, prompt, target, to_ FROM cron_jobs ORDER BY name")]
+
+    def add_cron_job(self, name: str, schedule: str, prompt: str, target: str, to: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO cron_jobs(name, schedule, prompt, target, to_, created) VALUES (?,?,?,?,?,?)",
+                        (name, schedule, prompt, target, to, time.time()))
+
+    def remove_cron_job(self, name: str) -> bool:
+        return self.db.execute("DELETE FROM cron_jobs WHERE name=?", (name,)).rowcount > 0
