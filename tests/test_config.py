@@ -1,0 +1,88 @@
+"""Config validation: every error names its TOML key path; the example config loads."""
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.config import ConfigError, config_warnings, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"agent": {"modle": "x"}}, "agent.modle: unknown key"),
+    ({"channels": {"telegram": {"dm_policy": "nope"}}}, "channels.telegram.dm_policy"),
+    ({"heartbeat": {"every": "30x"}}, "heartbeat.every"),
+    ({"agent": {"timezone": "Mars/Olympus"}}, "agent.timezone"),
+    ({"agent": {"max_tool_iterations": "many"}}, "agent.max_tool_iterations"),
+    ({"heartbeat": {"active_hours": {"start": "25:00", "end": "22:00"}}}, "heartbeat.active_hours.start"),
+    ({"cron": [{"name": "x", "schedule": "not cron", "prompt": "p"}]}, "cron[0].schedule"),
+    ({"channels": {"signal": {"enabled": True}}}, "channels.signal"),
+    ({"channels": {"http": {"listen": "nowhere"}}}, "channels.http.listen"),
+    ({"tools": {"exec": {"security": "yolo"}}}, "tools.exec.security"),
+    ({"telegram": {}}, "telegram: unknown key"),
+])
+def test_errors_name_the_key(data, key):
+    with pytest.raises(ConfigError) as e:
+        parse_config(data)
+    assert key in str(e.value)
+
+
+def test_defaults_and_expansion():
+    cfg = parse_config({"agent": {"workspace": "~/ws"}, "channels": {"telegram": {"allow_from": [123, "@me"]}}})
+    assert cfg.agent.workspace == Path("~/ws").expanduser()
+    assert cfg.channels.telegram.allow_from == ["123", "@me"]
+    assert cfg.heartbeat.every_seconds == 1800
+    assert cfg.channels.telegram.dm_policy == "pairing"
+    assert cfg.channels.telegram.group_policy == "allowlist"
+
+
+def test_example_config_loads_without_secrets(monkeypatch):
+    for var in ("TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    cfg = load_config(str(ROOT / "config.example.toml"))
+    assert cfg.channels.http.enabled and cfg.channels.http.listen.startswith("127.0.0.1")
+    assert not cfg.channels.telegram.enabled
+
+
+def test_secret_values_come_from_env(monkeypatch):
+    monkeypatch.setenv("MY_TG", "123456:secret-token")
+    cfg = parse_config({"channels": {"telegram": {"token_env": "MY_TG"}}})
+    assert "123456:secret-token" in cfg.secret_values()
+
+
+def test_warnings_for_risky_settings():
+    cfg = parse_config({"channels": {"telegram": {"enabled": True, "dm_policy": "allowlist"},
+                                     "http": {"enabled": True, "listen": "0.0.0.0:8787"}},
+                        "tools": {"exec": {"security": "full"}}})
+    w = "\n".join(config_warnings(cfg))
+    assert "empty allow_from" in w and "security = \"full\"" in w and "not loopback" in w
+
+
+def test_check_command_exit_codes(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[agent]\nmodel = "x"\nwhat = 1\n')
+    assert _exit(["check", "--config", str(bad)]) == 1
+    assert "agent.what: unknown key" in capsys.readouterr().err
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[agent\n")
+    assert _exit(["check", "--config", str(broken)]) == 1
+    assert "TOML syntax error" in capsys.readouterr().err
+    assert _exit(["check", "--config", str(ROOT / "config.example.toml")]) == 0
+    assert "channel http: enabled" in capsys.readouterr().out
+
+
+def test_check_fails_when_enabled_channel_lacks_secret(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    p = tmp_path / "c.toml"
+    p.write_text("[channels.telegram]\nenabled = true\n")
+    assert _exit(["check", "--config", str(p)]) == 1
+    assert "TELEGRAM_BOT_TOKEN MISSING" in capsys.readouterr().out
+
+
+def _exit(argv):
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
