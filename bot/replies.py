@@ -1,0 +1,610 @@
+"""The reply pipeline: what the model wrote → what gets delivered (SPEC §3).
+
+Everything here is pure (no I/O) except :func:`resolve_media`, which stats files.
+
+The pipeline (:func:`parse_reply`):
+
+1. a whole-text ``NO_REPLY`` (or ``{"action": "NO_REPLY"}``) is silent;
+2. reply tags (``[[reply_to_current]]``, ``[[reply_to:<id>]]``), ``[[audio_as_voice]]`` and media
+   markers (``[IMAGE:<target>]`` …) are extracted from the text outside code;
+3. ``NO_REPLY`` tokens at the edges are stripped;
+4. ``HEARTBEAT_OK`` tokens at the edges are stripped (ack handling on heartbeat runs);
+5. whitespace left by removed markers is tidied; an empty result without media is silent.
+
+Chunking (:func:`chunk_markdown`) works on the Markdown text; adapters render each chunk for
+their platform afterwards (``channels.formatting``).
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from channels.base import MediaItem
+
+__all__ = [
+    "SILENT_TOKEN",
+    "HEARTBEAT_TOKEN",
+    "REPLY_TO_CURRENT",
+    "ReplyPlan",
+    "is_silent",
+    "strip_silent_token",
+    "strip_heartbeat_token",
+    "parse_reply",
+    "chunk_markdown",
+    "resolve_media",
+]
+
+SILENT_TOKEN = "NO_REPLY"
+HEARTBEAT_TOKEN = "HEARTBEAT_OK"
+REPLY_TO_CURRENT = "current"
+"""``ReplyPlan.reply_to`` sentinel: reply to the message that triggered the turn."""
+
+
+@dataclass
+class ReplyPlan:
+    """What to deliver for one model reply.
+
+    ``text`` is Markdown with tags and valid media markers removed.  ``reply_to`` is
+    :data:`REPLY_TO_CURRENT` for ``[[reply_to_current]]``, an explicit id for
+    ``[[reply_to:<id>]]``, or ``None``.  ``media`` targets are as written by the model (not yet
+    checked; see :func:`resolve_media`).  ``ack`` is true when a ``HEARTBEAT_OK`` token was
+    stripped.  When ``silent`` is true nothing is delivered (``text`` is empty, ``media`` empty).
+    """
+
+    silent: bool = False
+    text: str = ""
+    reply_to: str | None = None
+    audio_as_voice: bool = False
+    media: list[MediaItem] = field(default_factory=list)
+    ack: bool = False
+
+
+# --------------------------------------------------------------------------------------------
+# Code detection (fenced blocks and inline code spans are never touched by directives)
+
+_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+
+
+def _fence_open(line: str) -> tuple[str, str] | None:
+    """``(marker, info)`` when ``line`` (without newline) opens a fenced code block."""
+    m = _FENCE_OPEN_RE.match(line)
+    if not m:
+        return None
+    marker, info = m.group(1), m.group(2)
+    if marker[0] == "`" and "`" in info:
+        return None
+    return marker, info.strip()
+
+
+def _fence_closes(line: str, marker: str) -> bool:
+    m = _FENCE_CLOSE_RE.match(line)
+    return bool(m) and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker)
+
+
+def _split_fences(text: str) -> list[tuple[bool, str]]:
+    """Split into ``(is_code, part)``; fenced blocks (fence lines included) are code.
+
+    An unclosed fence runs to the end of the text (CommonMark).
+    """
+    parts: list[tuple[bool, str]] = []
+    buf: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if fence is None:
+            opened = _fence_open(bare)
+            if opened:
+                if buf:
+                    parts.append((False, "".join(buf)))
+                buf = [line]
+                fence = opened[0]
+            else:
+                buf.append(line)
+        else:
+            buf.append(line)
+            if _fence_closes(bare, fence):
+                parts.append((True, "".join(buf)))
+                buf = []
+                fence = None
+    if buf:
+        parts.append((fence is not None, "".join(buf)))
+    return parts
+
+
+_BACKTICKS_RE = re.compile(r"`+")
+
+
+def _split_inline_code(text: str) -> list[tuple[bool, str]]:
+    """Split prose into ``(is_code, part)`` around inline code spans (matching backtick runs)."""
+    parts: list[tuple[bool, str]] = []
+    pos = 0
+    start_text = 0
+    while True:
+        m = _BACKTICKS_RE.search(text, pos)
+        if not m:
+            break
+        run = m.group(0)
+        closer = re.compile(r"(?<!`)" + re.escape(run) + r"(?!`)")
+        c = closer.search(text, m.end())
+        if not c:
+            pos = m.end()
+            continue
+        if m.start() > start_text:
+            parts.append((False, text[start_text:m.start()]))
+        parts.append((True, text[m.start():c.end()]))
+        pos = start_text = c.end()
+    if start_text < len(text):
+        parts.append((False, text[start_text:]))
+    return parts
+
+
+def _split_code(text: str) -> list[tuple[bool, str]]:
+    """``(is_code, part)`` pieces: fenced blocks and inline code spans are code."""
+    out: list[tuple[bool, str]] = []
+    for is_code, part in _split_fences(text):
+        if is_code:
+            out.append((True, part))
+        else:
+            out.extend(_split_inline_code(part))
+    return out
+
+
+def _map_prose(text: str, fn) -> str:
+    return "".join(part if is_code else fn(part) for is_code, part in _split_code(text))
+
+
+# --------------------------------------------------------------------------------------------
+# Silent replies (§3.1)
+
+_SILENT_TRAILING_RE = re.compile(r"(?<!\w)NO_REPLY\W{0,4}$", re.IGNORECASE)
+_SILENT_LEADING_RE = re.compile(r"^\s*NO_REPLY(?!_)", re.IGNORECASE)
+
+
+def is_silent(text: str) -> bool:
+    """True when the whole reply means "say nothing" (§3.1)."""
+    if text is None:
+        return True
+    stripped = text.strip()
+    if stripped.upper() == SILENT_TOKEN:
+        return True
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            return False
+        if isinstance(data, dict) and list(data) == ["action"]:
+            value = data["action"]
+            return isinstance(value, str) and value.strip().upper() == SILENT_TOKEN
+    return False
+
+
+def strip_silent_token(text: str) -> str:
+    """Remove ``NO_REPLY`` glued to the start or trailing after real content.
+
+    ``Done.\\n\\nNO_REPLY`` → ``Done.``; ``NO_REPLYThe user…`` → ``The user…``; a token in the
+    middle of the text is left alone.  Matching ignores case but needs a word boundary before a
+    trailing token (``SEND_NO_REPLY`` is not a token).  The result is stripped of surrounding
+    whitespace when a token was removed; otherwise the text is returned unchanged.
+    """
+    out = text
+    changed = True
+    while changed:
+        changed = False
+        trimmed = out.rstrip()
+        m = _SILENT_TRAILING_RE.search(trimmed)
+        if m:
+            out = trimmed[: m.start()].rstrip()
+            changed = True
+        m = _SILENT_LEADING_RE.match(out)
+        if m:
+            out = out[m.end():].lstrip()
+            changed = True
+    return out if out is text else out.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# Heartbeat acks (§3.2)
+
+# Markup that may wrap the token: HTML tags, &nbsp; and runs of * ` ~ _
+_WRAP = r"(?:<[^<>\n]*>|&nbsp;|[*`~_])"
+_HB_START_RE = re.compile(r"^\s*" + _WRAP + r"*" + HEARTBEAT_TOKEN + _WRAP + r"*")
+_HB_END_RE = re.compile(r"\s*" + _WRAP + r"*" + HEARTBEAT_TOKEN + r"(?P<tail>(?:" + _WRAP + r"|\W)*)$")
+_WRAP_RE = re.compile(_WRAP)
+_INNER_SPACE_RE = re.compile(r"(?<=\S)[ \t\u00a0]{2,}")
+
+
+def _collapse_whitespace(text: str) -> str:
+    def prose(part: str) -> str:
+        part = _INNER_SPACE_RE.sub(" ", part)
+        part = re.sub(r"[ \t]+(?=\n)", "", part)
+        return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", part)
+
+    return _map_prose(text, prose).strip()
+
+
+def strip_heartbeat_token(text: str) -> tuple[str, bool]:
+    """Strip ``HEARTBEAT_OK`` at the edges of ``text`` (§3.2); returns ``(rest, found)``.
+
+    Case-sensitive.  Markup around the token (``**HEARTBEAT_OK**``, ``<b>HEARTBEAT_OK</b>``,
+    ``&nbsp;``) counts as part of it.  At the end the token may be followed by at most 4
+    non-word characters, which are kept (``respond HEARTBEAT_OK.`` → ``respond.``).  Stripping
+    repeats while a token sits at an edge.  When a token was found, whitespace runs collapse
+    (outside code: runs of spaces inside a line become one space, blank-line runs become one
+    blank line; indentation and code are kept).  A token only in the middle leaves the text
+    unchanged.
+    """
+    if not text or HEARTBEAT_TOKEN not in text:
+        return text, False
+    out = text
+    found = False
+    while True:
+        m = _HB_START_RE.match(out)
+        if m:
+            out = out[m.end():]
+            found = True
+            continue
+        trimmed = out.rstrip()
+        m = _HB_END_RE.search(trimmed)
+        if m:
+            tail = _WRAP_RE.sub("", m.group("tail"))
+            tail = re.sub(r"\s+", "", tail)
+            if len(tail) <= 4:
+                before = trimmed[: m.start()].rstrip()
+                out = before + tail if before.strip() else ""
+                found = True
+                continue
+        break
+    if not found:
+        return text, False
+    return _collapse_whitespace(out), True
+
+
+# --------------------------------------------------------------------------------------------
+# Directives: reply tags, [[audio_as_voice]], media markers (§3.3, §3.4)
+
+_REPLY_CURRENT_RE = r"\[\[\s*reply_to_current\s*\]\]"
+_REPLY_ID_RE = r"\[\[\s*reply_to\s*:\s*(?P<id>[^\[\]\s](?:[^\[\]\n]*?[^\[\]\s])?)\s*\]\]"
+_VOICE_RE = r"\[\[\s*audio_as_voice\s*\]\]"
+_MARKER_RE = (
+    r"\[\s*(?P<kind>image|photo|document|file|video|audio|voice)\s*:(?P<target>[^\[\]\n]*)\]"
+    r"(?!\()"  # `[image: x.png](url)` is a Markdown link, not a marker
+)
+_DIRECTIVE_RE = re.compile(
+    "|".join(
+        [
+            f"(?P<current>{_REPLY_CURRENT_RE})",
+            f"(?P<reply>{_REPLY_ID_RE})",
+            f"(?P<voice>{_VOICE_RE})",
+            f"(?P<marker>{_MARKER_RE})",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+_KINDS = {
+    "image": "image",
+    "photo": "image",
+    "document": "document",
+    "file": "document",
+    "video": "video",
+    "audio": "audio",
+    "voice": "voice",
+}
+
+_HOLE = "\x00"  # where a directive was removed; tidied afterwards
+
+
+def _is_media_target(target: str) -> bool:
+    """An http(s) URL or something that looks like a local path."""
+    if not target:
+        return False
+    lower = target.lower()
+    if lower.startswith(("http://", "https://")):
+        return len(target) > len("https://") and not any(c.isspace() for c in target)
+    if re.match(r"^[a-z][a-z0-9+.\-]*://", lower):
+        return lower.startswith("file://") and len(target) > len("file://")
+    if target.startswith(("/", "~/", "./", "../")):
+        return True
+    # relative path: has a directory part or a file extension
+    return "/" in target or bool(re.search(r"\.[A-Za-z0-9]{1,8}$", target))
+
+
+def _extract_directives(text: str) -> tuple[str, str | None, str | None, bool, list[MediaItem]]:
+    """Remove tags and valid markers from prose; returns
+    ``(text_with_holes, explicit_id, current, audio_as_voice, media)``."""
+    explicit: str | None = None
+    current = False
+    voice = False
+    media: list[MediaItem] = []
+
+    def repl(m: re.Match) -> str:
+        nonlocal explicit, current, voice
+        if m.group("current"):
+            current = True
+        elif m.group("reply"):
+            explicit = m.group("id").strip()
+        elif m.group("voice"):
+            voice = True
+        else:
+            target = m.group("target").strip()
+            if not _is_media_target(target):
+                return m.group(0)
+            media.append(MediaItem(kind=_KINDS[m.group("kind").lower()], target=target))
+        return _HOLE
+
+    body = _map_prose(text, lambda part: _DIRECTIVE_RE.sub(repl, part))
+    return body, explicit, ("current" if current else None), voice, media
+
+
+def _tidy(text: str) -> str:
+    """Close the gaps left by removed directives, collapse blank-line runs, trim."""
+    if _HOLE in text:
+        text = re.sub(_HOLE + r"(?:[ \t]*" + _HOLE + r")+", _HOLE, text)
+        # a line that held only directives disappears
+        text = re.sub(r"(?m)^[ \t]*" + _HOLE + r"[ \t]*(?:\n|$)", "", text)
+        # between two words: one space
+        text = re.sub(r"(?<=\S)[ \t]*" + _HOLE + r"[ \t]*(?=\S)", " ", text)
+        # at the start of a line: keep the indentation
+        text = re.sub(r"(?m)^([ \t]*)" + _HOLE + r"[ \t]*", r"\1", text)
+        # at the end of a line
+        text = re.sub(r"[ \t]*" + _HOLE + r"[ \t]*(?=\n|$)", "", text)
+        text = text.replace(_HOLE, "")
+
+    def prose(part: str) -> str:
+        return re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", part)
+
+    return _map_prose(text, prose).strip()
+
+
+def parse_reply(text: str, *, heartbeat: bool = False, ack_max_chars: int = 300) -> ReplyPlan:
+    """Turn the model's final text into a :class:`ReplyPlan` (SPEC §3.1–§3.4).
+
+    Reply-tag precedence: an explicit ``[[reply_to:<id>]]`` wins over ``[[reply_to_current]]``
+    wherever the two appear; among explicit ids the last one wins.
+
+    Silence: the whole text being the silent token (after tags are removed) is silent; if the
+    reply carries media markers, the media are still delivered with empty text.  On a heartbeat
+    run a stripped ``HEARTBEAT_OK`` with ≤ ``ack_max_chars`` of remaining text and no media is
+    silent; longer text is delivered without the token.  An empty text without media is silent.
+    """
+    raw = text or ""
+    if is_silent(raw):
+        return ReplyPlan(silent=True)
+
+    body, explicit, current, voice, media = _extract_directives(raw)
+    body = _tidy(body)
+    reply_to = explicit or current
+
+    ack = False
+    for _ in range(3):  # tokens may be stacked: "HEARTBEAT_OK NO_REPLY"
+        before = body
+        if is_silent(body):
+            body = ""
+            break
+        body = strip_silent_token(body)
+        rest, found = strip_heartbeat_token(body)
+        if found:
+            ack = True
+            body = rest
+        if body == before:
+            break
+
+    if ack and heartbeat and len(body) <= ack_max_chars and not media:
+        return ReplyPlan(silent=True, ack=True)
+    if not body.strip() and not media:
+        return ReplyPlan(silent=True, ack=ack)
+    return ReplyPlan(
+        silent=False,
+        text=body.strip(),
+        reply_to=reply_to,
+        audio_as_voice=voice,
+        media=media,
+        ack=ack,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Chunking (§3.5)
+
+
+def _open_fence_at_end(text: str) -> tuple[str, str, int] | None:
+    """``(marker, info, line_start)`` of the fence still open at the end of ``text``."""
+    fence: tuple[str, str, int] | None = None
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        bare = line.rstrip("\r\n")
+        if fence is None:
+            opened = _fence_open(bare)
+            if opened:
+                fence = (opened[0], opened[1], pos)
+        elif _fence_closes(bare, fence[0]):
+            fence = None
+        pos += len(line)
+    return fence
+
+
+def _line_count(text: str) -> int:
+    return text.count("\n") + 1
+
+
+def _find_cut(s: str, window: int) -> tuple[int, int]:
+    """Where to cut ``s`` (longer than ``window``): ``(piece_end, next_start)``.
+
+    Prefers the last paragraph break, then line break, then space within the window (when it
+    does not leave a tiny chunk), then falls back to any such break, then a hard cut.
+    """
+    region = s[: window + 1]
+    floor = max(1, int(window * 0.3))
+    candidates: list[tuple[int, int]] = []
+    i = region.rfind("\n\n")
+    if i > 0:
+        j = i
+        while j < len(s) and s[j] == "\n":
+            j += 1
+        candidates.append((i, j))
+    else:
+        candidates.append((-1, -1))
+    i = region.rfind("\n")
+    candidates.append((i, i + 1) if i > 0 else (-1, -1))
+    i = max(region.rfind(" "), region.rfind("\t"))
+    candidates.append((i, i + 1) if i > 0 else (-1, -1))
+    for end, nxt in candidates:
+        if end >= floor and s[:end].strip():
+            return end, nxt
+    for end, nxt in candidates:
+        if end > 0 and s[:end].strip():
+            return end, nxt
+    return window, window
+
+
+def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[str]:
+    """Split Markdown into chunks of at most ``limit`` characters (SPEC §3.5).
+
+    Breaks at a paragraph break, else a line break, else a space, else a hard cut.  A code
+    fence open at a cut is closed at the end of the chunk and reopened (same fence and info
+    string) at the start of the next; the added characters count against ``limit``.  With
+    ``max_lines`` (Discord's soft 17 lines) no chunk has more lines than that.  Every chunk
+    leaves its fences balanced; no chunk is empty.
+    """
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    if max_lines is not None and max_lines < 1:
+        raise ValueError("max_lines must be positive")
+    rest = (text or "").lstrip("\n").rstrip()
+    chunks: list[str] = []
+    prefix = ""  # fence reopened at the start of the next chunk
+    while rest.strip():
+        if prefix and (len(prefix) + 8 > limit // 2 or (max_lines is not None and max_lines < 4)):
+            prefix = ""  # fence too long to carry for this limit; degrade to plain cuts
+        chunk, nxt, fence = _next_chunk(rest, prefix, limit, max_lines)
+        if chunk.strip():
+            chunks.append(chunk)
+        rest = rest[nxt:].lstrip("\n")
+        prefix = ""
+        if fence is not None:
+            first, _, after = rest.partition("\n")
+            if _fence_closes(first, fence[0]):
+                rest = after.lstrip("\n")  # the closer we added stands for this line
+            else:
+                prefix = fence[0] + fence[1] + "\n"
+    return chunks
+
+
+def _next_chunk(
+    rest: str, prefix: str, limit: int, max_lines: int | None
+) -> tuple[str, int, tuple[str, str, int] | None]:
+    """One chunk from the start of ``rest``: ``(chunk, next_start, fence_left_open)``."""
+    window = limit - len(prefix)
+    line_budget = None if max_lines is None else max_lines - _line_count(prefix) + 1
+    for _attempt in range(64):
+        if window < 1 or (line_budget is not None and line_budget < 1):
+            if not prefix:
+                break
+            prefix, window = "", limit  # nothing fits next to the reopened fence: drop it
+            line_budget = max_lines
+        w = window
+        if line_budget is not None:
+            nl = -1
+            for _ in range(line_budget):
+                nl = rest.find("\n", nl + 1)
+                if nl < 0:
+                    break
+            if nl >= 0:
+                w = min(w, nl)
+        if len(rest) <= w:
+            end = nxt = len(rest)
+        else:
+            end, nxt = _find_cut(rest, max(w, 1))
+        piece = rest[:end].rstrip()
+        if not piece.strip():
+            piece = rest[:end]
+        body = prefix + piece
+        fence = _open_fence_at_end(body)
+        # do not end a chunk on a bare fence opener: cut before it instead
+        if fence is not None and fence[2] >= len(prefix) and "\n" not in body[fence[2]:]:
+            opener_at = fence[2] - len(prefix)
+            if rest[:opener_at].strip():
+                end = nxt = opener_at
+                piece = rest[:end].rstrip()
+                body = prefix + piece
+                fence = _open_fence_at_end(body)
+        chunk = body + ("\n" + fence[0] if fence is not None else "")
+        over = len(chunk) - limit
+        extra_lines = 0 if max_lines is None else _line_count(chunk) - max_lines
+        if over <= 0 and extra_lines <= 0:
+            return chunk, nxt, fence
+        if over > 0:
+            window = min(window, end) - over
+        if extra_lines > 0 and line_budget is not None:
+            line_budget = min(line_budget, _line_count(piece)) - extra_lines
+    # safety net (tiny limits): a plain cut that honours the limits, fences not carried
+    end = min(len(rest), limit)
+    if max_lines is not None:
+        lines = rest[:end].split("\n")
+        if len(lines) > max_lines:
+            end = len("\n".join(lines[:max_lines]))
+    end = max(end, 1)
+    return rest[:end], end, None
+
+
+# --------------------------------------------------------------------------------------------
+# Media resolution (§3.4)
+
+
+def _basename(target: str) -> str:
+    if target.lower().startswith(("http://", "https://")):
+        path = unquote(urlparse(target).path)
+        return os.path.basename(path.rstrip("/")) or "file"
+    return os.path.basename(target.rstrip("/\\")) or target
+
+
+def resolve_media(items: list[MediaItem], roots: list[Path]) -> tuple[list[MediaItem], list[str]]:
+    """Check media targets before delivery.
+
+    URLs pass.  A local path (absolute, ``~``-relative, ``file://``, or relative → resolved
+    against ``roots[0]``) must exist, be a regular file and — following symlinks — lie inside
+    one of ``roots``.  Anything else becomes a note ``[attachment unavailable: <basename>]``.
+    Returned items have absolute targets, ``name`` and (when guessable) ``mime`` filled.
+    """
+    resolved_roots: list[Path] = []
+    for root in roots:
+        try:
+            resolved_roots.append(Path(root).expanduser().resolve())
+        except (OSError, RuntimeError):
+            continue
+    ok: list[MediaItem] = []
+    notes: list[str] = []
+    for item in items:
+        target = item.target.strip()
+        name = item.name or _basename(target)
+        if target.lower().startswith(("http://", "https://")):
+            mime = item.mime or (mimetypes.guess_type(urlparse(target).path)[0] or "")
+            ok.append(MediaItem(kind=item.kind, target=target, name=name, mime=mime))
+            continue
+        path_text = target
+        if path_text.lower().startswith("file://"):
+            path_text = unquote(urlparse(path_text).path)
+        real: Path | None = None
+        try:
+            p = Path(path_text).expanduser()
+            if not p.is_absolute():
+                p = (Path(roots[0]).expanduser() / p) if roots else None
+            if p is not None:
+                candidate = p.resolve(strict=True)
+                if candidate.is_file() and any(candidate.is_relative_to(r) for r in resolved_roots):
+                    real = candidate
+        except (OSError, RuntimeError, ValueError):
+            real = None
+        if real is None:
+            notes.append(f"[attachment unavailable: {name}]")
+            continue
+        mime = item.mime or (mimetypes.guess_type(real.name)[0] or "")
+        ok.append(MediaItem(kind=item.kind, target=str(real), name=item.name or real.name, mime=mime))
+    return ok, notes
