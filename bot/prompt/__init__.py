@@ -1,0 +1,21 @@
+"""System-prompt engine (SPEC §2): pure builder, cache, hooks, reports and starter files.
+
+    from bot.prompt import PromptContext, build_prompt, PromptCache
+"""
+
+from __future__ import annotations
+
+from .builder import FileReport, PromptResult, SectionReport, build_prompt
+from .cache import PromptCache
+from .context import PromptContext, RuntimeInfo, ToolSpec
+
+__all__ = [
+    "FileReport",
+    "PromptCache",
+    "PromptContext",
+    "PromptResult",
+    "RuntimeInfo",
+    "SectionReport",
+    "ToolSpec",
+    "build_prompt",
+]

@@ -1,0 +1,65 @@
+"""Bodies for the ``## Group Chat Context`` and ``## Subagent Context`` sections.
+
+The builder adds the heading; callers put the returned text into
+``PromptContext.extra_context``.  Nothing here may be volatile (no sender names of the
+current turn, no message ids): the text becomes part of the cached system prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from . import texts
+
+_PROVIDER_LABELS = {
+    "telegram": "Telegram",
+    "discord": "Discord",
+    "slack": "Slack",
+    "signal": "Signal",
+    "whatsapp": "WhatsApp",
+    "imessage": "iMessage",
+    "terminal": "Terminal",
+    "http": "HTTP",
+    "matrix": "Matrix",
+}
+
+
+def provider_label(provider: str) -> str:
+    """Human label of a channel id (``telegram`` -> ``Telegram``)."""
+    key = provider.strip().lower()
+    if key in _PROVIDER_LABELS:
+        return _PROVIDER_LABELS[key]
+    return key[:1].upper() + key[1:] if key else "chat"
+
+
+def group_chat_context(
+    provider: str,
+    title: str,
+    participants: list[str],
+    activation: Literal["mention", "always"] = "mention",
+    include_activation: bool = False,
+) -> str:
+    label = provider_label(provider)
+    title = " ".join(title.split())
+    lines = [texts.GROUP_LINE.format(provider=label, title=title) if title else texts.GROUP_LINE_UNTITLED.format(provider=label)]
+    names: list[str] = []
+    seen: set[str] = set()
+    for p in participants:
+        p = " ".join(str(p).split())
+        if p and p.lower() not in seen:
+            seen.add(p.lower())
+            names.append(p)
+    if names:
+        lines.append(texts.GROUP_PARTICIPANTS.format(names=", ".join(names)))
+    lines.append(texts.GROUP_DELIVERY)
+    if include_activation:
+        lines.append(texts.GROUP_ALWAYS if activation == "always" else texts.GROUP_MENTION)
+    lines.append(texts.GROUP_HISTORY)
+    return "\n".join(lines)
+
+
+def subagent_context(task_label: str) -> str:
+    task = " ".join(task_label.split())
+    if not task:
+        return "\n".join(texts.SUBAGENT_LINES_NO_TASK)
+    return "\n".join(line.format(task=task) for line in texts.SUBAGENT_LINES)
