@@ -1,0 +1,168 @@
+"""The agent loop: ask the model, run the tools it asks for, repeat until it answers.
+
+Native mode passes tool schemas via ``tools=`` and returns results as ``tool`` messages;
+text mode (``native_tools=False``) parses ``<tool_call>`` blocks from the reply and returns
+``<tool_result>`` blocks in one user message.  Calls of one reply run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+from .llm import Completion, LLMClient, LLMError
+from .scrub import scrub
+from .textproto import format_tool_results, parse_tool_calls, split_reasoning, strip_thinking
+from .tools import ToolContext, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_OUTPUT = 40000
+
+
+@dataclass
+class LoopResult:
+    text: str
+    new_messages: list[dict] = field(default_factory=list)
+    error: str | None = None
+    iterations: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+    tool_calls: int = 0
+
+
+def truncate_output(text: str, limit: int = MAX_TOOL_OUTPUT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters truncated]"
+
+
+def _prepare_output(text: str, ctx: ToolContext) -> str:
+    # scrub first: a secret cut in half at the boundary would no longer match
+    return truncate_output(scrub(text, ctx.secrets))
+
+
+def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
+    for k, v in usage.items():
+        if isinstance(v, int):
+            total[k] = total.get(k, 0) + v
+
+
+def _limit_text(n: int) -> str:
+    return (
+        f"I stopped after {n} tool steps without finishing. "
+        "Tell me if I should continue, or narrow the request down."
+    )
+
+
+async def _run_call(registry: ToolRegistry, ctx: ToolContext, name: str, args: dict | None, error: str | None) -> str:
+    if error is not None:
+        out = f"Error: {error}"
+    else:
+        started = time.monotonic()
+        out = await registry.execute(name, args or {}, ctx)
+        log.info("tool %s session=%s %.2fs%s", name, ctx.session_key, time.monotonic() - started,
+                 " (error)" if out.startswith("Error:") else "")
+    return _prepare_output(out, ctx)
+
+
+def _decode_args(raw: str) -> tuple[dict | None, str | None]:
+    if raw is None or not raw.strip():
+        return {}, None
+    try:
+        val = json.loads(raw)
+    except json.JSONDecodeError as e:
+        return None, f"arguments are not valid JSON: {e.msg} (line {e.lineno}, column {e.colno}). Send one JSON object."
+    if not isinstance(val, dict):
+        return None, "arguments must be a JSON object"
+    return val, None
+
+
+async def run_agent_loop(
+    llm: LLMClient,
+    messages: list[dict],
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    *,
+    native_tools: bool = True,
+    max_iterations: int = 20,
+    reasoning_tags: bool = False,
+) -> LoopResult:
+    """Drive one turn.  Never raises for model or tool failures (cancellation propagates)."""
+    convo: list[dict] = list(messages)
+    new: list[dict] = []
+    usage: dict[str, int] = {}
+    n_calls = 0
+    iterations = 0
+    max_iterations = max(1, int(max_iterations))
+    tools = registry.openai_tools() if native_tools and len(registry) else None
+
+    def emit(msg: dict) -> None:
+        convo.append(msg)
+        new.append(msg)
+
+    def final(text: str) -> LoopResult:
+        return LoopResult(text=text, new_messages=new, error=None, iterations=iterations, usage=usage, tool_calls=n_calls)
+
+    while iterations < max_iterations:
+        iterations += 1
+        try:
+            comp: Completion = await llm.complete(convo, tools)
+        except LLMError as e:
+            log.warning("turn failed session=%s after %d model calls: %s", ctx.session_key, iterations, e.user_message)
+            return LoopResult(
+                text=e.user_message, new_messages=new, error=e.user_message,
+                iterations=iterations, usage=usage, tool_calls=n_calls,
+            )
+        _add_usage(usage, comp.usage)
+
+        if native_tools and comp.tool_calls:
+            calls = comp.tool_calls
+            emit(
+                {
+                    "role": "assistant",
+                    "content": comp.text or None,
+                    "tool_calls": [
+                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                        for c in calls
+                    ],
+                }
+            )
+            jobs = []
+            for c in calls:
+                args, err = _decode_args(c.arguments)
+                jobs.append(_run_call(registry, ctx, c.name, args, err))
+            n_calls += len(calls)
+            results = await asyncio.gather(*jobs)
+            for c, out in zip(calls, results):
+                emit({"role": "tool", "tool_call_id": c.id, "content": out})
+            continue
+
+        if not native_tools:
+            # a <tool_call> the model only thought about (inside <think>) is not executed
+            _visible, parsed = parse_tool_calls(strip_thinking(comp.text) if reasoning_tags else comp.text)
+            if parsed:
+                emit({"role": "assistant", "content": comp.text})
+                n_calls += len(parsed)
+                results = await asyncio.gather(
+                    *(_run_call(registry, ctx, p.name, p.arguments, p.error) for p in parsed)
+                )
+                names = [p.name or "unknown" for p in parsed]
+                emit({"role": "user", "content": format_tool_results(list(zip(names, results)))})
+                continue
+
+        text = comp.text or ""
+        if reasoning_tags:
+            text, _thinking = split_reasoning(text)
+        emit({"role": "assistant", "content": text})
+        return final(text)
+
+    log.info("turn hit the tool step limit session=%s (%d)", ctx.session_key, max_iterations)
+    text = _limit_text(max_iterations)
+    emit({"role": "assistant", "content": text})
+    return final(text)
+
+
+__all__ = ["LoopResult", "run_agent_loop", "truncate_output", "MAX_TOOL_OUTPUT"]

@@ -1,0 +1,81 @@
+"""Redact secrets from text before a model (or a log) sees it.
+
+Two rules:
+
+* every configured secret value of 4+ characters, wherever it appears;
+* ``key=value`` / ``key: value`` / ``"key": "value"`` pairs whose key mentions a token, api key,
+  password, secret, bearer or credential, when the value has 8+ characters; plus
+  ``Authorization: Bearer <token>`` style headers.
+
+A redacted value keeps its first 4 characters followed by ``*[REDACTED]``.  Scrubbing is
+idempotent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+MARK = "*[REDACTED]"
+_MIN_SECRET = 4
+_MIN_VALUE = 8
+
+# Bounded affixes and a "start of word" lookbehind keep this linear on long runs of word characters.
+_KEY = (
+    r"(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]{0,64}"
+    r"(?:token|api[_\-]?key|apikey|password|passwd|secret|bearer|credential)"
+    r"[A-Za-z0-9_.\-]{0,64}(?![A-Za-z0-9_.\-])"
+)
+
+_PAIR = re.compile(
+    r"(?P<key>(?P<kq>[\"']?)" + _KEY + r"(?P=kq))"
+    r"(?P<sep>[ \t]*[:=][ \t]*)"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\.)*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"'`,;&<>(){}\[\]]+(?:\*\[REDACTED\])?))",
+    re.IGNORECASE,
+)
+
+_AUTH = re.compile(
+    r"(?P<pre>\b(?:bearer|basic|token)[ \t]+)(?P<val>[A-Za-z0-9._~+/=\-]{8,}(?:\*\[REDACTED\])?)",
+    re.IGNORECASE,
+)
+
+
+def _redact_value(value: str) -> str:
+    if MARK in value:
+        return value
+    return value[:4] + MARK
+
+
+def _pair_sub(m: re.Match[str]) -> str:
+    for group, quote in (("dq", '"'), ("sq", "'"), ("bare", "")):
+        value = m.group(group)
+        if value is not None:
+            break
+    else:  # pragma: no cover - the regex always sets one
+        return m.group(0)
+    if len(value) < _MIN_VALUE or MARK in value:
+        return m.group(0)
+    return f"{m.group('key')}{m.group('sep')}{quote}{_redact_value(value)}{quote}"
+
+
+def _auth_sub(m: re.Match[str]) -> str:
+    pre = m.group("pre")
+    # "token <value>" alone is too loose for prose; only redact it after "Authorization:".
+    if pre.lower().startswith("token"):
+        head = m.string[max(0, m.start() - 40) : m.start()].lower()
+        if "authorization" not in head:
+            return m.group(0)
+    return pre + _redact_value(m.group("val"))
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """Return ``text`` with secret values and credential-looking pairs redacted."""
+    if not text:
+        return text
+    values = sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True)
+    for value in values:
+        if value in text:
+            text = text.replace(value, value[:4] + MARK)
+    text = _PAIR.sub(_pair_sub, text)
+    text = _AUTH.sub(_auth_sub, text)
+    return text

@@ -1,0 +1,116 @@
+"""Tool registry and the built-in tools (SPEC §5).
+
+    registry = build_registry(config.tools.enabled)
+    ctx = ToolContext(workspace=..., session_key=..., exec_policy=ExecPolicy(...), ...)
+    text = await registry.execute("read", {"path": "notes.md"}, ctx)   # never raises (except cancel)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterable
+
+from bot.prompt.context import ToolSpec
+
+from .base import ExecPolicy, Tool, ToolContext, ToolError, resolve_in_workspace, schema
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ExecPolicy",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolRegistry",
+    "build_registry",
+    "builtin_tools",
+    "resolve_in_workspace",
+    "schema",
+]
+
+
+class ToolRegistry:
+    """An ordered set of tools.  Immutable in use: build one per config (or per session kind)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def without(self, *names: str) -> "ToolRegistry":
+        """A copy without the given tools (e.g. no ``sessions_spawn`` inside a sub-agent)."""
+        drop = set(names)
+        return ToolRegistry(t for n, t in self._tools.items() if n not in drop)
+
+    def specs(self) -> list[ToolSpec]:
+        return [ToolSpec(t.name, t.summary, t.parameters) for t in self._tools.values()]
+
+    def openai_tools(self) -> list[dict]:
+        return [s.openai_schema() for s in self.specs()]
+
+    async def execute(self, name: str, args: dict, ctx: ToolContext) -> str:
+        """Run one tool.  Failures come back as text starting with ``Error:``; nothing raises."""
+        tool = self._tools.get(name)
+        if tool is None:
+            avail = ", ".join(self._tools) or "none"
+            return f"Error: unknown tool {name!r}. Available tools: {avail}."
+        if not isinstance(args, dict):
+            return "Error: tool arguments must be a JSON object."
+        started = time.monotonic()
+        try:
+            out = await tool.handler(ctx, args)
+        except ToolError as e:
+            log.info("tool %s refused/failed session=%s: %s", name, ctx.session_key, e)
+            return f"Error: {e}"
+        except Exception as e:  # noqa: BLE001 - a broken tool must not break the turn
+            log.exception("tool %s crashed session=%s", name, ctx.session_key)
+            return f"Error: tool {name!r} failed: {type(e).__name__}: {e}"
+        log.debug("tool %s ok session=%s in %.2fs", name, ctx.session_key, time.monotonic() - started)
+        if out is None:
+            return ""
+        return out if isinstance(out, str) else str(out)
+
+
+def builtin_tools() -> dict[str, Tool]:
+    from .exec_tool import EXEC
+    from .files import EDIT, READ, WRITE
+    from .memory import MEMORY_GET, MEMORY_SEARCH
+    from .session import CRON, MESSAGE, SESSION_STATUS, SESSIONS_SPAWN
+
+    return {
+        t.name: t
+        for t in (READ, WRITE, EDIT, EXEC, MEMORY_SEARCH, MEMORY_GET, MESSAGE, SESSION_STATUS, SESSIONS_SPAWN, CRON)
+    }
+
+
+def build_registry(enabled: Iterable[str]) -> ToolRegistry:
+    """The built-in tools named in ``enabled`` (config order; unknown names warned and skipped)."""
+    available = builtin_tools()
+    reg = ToolRegistry()
+    for name in enabled:
+        key = str(name).strip()
+        tool = available.get(key)
+        if tool is None:
+            log.warning("unknown tool %r in tools.enabled; ignored (known: %s)", key, ", ".join(available))
+            continue
+        if key not in reg:
+            reg.register(tool)
+    return reg

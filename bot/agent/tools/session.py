@@ -1,0 +1,200 @@
+"""message, session_status, sessions_spawn and cron: tools that reach into the core.
+
+Each one calls a capability supplied on the per-turn ToolContext; when the core did not
+supply it (e.g. inside a sub-agent), the tool says so instead of failing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .base import Tool, ToolContext, ToolError, arg_str, schema
+
+# --------------------------------------------------------------------------------------
+# message
+
+
+async def _message(ctx: ToolContext, args: dict) -> str:
+    if ctx.send_message is None:
+        raise ToolError("sending messages is not available in this session")
+    channel = arg_str(args, "channel", required=False).strip()
+    to = arg_str(args, "to", required=False).strip()
+    text = arg_str(args, "text")
+    if not text.strip():
+        raise ToolError("text is empty")
+    result = await ctx.send_message(channel, to, text)
+    return result or "Sent."
+
+
+MESSAGE = Tool(
+    "message",
+    "Send a message now to a channel and recipient (for proactive notes, not for the current reply).",
+    schema(
+        {
+            "channel": {"type": "string", "description": "Channel id, e.g. telegram, discord, slack, signal. Empty = the current channel."},
+            "to": {"type": "string", "description": "Recipient or chat id on that channel. Empty = the current chat."},
+            "text": {"type": "string", "description": "The message text."},
+        },
+        ["text"],
+    ),
+    _message,
+)
+
+# --------------------------------------------------------------------------------------
+# session_status
+
+
+def now_in_zone(zone: str) -> tuple[dt.datetime, str]:
+    if zone:
+        try:
+            tz = ZoneInfo(zone)
+            return dt.datetime.now(tz), zone
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    local = dt.datetime.now().astimezone()
+    return local, local.tzname() or "local"
+
+
+def _fmt_usage(u: Any) -> str:
+    if isinstance(u, dict):
+        return ", ".join(f"{k}={v}" for k, v in u.items())
+    return str(u)
+
+
+async def _session_status(ctx: ToolContext, args: dict) -> str:
+    now, zone_label = now_in_zone(ctx.timezone)
+    lines = [
+        f"Current time: {now.strftime('%A %Y-%m-%d %H:%M:%S')} {now.strftime('%Z')} (time zone {zone_label}, UTC{now.strftime('%z')[:3]}:{now.strftime('%z')[3:]})",
+    ]
+    if ctx.model:
+        lines.append(f"Model: {ctx.model}")
+    info: dict = {}
+    if ctx.session_info is not None:
+        try:
+            info = dict(ctx.session_info() or {})
+        except Exception as e:  # noqa: BLE001
+            lines.append(f"(session details unavailable: {type(e).__name__})")
+    session = info.pop("session_key", None) or info.pop("session", None) or ctx.session_key
+    if session:
+        lines.append(f"Session: {session}")
+    if ctx.agent_id:
+        lines.append(f"Agent: {ctx.agent_id}")
+    for key, value in info.items():
+        label = key.replace("_", " ").capitalize()
+        lines.append(f"{label}: {_fmt_usage(value) if key == 'usage' else value}")
+    return "\n".join(lines)
+
+
+SESSION_STATUS = Tool(
+    "session_status",
+    "Show the current date and time in the user's time zone, the model, the session and usage.",
+    schema({}),
+    _session_status,
+)
+
+# --------------------------------------------------------------------------------------
+# sessions_spawn
+
+
+async def _sessions_spawn(ctx: ToolContext, args: dict) -> str:
+    if ctx.spawn_subagent is None:
+        raise ToolError("sub-agents are not available in this session")
+    task = arg_str(args, "task")
+    if not task.strip():
+        raise ToolError("task is empty")
+    label = arg_str(args, "label", required=False).strip()
+    result = await ctx.spawn_subagent(task, label)
+    head = f"Sub-agent{f' {label!r}' if label else ''} finished."
+    return f"{head}\n{result}" if result else f"{head} It returned no text."
+
+
+SESSIONS_SPAWN = Tool(
+    "sessions_spawn",
+    "Hand a self-contained task to a sub-agent with its own session; returns its final answer.",
+    schema(
+        {
+            "task": {"type": "string", "description": "Complete instructions for the sub-agent (it does not see this chat)."},
+            "label": {"type": "string", "description": "Short name for the task."},
+        },
+        ["task"],
+    ),
+    _sessions_spawn,
+)
+
+# --------------------------------------------------------------------------------------
+# cron
+
+
+def _field(job: Any, key: str) -> Any:
+    if isinstance(job, dict):
+        return job.get(key)
+    return getattr(job, key, None)
+
+
+def _fmt_job(job: Any) -> str:
+    name = _field(job, "name")
+    sched = _field(job, "schedule")
+    prompt = _field(job, "prompt") or ""
+    target = _field(job, "target") or ""
+    to = _field(job, "to") or ""
+    dest = f" -> {target}{':' + to if to else ''}" if target else ""
+    if len(prompt) > 120:
+        prompt = prompt[:120] + "…"
+    return f"- {name} [{sched}]{dest}: {prompt}"
+
+
+async def _cron(ctx: ToolContext, args: dict) -> str:
+    if ctx.cron is None:
+        raise ToolError("scheduling is not available in this session")
+    action = arg_str(args, "action").strip().lower()
+    if action == "add":
+        name = arg_str(args, "name").strip()
+        schedule = arg_str(args, "schedule").strip()
+        prompt = arg_str(args, "prompt")
+        target = arg_str(args, "target", required=False).strip()
+        to = arg_str(args, "to", required=False).strip()
+        if not name or not schedule or not prompt.strip():
+            raise ToolError("add needs name, schedule and prompt")
+        try:
+            res = await ctx.cron.add(name, schedule, prompt, target, to)
+        except (ValueError, KeyError) as e:
+            raise ToolError(f"could not add job {name!r}: {e}") from None
+        extra = f" {res}" if isinstance(res, str) and res else ""
+        return f"Scheduled job {name!r} ({schedule}).{extra}"
+    if action == "list":
+        jobs = list(await ctx.cron.list() or [])
+        if not jobs:
+            return "No scheduled jobs."
+        return "Scheduled jobs:\n" + "\n".join(_fmt_job(j) for j in jobs)
+    if action == "remove":
+        name = arg_str(args, "name").strip()
+        try:
+            res = await ctx.cron.remove(name)
+        except KeyError:
+            res = False
+        if res is False:
+            raise ToolError(f"no scheduled job named {name!r}")
+        return f"Removed job {name!r}."
+    raise ToolError(f"unknown action {action!r}; use add, list or remove")
+
+
+CRON = Tool(
+    "cron",
+    "Schedule, list or remove recurring reminders/tasks (crontab schedules) that run a prompt later.",
+    schema(
+        {
+            "action": {"type": "string", "enum": ["add", "list", "remove"]},
+            "name": {"type": "string", "description": "Job name (add, remove)."},
+            "schedule": {"type": "string", "description": "Crontab expression, e.g. \"0 9 * * 1-5\" (add)."},
+            "prompt": {"type": "string", "description": "What the agent should do when the job fires (add)."},
+            "target": {"type": "string", "description": "Where to deliver: a channel id, \"last\" or \"none\" (add; optional)."},
+            "to": {"type": "string", "description": "Recipient on the target channel (add; optional)."},
+        },
+        ["action"],
+    ),
+    _cron,
+)
+
+__all__ = ["MESSAGE", "SESSION_STATUS", "SESSIONS_SPAWN", "CRON", "now_in_zone"]

@@ -1,0 +1,354 @@
+"""A scripted OpenAI-compatible chat-completions server for tests and benchmarks.
+
+It listens on 127.0.0.1 (random port) and answers ``POST /v1/chat/completions`` (also
+``/chat/completions``) from a queue of scripted responses, falling back to a default
+responder when the queue is empty.  Every request body is recorded in ``.requests``.
+
+    async with FakeLLM() as fake:                       # or: await fake.start() / await fake.stop()
+        fake.script(
+            tool_calls([("read", {"path": "a.txt"})]),  # first request -> a tool call
+            text("done"),                               # second request -> plain text
+        )
+        client = LLMClient("openai/fake", api_base=fake.base_url)
+        ...
+        assert fake.requests[1]["messages"][-1]["role"] == "tool"
+
+Response kinds (module-level helpers): ``text``, ``tool_calls``, ``raw_tool_calls``,
+``error``, ``delay``, ``drop``; or any callable ``fn(request_json) -> response`` (sync or
+async; may also return a plain ``str`` meaning ``text(str)``).  ``stream: true`` requests
+get OpenAI-style SSE chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Union
+
+from aiohttp import web
+
+__all__ = [
+    "FakeLLM",
+    "Reply",
+    "text",
+    "tool_calls",
+    "raw_tool_calls",
+    "error",
+    "delay",
+    "drop",
+    "last_user_text",
+]
+
+
+# --------------------------------------------------------------------------------------
+# response descriptions
+
+
+@dataclass
+class Reply:
+    """One scripted answer.  Build it with the helpers below rather than by hand."""
+
+    kind: str  # "message" | "error" | "delay" | "drop"
+    content: str | None = None
+    calls: list[tuple[str, str, str | None]] = field(default_factory=list)  # (name, arguments, id)
+    finish_reason: str | None = None
+    usage: dict[str, int] | None = None
+    status: int = 200
+    body: Any = None
+    retry_after: float | str | None = None
+    seconds: float = 0.0
+    then: "Response | None" = None
+
+
+Response = Union[Reply, str, Callable[[dict], Any]]
+
+
+def text(content: str, *, usage: dict[str, int] | None = None, finish_reason: str = "stop") -> Reply:
+    """A plain assistant message."""
+    return Reply("message", content=content, usage=usage, finish_reason=finish_reason)
+
+
+def tool_calls(
+    calls: Iterable[tuple[str, dict] | tuple[str, dict, str]],
+    *,
+    content: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> Reply:
+    """Native tool calls: ``[(name, arguments_dict), ...]`` (optionally ``(name, args, id)``).
+
+    Ids are generated (``call_1``, ``call_2``, ...) unless given.
+    """
+    out = []
+    for c in calls:
+        name, args = c[0], c[1]
+        cid = c[2] if len(c) > 2 else None
+        out.append((name, json.dumps(args), cid))
+    return Reply("message", content=content, calls=out, usage=usage, finish_reason="tool_calls")
+
+
+def raw_tool_calls(
+    calls: Iterable[tuple[str, str] | tuple[str, str, str]],
+    *,
+    content: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> Reply:
+    """Tool calls whose ``arguments`` strings are sent verbatim (e.g. malformed JSON)."""
+    out = [(c[0], c[1], c[2] if len(c) > 2 else None) for c in calls]
+    return Reply("message", content=content, calls=out, usage=usage, finish_reason="tool_calls")
+
+
+def error(status: int, body: Any = None, retry_after: float | str | None = None) -> Reply:
+    """An HTTP error.  ``body`` defaults to an OpenAI-style error object."""
+    return Reply("error", status=status, body=body, retry_after=retry_after)
+
+
+def delay(seconds: float, then: Response | None = None) -> Reply:
+    """Wait ``seconds`` before answering with ``then`` (default: ``text("ok")``)."""
+    return Reply("delay", seconds=seconds, then=then)
+
+
+def drop() -> Reply:
+    """Close the connection without answering (a connection error for the client)."""
+    return Reply("drop")
+
+
+def last_user_text(request: dict) -> str:
+    """The text of the last user message of a request (handy in callable responders)."""
+    for m in reversed(request.get("messages") or []):
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, list):
+                return "".join(p.get("text", "") for p in c if isinstance(p, dict))
+            return c or ""
+    return ""
+
+
+def _echo_ok(request: dict) -> Reply:
+    return text("ok")
+
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+
+
+# --------------------------------------------------------------------------------------
+# the server
+
+
+class FakeLLM:
+    """Scripted OpenAI-compatible server.  See the module docstring."""
+
+    def __init__(self, *, model: str = "fake-model", host: str = "127.0.0.1", port: int = 0) -> None:
+        self.model = model
+        self.host = host
+        self.port = port
+        self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []  # request headers, parallel to .requests
+        self.default: Callable[[dict], Any] = _echo_ok
+        self._queue: list[Response] = []
+        self._runner: web.AppRunner | None = None
+        self._cond: asyncio.Condition | None = None
+        self._ids = itertools.count(1)
+
+    # lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        for prefix in ("/v1", ""):
+            app.router.add_post(prefix + "/chat/completions", self._handle)
+            app.router.add_get(prefix + "/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server  # noqa: SLF001 - aiohttp has no public accessor for the bound port
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._cond = asyncio.Condition()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> "FakeLLM":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    # scripting -------------------------------------------------------------------------
+
+    def script(self, *responses: Response) -> "FakeLLM":
+        """Queue responses; each request consumes one, in order."""
+        self._queue.extend(responses)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """How many scripted responses are still queued."""
+        return len(self._queue)
+
+    def reset(self) -> None:
+        self._queue.clear()
+        self.requests.clear()
+        self.headers.clear()
+        self.default = _echo_ok
+
+    @property
+    def last_request(self) -> dict:
+        return self.requests[-1]
+
+    async def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[dict]:
+        """Wait until at least ``n`` requests arrived; returns ``.requests``."""
+        assert self._cond is not None, "start() the FakeLLM first"
+
+        async def _wait() -> None:
+            async with self._cond:  # type: ignore[union-attr]
+                await self._cond.wait_for(lambda: len(self.requests) >= n)  # type: ignore[union-attr]
+
+        try:
+            await asyncio.wait_for(_wait(), timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"expected {n} LLM requests within {timeout}s, got {len(self.requests)}") from None
+        return self.requests
+
+    # HTTP ------------------------------------------------------------------------------
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except Exception:
+            return web.json_response({"error": {"message": "invalid JSON body", "type": "invalid_request_error"}}, status=400)
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        if self._cond is not None:
+            async with self._cond:
+                self._cond.notify_all()
+        resp: Response = self._queue.pop(0) if self._queue else self.default
+        return await self._respond(request, body, resp)
+
+    async def _resolve(self, body: dict, resp: Response | None) -> Reply:
+        if resp is None:
+            return text("ok")
+        if isinstance(resp, str):
+            return text(resp)
+        if isinstance(resp, Reply):
+            return resp
+        if callable(resp):
+            out = resp(body)
+            if inspect.isawaitable(out):
+                out = await out
+            return await self._resolve(body, out)
+        raise TypeError(f"unsupported fake response: {resp!r}")
+
+    async def _respond(self, request: web.Request, body: dict, resp: Response | None) -> web.StreamResponse:
+        r = await self._resolve(body, resp)
+        while r.kind == "delay":
+            await asyncio.sleep(r.seconds)
+            r = await self._resolve(body, r.then)
+        if r.kind == "drop":
+            if request.transport is not None:
+                request.transport.close()
+            return web.Response(status=500)  # never reaches the client
+        if r.kind == "error":
+            headers = {}
+            if r.retry_after is not None:
+                headers["Retry-After"] = str(r.retry_after)
+            payload = r.body
+            if payload is None:
+                payload = {
+                    "error": {
+                        "message": f"fake error {r.status}",
+                        "type": _ERROR_TYPES.get(r.status, "server_error"),
+                        "code": str(r.status),
+                    }
+                }
+            if isinstance(payload, (dict, list)):
+                return web.json_response(payload, status=r.status, headers=headers)
+            return web.Response(text=str(payload), status=r.status, headers=headers, content_type="application/json")
+        return await self._message(request, body, r)
+
+    def _usage(self, body: dict, r: Reply) -> dict[str, int]:
+        if r.usage is not None:
+            u = dict(r.usage)
+            u.setdefault("total_tokens", u.get("prompt_tokens", 0) + u.get("completion_tokens", 0))
+            return u
+        prompt_chars = len(json.dumps(body.get("messages", [])))
+        completion_chars = len(r.content or "") + sum(len(a) + len(n) for n, a, _ in r.calls)
+        p, c = max(1, prompt_chars // 4), max(1, completion_chars // 4)
+        return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+    async def _message(self, request: web.Request, body: dict, r: Reply) -> web.StreamResponse:
+        cid = f"chatcmpl-fake{next(self._ids)}"
+        created = int(time.time())
+        model = body.get("model") or self.model
+        calls = [
+            {"id": call_id or f"call_{next(self._ids)}", "type": "function", "function": {"name": n, "arguments": a}}
+            for n, a, call_id in r.calls
+        ]
+        finish = r.finish_reason or ("tool_calls" if calls else "stop")
+        usage = self._usage(body, r)
+
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": r.content}
+            if calls:
+                message["tool_calls"] = calls
+            return web.json_response(
+                {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                    "usage": usage,
+                }
+            )
+
+        # streaming (SSE)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+
+        async def send(delta: dict | None, finish_reason: str | None = None, *, usage_only: bool = False) -> None:
+            chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+            if usage_only:
+                chunk["choices"] = []
+                chunk["usage"] = usage
+            else:
+                chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason, "logprobs": None}]
+            await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+        await send({"role": "assistant", "content": ""})
+        content = r.content or ""
+        for i in range(0, len(content), 16):
+            await send({"content": content[i : i + 16]})
+        for idx, call in enumerate(calls):
+            fn = call["function"]
+            await send(
+                {"tool_calls": [{"index": idx, "id": call["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}]}
+            )
+            args = fn["arguments"]
+            for i in range(0, len(args), 16):
+                await send({"tool_calls": [{"index": idx, "function": {"arguments": args[i : i + 16]}}]})
+        await send({}, finish)
+        if (body.get("stream_options") or {}).get("include_usage", True):
+            await send(None, usage_only=True)
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
