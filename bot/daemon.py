@@ -1,0 +1,205 @@
+"""Wiring and lifecycle: config → store, agent, router, channels, scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+
+from bot.agent.turn import Agent
+from bot.config import Config, split_listen
+from bot.heartbeat import CronService, Scheduled
+from bot.router import Router
+from bot.sessions import SessionLanes
+from bot.store import Store
+from channels.base import Channel, ChannelError, OutboundMessage
+
+log = logging.getLogger("chela.daemon")
+
+SHUTDOWN_GRACE = 10.0
+RETRY_MAX = 60.0
+
+
+class SecretMissing(Exception):
+    pass
+
+
+def build_channel(cfg: Config, name: str) -> Channel:
+    """One adapter from its config section.  Raises ``SecretMissing`` naming the env var."""
+    ch = cfg.channels
+    media = cfg.media_dir
+
+    def need(env: str, key: str) -> str:
+        value = cfg.secret(env)
+        if not value:
+            raise SecretMissing(f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty")
+        return value
+
+    if name == "telegram":
+        from channels.telegram import TelegramChannel
+
+        t = ch.telegram
+        return TelegramChannel(token=need(t.token_env, "token_env"), api_base=t.api_base, media_dir=media,
+                               poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit)
+    if name == "discord":
+        from channels.discord import DiscordChannel
+
+        d = ch.discord
+        return DiscordChannel(token=need(d.token_env, "token_env"), api_base=d.api_base, gateway_url=d.gateway_url,
+                              media_dir=media, chunk_limit=d.text_chunk_limit)
+    if name == "slack":
+        from channels.slack import SlackChannel
+
+        s = ch.slack
+        return SlackChannel(mode=s.mode, bot_token=need(s.bot_token_env, "bot_token_env"),
+                            app_token=need(s.app_token_env, "app_token_env") if s.mode == "socket" else "",
+                            signing_secret=need(s.signing_secret_env, "signing_secret_env") if s.mode == "http" else "",
+                            api_base=s.api_base, listen=s.listen, media_dir=media, chunk_limit=s.text_chunk_limit)
+    if name == "signal":
+        from channels.signal import SignalChannel
+
+        g = ch.signal
+        return SignalChannel(account=g.account, http_url=g.api_base or g.http_url, media_dir=media,
+                             chunk_limit=g.text_chunk_limit)
+    if name == "http":
+        from channels.http import HttpChannel
+
+        h = ch.http
+        host, port = split_listen(h.listen)
+        return HttpChannel(host=host, port=port, token=cfg.secret(h.token_env), model_name=f"chela/{cfg.agent.id}")
+    raise ValueError(f"unknown channel {name}")
+
+
+def enabled_channels(cfg: Config) -> list[str]:
+    return [n for n in ("telegram", "discord", "slack", "signal", "http") if getattr(cfg.channels, n).enabled]
+
+
+class Daemon:
+    def __init__(self, cfg: Config, *, channels: dict[str, Channel] | None = None, scheduler: bool = True):
+        self.cfg = cfg
+        self._given_channels = channels
+        self.use_scheduler = scheduler
+        self.channels: dict[str, Channel] = {}
+        self._supervisors: list[asyncio.Task] = []
+        self._started: dict[str, asyncio.Event] = {}
+        self._stop = asyncio.Event()
+        self.store: Store | None = None
+        self.cron: CronService | None = None
+        self.started_at = 0.0
+
+    # -------------------------------------------------------------------------- build
+    def _build(self) -> None:
+        from bot.prompt.hooks import load_plugins
+        from bot.prompt.init import init_workspace
+
+        cfg = self.cfg
+        ws = cfg.agent.workspace
+        if not ws.exists():
+            created = init_workspace(ws)
+            log.info("created workspace %s with %d starter file(s)", ws, len(created))
+        cfg.media_dir.mkdir(parents=True, exist_ok=True)
+        self.store = Store(cfg.db_path)
+        self.lanes = SessionLanes(cfg.session.max_concurrent_turns)
+        hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
+        self.agent = Agent(cfg, self.store, hooks=hooks, send_message=self._message_tool)
+        if self._given_channels is not None:
+            self.channels = dict(self._given_channels)
+        else:
+            for name in enabled_channels(cfg):
+                try:
+                    self.channels[name] = build_channel(cfg, name)
+                except SecretMissing as e:
+                    log.error("channel %s not started: %s", name, e)
+        self.router = Router(cfg, self.store, self.agent, self.lanes, self.channels)
+        self.scheduled = Scheduled(cfg, self.store, self.agent, self.lanes, self.router)
+        self.cron = CronService(cfg, self.store, self.scheduled)
+        if "cron" in cfg.tools.enabled:
+            self.agent.cron_api = self.cron
+
+    async def _message_tool(self, channel: str, to: str, text: str) -> str:
+        if channel not in self.channels:
+            return f"Error: channel {channel!r} is not running (running: {', '.join(self.channels) or 'none'})"
+        ok = await self.router.deliver(channel, OutboundMessage(chat_id=to, text=text))
+        return "sent" if ok else "Error: the message could not be delivered"
+
+    # ---------------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        t0 = time.perf_counter()
+        self._build()
+        names = ", ".join(self.channels) or "none"
+        log.info("starting agent=%s model=%s channels=%s", self.cfg.agent.id, self.cfg.agent.model, names)
+        for name, ch in self.channels.items():
+            ev = asyncio.Event()
+            self._started[name] = ev
+            self._supervisors.append(asyncio.create_task(self._supervise(name, ch, ev), name=f"channel:{name}"))
+        # give every channel one attempt before recovering stored messages
+        if self._started:
+            await asyncio.wait([asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15)
+        await self.router.recover()
+        if self.use_scheduler:
+            self.cron.start()
+        # import litellm off the start-up path so the first turn does not pay for it
+        from bot.agent.llm import warm_up
+
+        asyncio.get_running_loop().run_in_executor(None, warm_up)
+        self.started_at = time.time()
+        log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+    async def _supervise(self, name: str, ch: Channel, started: asyncio.Event) -> None:
+        delay = 1.0
+        while not self._stop.is_set():
+            try:
+                await ch.start(self.router.on_inbound)
+                log.info("channel %s started", name)
+                started.set()
+                return
+            except asyncio.CancelledError:
+                raise
+            except ChannelError as e:
+                log.error("channel %s failed to start: %s (retrying in %.0fs)", name, e, delay)
+            except Exception as e:
+                log.exception("channel %s failed to start: %s (retrying in %.0fs)", name, e, delay)
+            started.set()  # do not hold up start-up for a broken channel
+            try:
+                await asyncio.wait_for(self._stop.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+            delay = min(delay * 2, RETRY_MAX)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
+        await self._stop.wait()
+        await self.stop()
+        return 0
+
+    async def stop(self) -> None:
+        self._stop.set()
+        log.info("stopping: no new turns; waiting up to %.0fs for turns in progress", SHUTDOWN_GRACE)
+        if hasattr(self, "router"):
+            self.router.accepting = False
+        if self.cron:
+            self.cron.shutdown()
+        if hasattr(self, "lanes"):
+            finished = await self.lanes.drain(SHUTDOWN_GRACE)
+            if not finished:
+                log.warning("some turns did not finish; their messages stay stored and are answered after restart")
+        for t in self._supervisors:
+            t.cancel()
+        for name, ch in self.channels.items():
+            try:
+                await asyncio.wait_for(ch.stop(), 5)
+            except Exception as e:
+                log.warning("channel %s did not stop cleanly: %s", name, e)
+        if self.store:
+            self.store.close()
+            self.store = None
+        log.info("stopped")

@@ -1,0 +1,252 @@
+"""Scheduled turns: heartbeats (SPEC §6) and cron jobs.
+
+Both enter like a channel does: they build a ``TurnRequest`` for a session, run it on the
+session's lane (so they never overlap a user's turn) and hand the reply plan to the same
+delivery path as any reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from bot import heartbeat_rules as rules
+from bot.agent.turn import Agent, TurnRequest, zone, zone_name
+from bot.config import Config
+from bot.sessions import SessionLanes, cron_key, main_key
+from bot.store import Store
+
+log = logging.getLogger("chela.heartbeat")
+
+BUSY_RETRY_SECONDS = 30.0
+MAX_HEARTBEAT_MD = 2 * 1024 * 1024
+
+
+@dataclass
+class Outcome:
+    status: str            # skipped | ack | silent | duplicate | no-target | delivered | dry-run | failed
+    reason: str = ""
+    text: str = ""
+    target: dict | None = None
+
+    def describe(self) -> str:
+        where = f" to {self.target['channel']}:{self.target['chat_id']}" if self.target else ""
+        parts = [self.status + where]
+        if self.reason:
+            parts.append(f"({self.reason})")
+        if self.text:
+            parts.append("\n" + self.text)
+        return " ".join(parts)
+
+
+def read_heartbeat_md(workspace: Path) -> str | None:
+    p = workspace / "HEARTBEAT.md"
+    try:
+        if p.stat().st_size > MAX_HEARTBEAT_MD:
+            return "(oversized HEARTBEAT.md)"
+        return p.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        log.warning("cannot read %s: %s", p, e)
+        return None
+
+
+class Scheduled:
+    """Runs heartbeat and cron turns and delivers their replies through the router."""
+
+    def __init__(self, cfg: Config, store: Store, agent: Agent, lanes: SessionLanes, router):
+        self.cfg = cfg
+        self.store = store
+        self.agent = agent
+        self.lanes = lanes
+        self.router = router
+
+    # ------------------------------------------------------------------------ targets
+    def resolve_target(self, target: str, to: str) -> dict | None:
+        if target == "none":
+            return None
+        if target == "last":
+            return self.store.get("route:last")
+        route = self.store.get(f"route:last:{target}") or {}
+        if to:
+            return {"channel": target, "chat_id": to, "account": route.get("account", "default"), "thread_id": None}
+        return route or None
+
+    def _request(self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None) -> TurnRequest:
+        ch = self.router.channels.get(route["channel"]) if route else None
+        pol = self.router.policy(route["channel"]) if route else None
+        return TurnRequest(session_key=key, user_text=text, kind=kind, session_kind=session_kind,
+                           channel=route["channel"] if route else "", account=route.get("account", "") if route else "",
+                           chat_type="direct" if route else "",
+                           capabilities=tuple(ch.capabilities.names()) if ch else (),
+                           reactions=pol.reactions if pol else "off", route=route or {}, message_text=text)
+
+    # ---------------------------------------------------------------------- heartbeat
+    async def heartbeat(self, *, dry_run: bool = False, now: datetime | None = None) -> Outcome:
+        hb = self.cfg.heartbeat
+        key = main_key(self.cfg.agent.id)
+        tz = zone(self.cfg)
+        now = now or datetime.now(tz).astimezone()
+        active = None
+        if hb.active_hours:
+            ah = hb.active_hours
+            zname = ah.timezone or zone_name(self.cfg) or "UTC"
+            active = (ah.start, ah.end, ZoneInfo(zname))
+        decision = rules.decide(heartbeat_md=read_heartbeat_md(self.cfg.agent.workspace), now=now,
+                                active_hours=active, main_session_busy=self.lanes.busy(key))
+        if not decision.run:
+            self.store.put("heartbeat:last_run", {"at": time.time(), "status": "skipped", "reason": decision.reason})
+            return Outcome("skipped", decision.reason)
+        fut = self.lanes.submit(key, lambda: self._heartbeat_turn(key, now, dry_run))
+        return await fut
+
+    async def _heartbeat_turn(self, key: str, now: datetime, dry_run: bool) -> Outcome:
+        from bot.prompt.texts import DEFAULT_HEARTBEAT_PROMPT
+        from bot.replies import parse_reply
+
+        hb = self.cfg.heartbeat
+        target = self.resolve_target(hb.target, hb.to)
+        text = rules.heartbeat_user_message(hb.prompt or DEFAULT_HEARTBEAT_PROMPT, now, zone_name(self.cfg) or "UTC")
+        result = await self.agent.run_turn(self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target))
+        plan = parse_reply(result.text, heartbeat=True, ack_max_chars=hb.ack_max_chars)
+        state = {"at": time.time()}
+        if result.error:
+            out = Outcome("failed", result.error)
+        elif plan.silent:
+            # an idle heartbeat leaves no trace in the session history
+            out = Outcome("ack" if plan.ack else "silent")
+        else:
+            last = self.store.get("heartbeat:last_alert") or {}
+            if rules.is_duplicate_alert(plan.text, last.get("text"), last.get("at"), time.time()):
+                out = Outcome("duplicate", "same alert already sent within 24 h", plan.text)
+            elif target is None:
+                out = Outcome("no-target", f"heartbeat.target = {hb.target!r}", plan.text)
+            elif dry_run:
+                out = Outcome("dry-run", "", plan.text, target)
+            else:
+                ok = await self._deliver(plan, target)
+                out = Outcome("delivered" if ok else "failed", "" if ok else "delivery failed", plan.text, target)
+                if ok:
+                    self.store.put("heartbeat:last_alert", {"text": plan.text, "at": time.time()})
+            if not dry_run and out.status != "duplicate":
+                self.store.commit_turn(key, result.turn_id, result.to_store, kind="heartbeat", usage=result.usage)
+        if not dry_run:
+            self.store.put("heartbeat:last_run", {**state, "status": out.status, "reason": out.reason})
+        log.info("heartbeat session=%s status=%s ms=%.0f", key, out.status, result.duration * 1000)
+        return out
+
+    async def _deliver(self, plan, target: dict) -> bool:
+        from bot.router import build_outbound
+
+        ch = self.router.channels.get(target["channel"])
+        out = build_outbound(self.cfg, ch, plan, chat_id=target["chat_id"], thread_id=target.get("thread_id"),
+                             account=target.get("account") or "default")
+        return await self.router.deliver(target["channel"], out)
+
+    # --------------------------------------------------------------------------- cron
+    async def run_cron(self, name: str, prompt: str, target: str, to: str) -> Outcome:
+        key = cron_key(self.cfg.agent.id, name)
+        return await self.lanes.submit(key, lambda: self._cron_turn(key, name, prompt, target, to))
+
+    async def _cron_turn(self, key: str, name: str, prompt: str, target: str, to: str) -> Outcome:
+        from bot.replies import parse_reply
+
+        route = self.resolve_target(target, to)
+        now = datetime.now(zone(self.cfg)).astimezone()
+        text = f"[Scheduled job {name!r} fired at {now.strftime('%Y-%m-%d %H:%M %Z')}]\n\n{prompt}"
+        result = await self.agent.run_turn(self._request(key, text, kind="cron", session_kind="cron", route=route))
+        self.store.commit_turn(key, result.turn_id, result.to_store, kind="cron", usage=result.usage)
+        plan = parse_reply(result.text)
+        if plan.silent:
+            out = Outcome("silent")
+        elif route is None:
+            out = Outcome("no-target", f"target = {target!r}", plan.text)
+        else:
+            ok = await self._deliver(plan, route)
+            out = Outcome("delivered" if ok else "failed", "", plan.text, route)
+        self.store.put(f"cron:last_run:{name}", {"at": time.time(), "status": out.status})
+        log.info("cron job=%s session=%s status=%s", name, key, out.status)
+        return out
+
+
+class CronService:
+    """APScheduler 3 ``AsyncIOScheduler`` with the heartbeat and every cron job; also the
+    object behind the agent's ``cron`` tool (add / list / remove)."""
+
+    def __init__(self, cfg: Config, store: Store, scheduled: Scheduled):
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+        self.cfg = cfg
+        self.store = store
+        self.scheduled = scheduled
+        self.scheduler = AsyncIOScheduler(timezone=zone(cfg) or None)
+        self._retry: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        every = self.cfg.heartbeat.every_seconds
+        if every > 0:
+            self.scheduler.add_job(self._heartbeat_tick, "interval", seconds=every, id="heartbeat",
+                                   max_instances=1, coalesce=True, misfire_grace_time=max(1, int(every)))
+        for job in self.cfg.cron:
+            self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="config")
+        for job in self.store.cron_jobs():
+            self._schedule(job["name"], job["schedule"], job["prompt"], job["target"], job["to"], source="tool")
+        self.scheduler.start()
+
+    def shutdown(self) -> None:
+        if self._retry:
+            self._retry.cancel()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+    def _schedule(self, name: str, schedule: str, prompt: str, target: str, to: str, *, source: str) -> None:
+        from apscheduler.triggers.cron import CronTrigger
+
+        trigger = CronTrigger.from_crontab(schedule, timezone=zone(self.cfg) or None)
+        self.scheduler.add_job(self._cron_tick, trigger, args=[name, prompt, target, to], id=f"cron:{name}",
+                               replace_existing=True, max_instances=1, coalesce=True, misfire_grace_time=300)
+        log.info("cron job %s scheduled (%s) from %s", name, schedule, source)
+
+    async def _heartbeat_tick(self) -> None:
+        try:
+            out = await self.scheduled.heartbeat()
+        except Exception:
+            log.exception("heartbeat failed")
+            return
+        if out.status == "skipped" and out.reason == rules.REASON_BUSY:
+            loop = asyncio.get_running_loop()
+            self._retry = loop.call_later(BUSY_RETRY_SECONDS, lambda: asyncio.ensure_future(self._heartbeat_tick()))
+
+    async def _cron_tick(self, name: str, prompt: str, target: str, to: str) -> None:
+        try:
+            await self.scheduled.run_cron(name, prompt, target, to)
+        except Exception:
+            log.exception("cron job %s failed", name)
+
+    # ------------------------------------------------------------- the cron tool's API
+    async def add(self, name: str, schedule: str, prompt: str, target: str = "last", to: str = "") -> str:
+        from bot.config import CronJob
+
+        job = CronJob(name=name, schedule=schedule, prompt=prompt, target=target or "last", to=to or "")
+        self.store.add_cron_job(job.name, job.schedule, job.prompt, job.target, job.to)
+        if self.scheduler.running:
+            self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="tool")
+        return f"scheduled {job.name} ({job.schedule})"
+
+    async def list(self) -> list[dict]:
+        jobs = [{**j, "source": "tool"} for j in self.store.cron_jobs()]
+        jobs += [{"name": j.name, "schedule": j.schedule, "prompt": j.prompt, "target": j.target, "to": j.to,
+                  "source": "config"} for j in self.cfg.cron]
+        return jobs
+
+    async def remove(self, name: str) -> bool:
+        removed = self.store.remove_cron_job(name)
+        if removed and self.scheduler.get_job(f"cron:{name}"):
+            self.scheduler.remove_job(f"cron:{name}")
+        return removed

@@ -1,0 +1,71 @@
+"""Helpers for end-to-end tests: a daemon wired to fake platforms and a fake LLM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from bot.config import Config, parse_config
+from bot.daemon import Daemon
+
+TG_TOKEN = "123456:TEST-telegram-token"
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def make_config(tmp_path: Path, llm, **sections: Any) -> Config:
+    """A config for tests: workspace and state under tmp_path, the fake LLM, no heartbeats."""
+    data = {
+        "agent": {"workspace": str(tmp_path / "ws"), "state_dir": str(tmp_path / "state"),
+                  "model": "openai/fake-model", "api_base": llm.base_url, "timezone": "UTC",
+                  "llm_max_retries": 1},
+        "heartbeat": {"every": "0m"},
+    }
+    return parse_config(deep_merge(data, sections))
+
+
+def telegram_section(fake, **kw) -> dict:
+    os.environ["TEST_TG_TOKEN"] = TG_TOKEN
+    return {"telegram": {"enabled": True, "token_env": "TEST_TG_TOKEN", "api_base": fake.api_base,
+                         "poll_timeout": 1, "allow_from": ["42"], **kw}}
+
+
+@contextlib.asynccontextmanager
+async def running(cfg: Config, **kw):
+    d = Daemon(cfg, **kw)
+    await d.start()
+    try:
+        yield d
+    finally:
+        await d.stop()
+
+
+async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(interval)
+
+
+def system_prompt(request: dict) -> str:
+    return request["messages"][0]["content"]
+
+
+def all_text(request: dict) -> str:
+    parts = []
+    for m in request["messages"]:
+        c = m.get("content")
+        parts.append(c if isinstance(c, str) else str(c))
+    return "\n".join(parts)

@@ -1,0 +1,167 @@
+"""End to end: fake Discord (REST + gateway) → daemon (real discord.py) → fake LLM (real litellm) → fake Discord."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.e2e import all_text, make_config, running, system_prompt
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.llm import FakeLLM, text
+
+DC_TOKEN = "discord-test-token"
+BOT_ID = 900000000000000001
+ALICE = 4242
+GUILD, GENERAL, OTHER = 10, 11, 13
+
+
+@pytest.fixture
+async def llm():
+    async with FakeLLM() as f:
+        yield f
+
+
+@pytest.fixture
+async def dc():
+    f = FakeDiscord(bot_id=BOT_ID, bot_name="chela", token=DC_TOKEN)
+    await f.start()
+    f.add_guild(GUILD, "Guild", channels=[{"id": GENERAL, "name": "general"}, {"id": OTHER, "name": "other"}])
+    yield f
+    await f.stop()
+
+
+def dc_config(tmp_path, llm, dc, monkeypatch, **kw):
+    monkeypatch.setenv("TEST_DC_TOKEN", DC_TOKEN)
+    section = {"enabled": True, "token_env": "TEST_DC_TOKEN", "api_base": dc.api_base,
+               "gateway_url": dc.gateway_url, "allow_from": [str(ALICE)], **kw}
+    return make_config(tmp_path, llm, channels={"discord": section})
+
+
+@pytest.fixture
+def cfg(tmp_path, llm, dc, monkeypatch):
+    return dc_config(tmp_path, llm, dc, monkeypatch, groups=[str(GENERAL)])
+
+
+async def quiet(seconds: float = 0.8) -> None:
+    await asyncio.sleep(seconds)
+
+
+async def test_dm_gets_reply(cfg, llm, dc):
+    llm.script(text("Hello **Alice**!"))
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(ALICE, "alice")
+        await dc.inject_message(dm, "hi there", author_id=ALICE, username="alice")
+        sent = await dc.wait_for_sent(1, timeout=15)
+        await quiet(0.3)
+    assert len(dc.sent) == 1
+    assert sent[0]["channel_id"] == dm
+    assert sent[0]["content"] == "Hello **Alice**!"  # native Markdown
+    assert sent[0]["message_reference"] is None
+    assert len(llm.requests) == 1
+    assert "hi there" in all_text(llm.requests[0])
+    assert "## Group Chat Context" not in system_prompt(llm.requests[0])
+
+
+async def test_group_mention_gating_and_pending_history(cfg, llm, dc):
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        await dc.inject_message(GENERAL, "the deploy broke at noon", author_id=5, username="bob")
+        await quiet(1.0)
+        assert dc.sent == [] and llm.requests == []
+        # not allowlisted channel: ignored even with a mention
+        await dc.inject_message(OTHER, f"<@{BOT_ID}> hello", author_id=5, username="bob", mentions=[BOT_ID])
+        await quiet(0.5)
+        assert dc.sent == [] and llm.requests == []
+        llm.script(text("Looking into it."))
+        trigger = await dc.inject_message(GENERAL, f"<@{BOT_ID}> what happened?", author_id=5, username="bob",
+                                          mentions=[BOT_ID])
+        sent = await dc.wait_for_sent(1, timeout=15)
+        await quiet(0.3)
+    assert len(dc.sent) == 1 and sent[0]["channel_id"] == GENERAL
+    assert sent[0]["content"] == "Looking into it."
+    assert trigger
+    assert len(llm.requests) == 1
+    req = llm.requests[0]
+    assert "## Group Chat Context" in system_prompt(req)
+    body = all_text(req)
+    assert "the deploy broke at noon" in body and "what happened?" in body
+
+
+async def test_no_reply_is_silent(cfg, llm, dc):
+    llm.script(text("NO_REPLY"))
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(ALICE, "alice")
+        await dc.inject_message(dm, "ok thanks", author_id=ALICE, username="alice")
+        await llm.wait_for_requests(1, timeout=15)
+        await quiet(0.8)
+    assert dc.sent == []
+    assert not [c for c in dc.calls if c["method"] == "POST" and c["path"].endswith("/messages")]
+
+
+async def test_reply_tag_sets_message_reference(cfg, llm, dc):
+    llm.script(text("[[reply_to_current]] Sure thing"))
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(ALICE, "alice")
+        trigger = await dc.inject_message(dm, "can you?", author_id=ALICE, username="alice")
+        sent = await dc.wait_for_sent(1, timeout=15)
+    assert sent[0]["content"] == "Sure thing"
+    ref = sent[0]["message_reference"]
+    assert ref is not None and int(ref["message_id"]) == trigger
+
+
+async def test_long_answer_is_chunked_within_limits(cfg, llm, dc):
+    # 40 short lines (the 17-line soft limit bites) then paragraphs, one longer than 2000 chars
+    lines = [f"Line {i}: " + "lorem ipsum dolor sit amet " * 2 for i in range(40)]
+    paragraphs = ["word " * 150 + "end.", "word " * 150 + "end.", "word " * 450 + "end."]
+    long_answer = "\n".join(lines) + "\n\n" + "\n\n".join(paragraphs)
+    assert 9000 > len(long_answer) > 5000
+    llm.script(text(long_answer))
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(ALICE, "alice")
+        await dc.inject_message(dm, "long please", author_id=ALICE, username="alice")
+        await dc.wait_for_sent(4, timeout=15)
+        await quiet(1.0)
+    chunks = [s["content"] for s in dc.sent]
+    assert len(chunks) >= 4
+    assert all(0 < len(c) <= 2000 for c in chunks)
+    assert all(c.count("\n") + 1 <= 17 for c in chunks)
+    # nothing lost: every line and the final word are delivered, in order
+    joined = "\n".join(chunks)
+    assert all(f"Line {i}:" in joined for i in range(40))
+    assert joined.index("Line 0:") < joined.index("Line 39:") < joined.rindex("end.")
+    assert sum(c.count("word") for c in chunks) == 750
+
+
+async def test_media_markers_link_and_upload(cfg, llm, dc):
+    (cfg.agent.workspace).mkdir(parents=True, exist_ok=True)
+    llm.script(text("Here you go\n[IMAGE:https://example.com/a.png]\n[DOCUMENT:report.pdf]"))
+    async with running(cfg):
+        (cfg.agent.workspace / "report.pdf").write_bytes(b"%PDF-1.4 fake")
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(ALICE, "alice")
+        await dc.inject_message(dm, "send files", author_id=ALICE, username="alice")
+        await dc.wait_for_sent(3, timeout=15)
+        await quiet(0.5)
+    sent = dc.sent
+    assert len(sent) == 3
+    assert sent[0]["content"] == "Here you go" and sent[0]["files"] == []
+    assert "https://example.com/a.png" in sent[1]["content"] and sent[1]["files"] == []
+    assert sent[2]["content"] == ""
+    assert [(f["filename"], f["data"]) for f in sent[2]["files"]] == [("report.pdf", b"%PDF-1.4 fake")]
+
+
+async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, dc):
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(77, "eve")
+        await dc.inject_message(dm, "let me in", author_id=77, username="eve")
+        sent = await dc.wait_for_sent(1, timeout=15)
+        await quiet(0.5)
+    assert len(dc.sent) == 1 and sent[0]["channel_id"] == dm
+    assert "Pairing code" in sent[0]["content"] and "77" in sent[0]["content"]
+    assert llm.requests == []
