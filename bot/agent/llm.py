@@ -147,6 +147,9 @@ def _classify(exc: BaseException, timeout: float) -> LLMError:
         return err(f"The model did not answer within {timeout:g} seconds. Please try again in a moment.", True)
     if litellm is not None and isinstance(exc, getattr(litellm, "ContextWindowExceededError", ())):
         return err("The conversation is too long for the model. Start a fresh session with /new and try again.", False)
+    text = str(exc).lower()
+    if "api_key" in text and ("must be set" in text or "not set" in text or "missing" in text):
+        return err("No API key is configured for the model. Set agent.api_key_env (or agent.api_base for a local server).", False)
     if status == 401 or name == "AuthenticationError":
         return err("The model provider rejected the API key (HTTP 401). Check the configured key.", False)
     if status == 403 or name == "PermissionDeniedError":
