@@ -267,3 +267,14 @@ def test_many_caches_do_not_exhaust_inotify(ws: Path) -> None:
         c.close()
     c = PromptCache()
     assert c.get(ctx) is c.get(ctx)
+
+
+def test_max_entries_evicts_oldest(ws: Path) -> None:
+    c = PromptCache(max_entries=2)
+    ctxs = [PromptContext(workspace=ws, group_id=str(i)) for i in range(3)]
+    first = c.get(ctxs[0])
+    c.get(ctxs[1])
+    c.get(ctxs[2])
+    assert len(c) == 2
+    assert c.get(ctxs[0]) is not first
+    c.close()

@@ -18,7 +18,7 @@ from typing import Any
 from . import texts
 from .aieos import aieos_name, load_aieos, render_aieos
 from .context import PromptContext, ToolSpec
-from .skills import Skill, load_skills, skill_xml
+from .skills import load_skills, skill_xml
 from .workspace import (
     BOOTSTRAP_ORDER,
     COMPACT_MAX_CHARS,

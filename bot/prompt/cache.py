@@ -11,11 +11,12 @@ Stat-ing every dependency on every lookup is correct but costs ~1.5 µs per path
 typical prompt depends on 20+ paths (bootstrap files, skills, project files).  So on
 Linux the cache uses inotify as a change *signal*:
 
-* After a build it adds watches for every dependency: the file itself (catches writes
-  through any hard link), every ancestor directory up to ``/`` with interest in the next
-  path component (catches create / delete / rename / replace of the file or of any
-  directory on its path, also for paths that do not exist yet), and the directories whose
-  listing was used (the skills directory).
+* After a build it adds watches for every dependency: the file itself (content and
+  attribute changes, also through another hard link), every ancestor directory up to
+  ``/`` for entries appearing / vanishing / being renamed, with interest only in the next
+  path component (catches create, delete, atomic replace of the file or of any directory
+  on its path, also for paths that do not exist yet), and directories whose listing was
+  used (skills, ``.claude/rules``) for any change.
 * The kernel queues inotify events synchronously inside the modifying system call, so by
   the time any writer's ``write``/``utime``/``rename`` has returned, the event is already
   readable.  A lookup therefore only needs one non-blocking ``read`` on the inotify fd
@@ -191,8 +192,10 @@ class PromptCache:
         builder: Callable[[PromptContext], PromptResult] = build_prompt,
         *,
         watch: bool | None = None,
+        max_entries: int = 512,
     ) -> None:
         self._build = builder
+        self._max_entries = max(1, max_entries)
         self._slots: dict[PromptContext, _Slot] = {}
         # id(key object) -> slot: skips hashing the (large) context when the caller
         # passes the very object that was used as the key.
@@ -316,6 +319,10 @@ class PromptCache:
         slot.result = result
         slot.racy = racy and self._ino is None
         if self._slots.get(slot.ctx) is not slot:
+            while len(self._slots) >= self._max_entries:
+                # evict the oldest context (dicts keep insertion order)
+                victim = self._slots.pop(next(iter(self._slots)))
+                self._by_id.pop(id(victim.ctx), None)
             self._slots[slot.ctx] = slot
             self._by_id[id(slot.ctx)] = slot
         return result

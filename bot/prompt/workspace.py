@@ -339,3 +339,9 @@ def project_files(project_dir: str, *, per_file: int, exclude_real: set[str], de
             status = "truncated"
         out.append(LoadedFile(rel, path, status, len(text), content))
     return out
+
+
+def read_front_matter(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Front matter of the file at ``path``; ``{}`` when absent, unreadable or invalid."""
+    text = read_text(os.fspath(path), {})
+    return parse_front_matter(text) if text is not None else {}
