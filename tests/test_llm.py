@@ -6,6 +6,7 @@ import asyncio
 import logging
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,13 +28,13 @@ def client(fake: FakeLLM, **kw) -> LLMClient:
 
 
 def test_import_is_lazy():
-    import importlib
+    import subprocess
 
-    if "litellm" in sys.modules:
-        pytest.skip("litellm already imported by an earlier test")
-    importlib.import_module("bot.agent.llm")
-    importlib.import_module("bot.agent.loop")
-    assert "litellm" not in sys.modules
+    code = (
+        "import sys, bot.agent.llm, bot.agent.loop, bot.agent.tools, bot.agent.textproto, bot.agent.scrub\n"
+        "assert 'litellm' not in sys.modules, 'litellm imported eagerly'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(Path(__file__).resolve().parents[1]), timeout=60)
 
 
 async def test_text_reply(fake):
@@ -167,3 +168,19 @@ async def test_wait_for_requests(fake):
     reqs = await fake.wait_for_requests(1, timeout=10)
     assert reqs[0]["messages"] == MSGS
     await task
+
+
+from tests.fakes.llm import fake_llm  # noqa: E402,F401 - the shared fixture, exercised below
+
+
+async def test_shared_fixture_and_callable_script(fake_llm):
+    async def responder(req):
+        return "async says " + req["messages"][-1]["content"]
+
+    fake_llm.script(responder, lambda req: text("sync"), delay(0.01, then="delayed"))
+    c = client(fake_llm)
+    assert (await c.complete(MSGS)).text == "async says hi"
+    assert (await c.complete(MSGS)).text == "sync"
+    assert (await c.complete(MSGS)).text == "delayed"
+    assert (await c.complete(MSGS)).text == "ok"  # default when the script is used up
+    assert fake_llm.pending == 0 and len(fake_llm.requests) == 4

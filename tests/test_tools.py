@@ -185,12 +185,12 @@ async def test_exec_full_policy_uses_shell(reg, ws):
 async def test_exec_timeout_kills_process_group(reg, ws):
     ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 0.5))
     t0 = time.monotonic()
-    # the grandchild writes a marker after 2s unless it was killed with the group
-    out = await reg.execute("exec", {"command": "echo started; (sleep 2; touch marker) & sleep 30"}, ctx)
+    # the grandchild writes a marker after 1s unless it was killed with the group
+    out = await reg.execute("exec", {"command": "echo started; (sleep 1; touch marker) & sleep 30"}, ctx)
     assert time.monotonic() - t0 < 5
     assert out.startswith("Error: the command timed out after 0.5s and was killed.")
     assert "started" in out
-    await asyncio.sleep(2.5)
+    await asyncio.sleep(1.5)
     assert not (ws / "marker").exists()
 
 

@@ -14,6 +14,7 @@ import os
 import random
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,7 +193,7 @@ def _parse_response(resp: Any) -> Completion:
     if not isinstance(text, str):  # content parts
         text = "".join(_get(p, "text", "") or "" for p in text)
     calls: list[ToolCall] = []
-    for i, tc in enumerate(_get(msg, "tool_calls") or []):
+    for tc in _get(msg, "tool_calls") or []:
         fn = _get(tc, "function")
         name = _get(fn, "name") or ""
         args = _get(fn, "arguments")
@@ -202,7 +203,7 @@ def _parse_response(resp: Any) -> Completion:
             import json  # noqa: PLC0415
 
             args = json.dumps(args)
-        calls.append(ToolCall(id=_get(tc, "id") or f"call_{i}", name=name, arguments=args))
+        calls.append(ToolCall(id=_get(tc, "id") or f"call_{uuid.uuid4().hex[:16]}", name=name, arguments=args))
     u = _get(resp, "usage")
     usage: dict[str, int] = {}
     for k in ("prompt_tokens", "completion_tokens", "total_tokens"):

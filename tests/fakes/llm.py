@@ -41,6 +41,7 @@ __all__ = [
     "delay",
     "drop",
     "last_user_text",
+    "fake_llm",
 ]
 
 
@@ -352,3 +353,57 @@ class FakeLLM:
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp
+
+
+# --------------------------------------------------------------------------------------
+# pytest fixture (import it into a test module: ``from tests.fakes.llm import fake_llm``)
+
+try:
+    import pytest as _pytest
+except ImportError:  # pragma: no cover - bench scripts without pytest
+    _pytest = None
+
+if _pytest is not None:
+
+    @_pytest.fixture
+    async def fake_llm():
+        """A started FakeLLM, stopped after the test."""
+        fake = FakeLLM()
+        await fake.start()
+        try:
+            yield fake
+        finally:
+            await fake.stop()
+
+
+# --------------------------------------------------------------------------------------
+# standalone: python -m tests.fakes.llm [--port 8999] [--reply TEXT] [--delay SECONDS]
+
+
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual / bench use
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Run the fake OpenAI-compatible LLM server.")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--reply", default="ok", help="text every request gets")
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds to wait before each answer")
+    args = ap.parse_args(argv)
+
+    async def run() -> None:
+        fake = FakeLLM(port=args.port)
+        fake.default = lambda req: delay(args.delay, text(args.reply)) if args.delay else text(args.reply)
+        await fake.start()
+        print(fake.base_url, flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await fake.stop()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
