@@ -199,6 +199,8 @@ class Daemon:
                 await asyncio.wait_for(ch.stop(), 5)
             except Exception as e:
                 log.warning("channel %s did not stop cleanly: %s", name, e)
+        if hasattr(self, "agent"):
+            self.agent.cache.close()
         if self.store:
             self.store.close()
             self.store = None

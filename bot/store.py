@@ -109,6 +109,12 @@ class InboundRow:
     outbound: list | None
 
 
+def _is_tool_result(data: str) -> bool:
+    """A text-protocol turn carries tool results back as a user message."""
+    content = json.loads(data).get("content")
+    return isinstance(content, str) and content.lstrip().startswith("<tool_result")
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = str(path)
@@ -194,7 +200,7 @@ class Store:
         picked.reverse()
         # a window must begin with a user message: drop leading tool results and the
         # assistant/tool pieces of a turn whose beginning fell off
-        while picked and picked[0][1] != "user":
+        while picked and (picked[0][1] != "user" or _is_tool_result(picked[0][0])):
             picked.pop(0)
         return [json.loads(d) for d, _ in picked]
 

@@ -115,3 +115,17 @@ def test_pairing_flow(tmp_path):
     expired = s.pairing_requests("telegram")[0]["code"]
     with pytest.raises(pairing.PairingError, match="expired"):
         pairing.approve(s, "telegram", expired, now=t0 + 7200)
+
+
+def test_history_never_starts_with_a_text_protocol_tool_result(tmp_path):
+    s = Store(tmp_path / "s.db")
+    s.commit_turn("k", "t", [
+        {"role": "user", "content": "question"},
+        {"role": "assistant", "content": '<tool_call>{"name": "read", "arguments": {}}</tool_call>'},
+        {"role": "user", "content": '<tool_result name="read">data</tool_result>'},
+        {"role": "assistant", "content": "answer"},
+        {"role": "user", "content": "next"},
+        {"role": "assistant", "content": "ok"},
+    ])
+    h = s.history("k", limit=4, max_chars=10**6)
+    assert [m["content"] for m in h] == ["next", "ok"]

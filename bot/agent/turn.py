@@ -198,7 +198,7 @@ class Agent:
             model=a.model,
             exec_policy=ExecPolicy(security=self.cfg.tools.exec.security, allow=list(self.cfg.tools.exec.allow),
                                    timeout_seconds=self.cfg.tools.exec.timeout_seconds),
-            send_message=self.send_message,
+            send_message=self._sender_for(req.route),
             spawn_subagent=self._spawn if req.kind != "subagent" else None,
             session_info=lambda: self._session_info(req.session_key),
             cron=self.cron_api,
@@ -212,6 +212,17 @@ class Agent:
         return TurnResult(text=result.text, to_store=to_store, error=result.error, usage=result.usage,
                           turn_id=uuid.uuid4().hex, system_prompt=system,
                           duration=time.perf_counter() - started)
+
+    def _sender_for(self, route: dict):
+        """The message tool's sender; an empty channel or recipient means this chat."""
+        if self.send_message is None:
+            return None
+        send = self.send_message
+
+        async def sender(channel: str, to: str, text: str) -> str:
+            return await send(channel or route.get("channel", ""), to or route.get("chat_id", ""), text)
+
+        return sender
 
     def _session_info(self, key: str) -> dict:
         s = self.store.session(key)
