@@ -228,7 +228,7 @@ allow_from = ["42"]
 """)
     env = {**os.environ, "TEST_TG_TOKEN": TG_TOKEN, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "bot", "run", "--config", str(cfg_path)]
-    llm.script(delay(120, text("too late")))
+    llm.script(delay(8, text("too late")))  # longer than the kill, short enough for teardown
     first = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         tg.inject_message(42, "are you there?", from_id=42)

@@ -526,7 +526,8 @@ async def test_typing_and_react(fake, started):
 
 async def test_token_not_logged(fake, started, caplog):
     ch, _ = started
-    with caplog.at_level("DEBUG"):
+    # other tests (the CLI) may have raised the httpx logger's level; look at its records
+    with caplog.at_level("DEBUG"), caplog.at_level("DEBUG", logger="httpx"):
         await ch.send(OutboundMessage(chat_id="42", text="hello"))
     httpx_lines = [r.getMessage() for r in caplog.records if r.name == "httpx"]
     assert any("/bot<token>/sendMessage" in line for line in httpx_lines)
