@@ -313,6 +313,7 @@ class SignalChannel(Channel):
         self._chat_kinds = _LRU(memory_size)           # chat_id -> "group" | "direct"
         self._own_sent = _LRU(memory_size)             # timestamps of messages we sent
         self.connects = 0                              # successful events-stream connections
+        self._stream_got_data = False                  # the current events stream delivered bytes
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -431,6 +432,7 @@ class SignalChannel(Channel):
                 self._resp = resp
                 log.info("signal: events stream reconnected (%s)", self.http_url)
             got_data = False
+            self._stream_got_data = False
             try:
                 got_data = await self._read_stream(resp)
                 reason = "closed by the daemon"
@@ -442,6 +444,8 @@ class SignalChannel(Channel):
                 got_data = True
             except Exception as e:  # noqa: BLE001
                 reason = f"failed ({type(e).__name__}: {e})"
+                # a stream that delivered data and then broke was healthy: reset the backoff
+                got_data = self._stream_got_data
             finally:
                 resp.close()
             resp = self._resp = None
@@ -467,7 +471,7 @@ class SignalChannel(Channel):
                 raise _Stalled() from None
             if not chunk:
                 return got_data
-            got_data = True
+            got_data = self._stream_got_data = True
             for ev in parser.feed(chunk):
                 try:
                     await self._handle_event(ev)

@@ -75,13 +75,12 @@ async def test_group_mention_gating_and_pending_history(cfg, llm, dc):
         await quiet(0.5)
         assert dc.sent == [] and llm.requests == []
         llm.script(text("Looking into it."))
-        trigger = await dc.inject_message(GENERAL, f"<@{BOT_ID}> what happened?", author_id=5, username="bob",
-                                          mentions=[BOT_ID])
+        await dc.inject_message(GENERAL, f"<@{BOT_ID}> what happened?", author_id=5, username="bob",
+                                mentions=[BOT_ID])
         sent = await dc.wait_for_sent(1, timeout=15)
         await quiet(0.3)
     assert len(dc.sent) == 1 and sent[0]["channel_id"] == GENERAL
     assert sent[0]["content"] == "Looking into it."
-    assert trigger
     assert len(llm.requests) == 1
     req = llm.requests[0]
     assert "## Group Chat Context" in system_prompt(req)
@@ -138,7 +137,6 @@ async def test_long_answer_is_chunked_within_limits(cfg, llm, dc):
 
 
 async def test_media_markers_link_and_upload(cfg, llm, dc):
-    (cfg.agent.workspace).mkdir(parents=True, exist_ok=True)
     llm.script(text("Here you go\n[IMAGE:https://example.com/a.png]\n[DOCUMENT:report.pdf]"))
     async with running(cfg):
         (cfg.agent.workspace / "report.pdf").write_bytes(b"%PDF-1.4 fake")
@@ -165,3 +163,21 @@ async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, dc):
     assert len(dc.sent) == 1 and sent[0]["channel_id"] == dm
     assert "Pairing code" in sent[0]["content"] and "77" in sent[0]["content"]
     assert llm.requests == []
+
+
+async def test_reply_to_bot_message_counts_as_mention(cfg, llm, dc):
+    llm.script(text("First answer."), text("Follow-up answer."))
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        await dc.inject_message(GENERAL, f"<@{BOT_ID}> question", author_id=5, username="bob", mentions=[BOT_ID])
+        sent = await dc.wait_for_sent(1, timeout=15)
+        # a reply to the bot's message, without a mention, is addressed to the bot
+        await dc.inject_message(GENERAL, "and then?", author_id=5, username="bob",
+                                referenced_message_id=sent[0]["id"])
+        await dc.wait_for_sent(2, timeout=15)
+        # a reply to someone else's message is not
+        other = await dc.inject_message(GENERAL, "unrelated", author_id=6, username="carol")
+        await dc.inject_message(GENERAL, "agreed", author_id=5, username="bob", referenced_message_id=other)
+        await quiet(1.0)
+    assert [s["content"] for s in dc.sent] == ["First answer.", "Follow-up answer."]
+    assert len(llm.requests) == 2
