@@ -286,7 +286,9 @@ class Router:
         with contextlib.suppress(asyncio.CancelledError):
             while True:
                 with contextlib.suppress(Exception):
-                    await ch.typing(msg.chat_id, msg.thread_id)
+                    # never cancel a platform call in flight: a cancelled HTTP request can
+                    # leak a connection-pool slot (seen with python-telegram-bot/httpx)
+                    await asyncio.shield(asyncio.ensure_future(ch.typing(msg.chat_id, msg.thread_id)))
                 await asyncio.sleep(TYPING_EVERY)
 
     # ------------------------------------------------------------------------ delivery
