@@ -15,6 +15,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.heartbeat_rules import parse_duration
+from channels.util import parse_listen
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
@@ -202,6 +203,12 @@ class SlackConfig(ChannelPolicy):
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
     api_base: str = "https://slack.com/api/"
     listen: str = "127.0.0.1:3000"
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str) -> str:
+        parse_listen(v)
+        return v
     reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
 
 
@@ -225,7 +232,7 @@ class HttpConfig(_Model):
     @field_validator("listen")
     @classmethod
     def _listen(cls, v: str) -> str:
-        split_listen(v)
+        parse_listen(v)
         return v
 
 
@@ -307,13 +314,6 @@ class Config(_Model):
     @property
     def db_path(self) -> Path:
         return self.agent.state_dir / "chela.sqlite3"
-
-
-def split_listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not (0 <= int(port) <= 65535):
-        raise ValueError(f"bad listen address {value!r}: use host:port")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def _loc(loc: tuple) -> str:
@@ -399,7 +399,7 @@ def config_warnings(cfg: Config) -> list[str]:
     if cfg.tools.exec.security == "full" and "exec" in cfg.tools.enabled:
         warns.append("tools.exec.security = \"full\": the model may run any shell command")
     if chans.http.enabled:
-        host, _ = split_listen(chans.http.listen)
+        host, _ = parse_listen(chans.http.listen)
         if host not in ("127.0.0.1", "localhost", "::1") and not cfg.secret(chans.http.token_env):
             warns.append(f"channels.http.listen = {chans.http.listen!r} is not loopback and no token is set")
     return warns

@@ -9,7 +9,8 @@ import signal
 import time
 
 from bot.agent.turn import Agent
-from bot.config import Config, split_listen
+from bot.config import Config
+from channels.util import parse_listen
 from bot.heartbeat import CronService, Scheduled
 from bot.router import Router
 from bot.sessions import SessionLanes
@@ -67,7 +68,7 @@ def build_channel(cfg: Config, name: str) -> Channel:
         from channels.http import HttpChannel
 
         h = ch.http
-        host, port = split_listen(h.listen)
+        host, port = parse_listen(h.listen)
         return HttpChannel(host=host, port=port, token=cfg.secret(h.token_env), model_name=f"chela/{cfg.agent.id}")
     raise ValueError(f"unknown channel {name}")
 

@@ -28,7 +28,6 @@ would cancel those retries.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 from pathlib import Path
@@ -39,6 +38,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from channels.util import BoundedLRU
 from channels.base import (
     Capabilities,
     Channel,
@@ -87,7 +87,7 @@ class DiscordChannel(Channel):
         self._identity: dict = {}
         self._saved_bases: tuple[str, Any] | None = None
         # message id -> channel id it actually lives in (threads), for react()
-        self._where: collections.OrderedDict[int, int] = collections.OrderedDict()
+        self._where = BoundedLRU(5000)
         # uncached channel id -> lookup of its thread parent id (None: not a thread)
         self._parents: dict[int, asyncio.Future[int | None]] = {}
         self._dm_channels: dict[int, int] = {}        # user id -> DM channel id
@@ -231,10 +231,7 @@ class DiscordChannel(Channel):
 
     # ------------------------------------------------------------------ inbound
     def _remember(self, message_id: int, channel_id: int) -> None:
-        self._where[message_id] = channel_id
-        self._where.move_to_end(message_id)
-        while len(self._where) > 5000:
-            self._where.popitem(last=False)
+        self._where.put(message_id, channel_id)
 
     async def _thread_parent(self, channel: Any) -> int | None:
         """Parent channel id if ``channel`` is a thread, else None."""

@@ -24,7 +24,6 @@ messages it has seen and sent.
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import json
 import logging
@@ -38,6 +37,7 @@ from typing import Any, Iterator
 import aiohttp
 from yarl import URL
 
+from channels.util import BoundedLRU
 from channels.base import (
     Capabilities,
     Channel,
@@ -60,32 +60,6 @@ _MEDIA_LABELS = {"image": "Image", "document": "File", "video": "Video", "audio"
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-class _LRU:
-    """A bounded mapping that forgets the least recently used key."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = max(1, int(maxsize))
-        self._data: collections.OrderedDict[Any, Any] = collections.OrderedDict()
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if key in self._data:
-            self._data.move_to_end(key)
-            return self._data[key]
-        return default
-
-    def put(self, key: Any, value: Any = True) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self.maxsize:
-            self._data.popitem(last=False)
-
-    def __contains__(self, key: Any) -> bool:
-        return key in self._data
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 class SSEEvent:
@@ -308,10 +282,10 @@ class SignalChannel(Channel):
         self._running = False
         self._last_event_id: str | None = None
         self._ids = itertools.count(1)
-        self._seen = _LRU(dedupe_size)                 # (source, timestamp) already delivered
-        self._authors = _LRU(memory_size)              # (chat_id, message_id) -> (author, text snippet)
-        self._chat_kinds = _LRU(memory_size)           # chat_id -> "group" | "direct"
-        self._own_sent = _LRU(memory_size)             # timestamps of messages we sent
+        self._seen = BoundedLRU(dedupe_size)                 # (source, timestamp) already delivered
+        self._authors = BoundedLRU(memory_size)              # (chat_id, message_id) -> (author, text snippet)
+        self._chat_kinds = BoundedLRU(memory_size)           # chat_id -> "group" | "direct"
+        self._own_sent = BoundedLRU(memory_size)             # timestamps of messages we sent
         self.connects = 0                              # successful events-stream connections
         self._stream_got_data = False                  # the current events stream delivered bytes
 

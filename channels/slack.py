@@ -27,7 +27,6 @@ over ``reply_to_id`` (Slack threads do not nest).
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import mimetypes
 import re
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from channels.util import BoundedLRU, parse_listen
 from channels.base import (
     Capabilities,
     Channel,
@@ -110,37 +110,6 @@ def _to_mrkdwn(md: str) -> str:
     return markdown_to_slack_mrkdwn(md)
 
 
-class _LRU:
-    """A bounded insertion-ordered set."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._d: collections.OrderedDict[Any, None] = collections.OrderedDict()
-
-    def add(self, key: Any) -> None:
-        self._d[key] = None
-        self._d.move_to_end(key)
-        while len(self._d) > self.size:
-            self._d.popitem(last=False)
-
-    def __contains__(self, key: Any) -> bool:
-        return key in self._d
-
-    def __len__(self) -> int:
-        return len(self._d)
-
-
-def _parse_listen(listen: str) -> tuple[str, int]:
-    host, sep, port = (listen or "").rpartition(":")
-    if not sep:
-        host, port = listen, "3000"
-    host = host.strip("[]") or "127.0.0.1"
-    try:
-        return host, int(port)
-    except ValueError as e:
-        raise ChannelError(f"slack: bad listen address {listen!r} (want host:port)") from e
-
-
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -206,11 +175,11 @@ class SlackChannel(Channel):
         self._http_runner = None
         self.http_address: tuple[str, int] | None = None   # bound (host, port) in HTTP mode
 
-        self._seen = _LRU(5000)                 # (channel, ts) already handed to the sink
+        self._seen = BoundedLRU(5000)                 # (channel, ts) already handed to the sink
         self._inflight: dict[tuple[str, str], asyncio.Future] = {}
         self._sink_lock = asyncio.Lock()
-        self._bot_threads = _LRU(2000)          # thread roots the bot posted in (or started)
-        self._bot_roots = _LRU(2000)            # ts of the bot's own top-level messages
+        self._bot_threads = BoundedLRU(2000)          # thread roots the bot posted in (or started)
+        self._bot_roots = BoundedLRU(2000)            # ts of the bot's own top-level messages
         self._started = False
 
     # ------------------------------------------------------------------ plumbing
@@ -398,7 +367,10 @@ class SlackChannel(Channel):
 
         web_app = web.Application()
         web_app.router.add_post("/slack/events", events)
-        host, port = _parse_listen(self.listen)
+        try:
+            host, port = parse_listen(self.listen)
+        except ValueError as e:
+            raise ChannelError(f"slack: {e}") from None
         runner = web.AppRunner(web_app, access_log=None)
         await runner.setup()
         self._http_runner = runner
@@ -444,7 +416,7 @@ class SlackChannel(Channel):
             fut.set_result(False)
             raise
         else:
-            self._seen.add(key)
+            self._seen.put(key)
             fut.set_result(True)
         finally:
             self._inflight.pop(key, None)
@@ -578,10 +550,10 @@ class SlackChannel(Channel):
 
     def _remember_post(self, ts: str, thread_ts: str | None) -> None:
         if thread_ts:
-            self._bot_threads.add(thread_ts)
+            self._bot_threads.put(thread_ts)
         elif ts:
-            self._bot_roots.add(ts)
-            self._bot_threads.add(ts)   # a thread under our own message is one we are in
+            self._bot_roots.put(ts)
+            self._bot_threads.put(ts)   # a thread under our own message is one we are in
 
     async def _post(self, chat_id: str, text: str, thread_ts: str | None) -> str:
         kwargs: dict[str, Any] = {"channel": chat_id, "text": text, "mrkdwn": True}
@@ -634,7 +606,7 @@ class SlackChannel(Channel):
                 continue
             ids.append(self._upload_id(resp, msg.chat_id))
             if thread_ts:
-                self._bot_threads.add(thread_ts)
+                self._bot_threads.put(thread_ts)
 
         if not ids:
             raise ChannelError(f"slack: nothing delivered to {msg.chat_id}"

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ({"cron": [{"name": "x", "schedule": "not cron", "prompt": "p"}]}, "cron[0].schedule"),
     ({"channels": {"signal": {"enabled": True}}}, "channels.signal"),
     ({"channels": {"http": {"listen": "nowhere"}}}, "channels.http.listen"),
+    ({"channels": {"slack": {"listen": "127.0.0.1:port"}}}, "channels.slack.listen"),
     ({"tools": {"exec": {"security": "yolo"}}}, "tools.exec.security"),
     ({"telegram": {}}, "telegram: unknown key"),
 ])
