@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from bot.config import Config, ConfigError, config_warnings, load_config
+from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
 
 
 class RedactSecrets(logging.Filter):
@@ -113,19 +113,20 @@ def _prompt_context(args, cfg: Config):
     extra = ""
     group_name = getattr(args, "group_name", None) or ""
     if chat_type == "group":
-        from bot.agent.turn import PROVIDER_LABELS
-
-        extra = group_chat_context(PROVIDER_LABELS.get(args.channel or "", (args.channel or "chat").title()),
-                                   group_name or "group", [], "mention", include_activation=False)
+        extra = group_chat_context(args.channel or "chat", group_name or "group", [], "mention",
+                                   include_activation=False)
     if session == "subagent":
         from bot.prompt.group import subagent_context
 
         extra = subagent_context("sub-task")
     caps: tuple[str, ...] = ()
     reactions = "off"
-    if args.channel in ("telegram", "discord", "slack", "signal"):
-        caps = _static_caps(args.channel)
-        reactions = getattr(cfg.channels, args.channel).reactions
+    if args.channel:
+        from bot.daemon import channel_class
+
+        caps = tuple(channel_class(args.channel).capabilities.names())
+        pol = getattr(cfg.channels, args.channel, None)
+        reactions = pol.reactions if isinstance(pol, ChannelPolicy) else "off"
     req = TurnRequest(session_key="", user_text="", session_kind=session, channel=args.channel or "",
                       chat_type=chat_type, group_title=group_name, group_id=group_name if chat_type == "group" else "",
                       extra_context=extra, capabilities=caps, reactions=reactions)
@@ -133,14 +134,6 @@ def _prompt_context(args, cfg: Config):
     if getattr(args, "mode", None):
         ctx = dataclasses.replace(ctx, mode=args.mode)
     return agent, ctx
-
-
-def _static_caps(channel: str) -> tuple[str, ...]:
-    # what each adapter declares, without importing the platform libraries
-    return {"telegram": ("inline_buttons", "media", "reactions", "threads", "typing"),
-            "discord": ("media", "reactions", "threads", "typing"),
-            "slack": ("media", "reactions", "threads"),
-            "signal": ("media", "reactions", "typing")}.get(channel, ())
 
 
 def _need_workspace(cfg: Config) -> None:

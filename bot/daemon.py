@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import time
@@ -27,10 +28,27 @@ class SecretMissing(Exception):
     pass
 
 
+ADAPTERS = {
+    "telegram": "channels.telegram:TelegramChannel",
+    "discord": "channels.discord:DiscordChannel",
+    "slack": "channels.slack:SlackChannel",
+    "signal": "channels.signal:SignalChannel",
+    "http": "channels.http:HttpChannel",
+    "terminal": "channels.terminal:TerminalChannel",
+}
+
+
+def channel_class(name: str) -> type[Channel]:
+    """The adapter class of a channel id (imported on demand: platform SDKs are heavy)."""
+    module, _, attr = ADAPTERS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def build_channel(cfg: Config, name: str) -> Channel:
     """One adapter from its config section.  Raises ``SecretMissing`` naming the env var."""
     ch = cfg.channels
     media = cfg.media_dir
+    cls = channel_class(name)
 
     def need(env: str, key: str) -> str:
         value = cfg.secret(env)
@@ -39,38 +57,28 @@ def build_channel(cfg: Config, name: str) -> Channel:
         return value
 
     if name == "telegram":
-        from channels.telegram import TelegramChannel
-
         t = ch.telegram
-        return TelegramChannel(token=need(t.token_env, "token_env"), api_base=t.api_base, media_dir=media,
-                               poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit)
+        return cls(token=need(t.token_env, "token_env"), api_base=t.api_base, media_dir=media,
+                   poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit)
     if name == "discord":
-        from channels.discord import DiscordChannel
-
         d = ch.discord
-        return DiscordChannel(token=need(d.token_env, "token_env"), api_base=d.api_base, gateway_url=d.gateway_url,
-                              media_dir=media, chunk_limit=d.text_chunk_limit)
+        return cls(token=need(d.token_env, "token_env"), api_base=d.api_base, gateway_url=d.gateway_url,
+                   media_dir=media, chunk_limit=d.text_chunk_limit)
     if name == "slack":
-        from channels.slack import SlackChannel
-
         s = ch.slack
-        return SlackChannel(mode=s.mode, bot_token=need(s.bot_token_env, "bot_token_env"),
-                            app_token=need(s.app_token_env, "app_token_env") if s.mode == "socket" else "",
-                            signing_secret=need(s.signing_secret_env, "signing_secret_env") if s.mode == "http" else "",
-                            api_base=s.api_base, listen=s.listen, media_dir=media, chunk_limit=s.text_chunk_limit)
+        return cls(mode=s.mode, bot_token=need(s.bot_token_env, "bot_token_env"),
+                   app_token=need(s.app_token_env, "app_token_env") if s.mode == "socket" else "",
+                   signing_secret=need(s.signing_secret_env, "signing_secret_env") if s.mode == "http" else "",
+                   api_base=s.api_base, listen=s.listen, media_dir=media, chunk_limit=s.text_chunk_limit)
     if name == "signal":
-        from channels.signal import SignalChannel
-
         g = ch.signal
-        return SignalChannel(account=g.account, http_url=g.api_base or g.http_url, media_dir=media,
-                             chunk_limit=g.text_chunk_limit)
+        return cls(account=g.account, http_url=g.api_base or g.http_url, media_dir=media,
+                   chunk_limit=g.text_chunk_limit)
     if name == "http":
-        from channels.http import HttpChannel
-
         h = ch.http
         host, port = parse_listen(h.listen)
-        return HttpChannel(host=host, port=port, token=cfg.secret(h.token_env), model_name=f"chela/{cfg.agent.id}")
-    raise ValueError(f"unknown channel {name}")
+        return cls(host=host, port=port, token=cfg.secret(h.token_env), model_name=f"chela/{cfg.agent.id}")
+    raise ValueError(f"channel {name} is not built from the config")
 
 
 def enabled_channels(cfg: Config) -> list[str]:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from bot import pairing
-from bot.agent.turn import PROVIDER_LABELS, Agent, TurnRequest, format_user_turn, zone
+from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
 from bot.sessions import SessionLanes, session_key_for
 from bot.store import Store
@@ -60,12 +60,12 @@ class Router:
 
     # ------------------------------------------------------------------------- policy
     def policy(self, channel: str) -> ChannelPolicy | None:
-        return getattr(self.cfg.channels, channel, None) if channel in ("telegram", "discord", "slack", "signal") else None
+        """The DM/group policy section of a channel; None for channels without one
+        (terminal, and HTTP whose callers authenticate with a token)."""
+        pol = getattr(self.cfg.channels, channel, None)
+        return pol if isinstance(pol, ChannelPolicy) else None
 
     def session_key(self, msg: InboundMessage) -> str:
-        if msg.channel == "http" and msg.sender_id:
-            # the OpenAI-style ``user`` field names its own conversation
-            return f"agent:{self.cfg.agent.id}:http:direct:{msg.sender_id}"
         return session_key_for(self.cfg.agent.id, self.cfg.session.dm_scope, msg)
 
     def is_owner(self, msg: InboundMessage) -> bool:
@@ -218,7 +218,7 @@ class Router:
 
     # --------------------------------------------------------------------------- turns
     def _turn_request(self, msg: InboundMessage, key: str, user_text: str, *, include_intro: bool) -> TurnRequest:
-        from bot.prompt.delivery import telegram_media_instructions
+        from bot.prompt.delivery import delivery_instructions
         from bot.prompt.group import group_chat_context
 
         ch = self.channels.get(msg.channel)
@@ -227,7 +227,7 @@ class Router:
         extra = ""
         if msg.chat_type == "group":
             sess = self.store.session(key)
-            extra = group_chat_context(PROVIDER_LABELS.get(msg.channel, msg.channel.title()), msg.chat_title or msg.chat_id,
+            extra = group_chat_context(msg.channel, msg.chat_title or msg.chat_id,
                                        [], self._activation(msg, key),
                                        include_activation=include_intro and not sess["intro_done"])
         return TurnRequest(
@@ -235,7 +235,7 @@ class Router:
             chat_type=msg.chat_type, group_id=msg.chat_id if msg.chat_type == "group" else "",
             group_title=msg.chat_title if msg.chat_type == "group" else "", extra_context=extra,
             capabilities=caps, reactions=pol.reactions if pol else "off",
-            after_user_system=telegram_media_instructions() if msg.channel == "telegram" else "",
+            after_user_system=delivery_instructions(msg.channel),
             route={"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account, "thread_id": msg.thread_id},
             message_text=msg.text,
         )
@@ -266,11 +266,11 @@ class Router:
             self.store.mark_intro_done(key)
         self.store.commit_turn(key, result.turn_id, result.to_store, inbound_id=inbound_id,
                                outbound=[_out_json(o) for o in outs], usage=result.usage)
-        if msg.chat_type == "direct" and msg.channel not in ("http",):
+        if msg.chat_type == "direct" and ch is not None and ch.capabilities.proactive:
+            # where heartbeats and cron jobs with target "last" / "<channel>" deliver
             route = {"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account,
                      "thread_id": msg.thread_id, "at": time.time()}
-            if msg.channel != "terminal":
-                self.store.put("route:last", route)
+            self.store.put("route:last", route)
             self.store.put(f"route:last:{msg.channel}", route)
         if outs:
             await self._deliver_stored(inbound_id, msg, [_out_json(o) for o in outs])

@@ -22,6 +22,8 @@ def main_key(agent_id: str) -> str:
 
 def session_key_for(agent_id: str, dm_scope: str, msg: InboundMessage) -> str:
     if msg.chat_type == "direct":
+        if msg.peer_session:
+            dm_scope = "per-channel-peer"
         if dm_scope == "per-peer":
             return f"agent:{agent_id}:direct:{msg.sender_id}"
         if dm_scope == "per-channel-peer":

@@ -52,6 +52,8 @@ class InboundMessage:
     chat_title: str = ""              # group title when known
     reply_to_id: str | None = None    # id of the message this one replies to
     reply_to_bot: bool = False        # the replied-to message is one of ours
+    peer_session: bool = False        # the platform names the conversation by its sender (OpenAI ``user``):
+                                      # key it per sender whatever ``session.dm_scope`` says
     mentioned: bool = False           # a platform-native mention of the bot (entity, <@id>, @username)
     sender_is_bot: bool = False
     attachments: list[MediaItem] = field(default_factory=list)
@@ -97,6 +99,8 @@ class Capabilities:
     threads: bool = False
     typing: bool = False
     max_text: int = 4000              # chunk size used for text
+    proactive: bool = True            # can deliver a message nobody asked for (heartbeats, the message
+                                      # tool); request/response channels (HTTP, terminal) cannot
 
     def names(self) -> list[str]:
         """Lower-case capability names for the Runtime line."""

@@ -25,7 +25,7 @@ MAX_BODY = 4 * 1024 * 1024
 
 class HttpChannel(Channel):
     name = "http"
-    capabilities = Capabilities(max_text=1_000_000)
+    capabilities = Capabilities(max_text=1_000_000, proactive=False)
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8787, token: str = "", model_name: str = "chela",
                  reply_timeout: float = 600.0):
@@ -113,7 +113,8 @@ class HttpChannel(Channel):
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[chat_id] = (fut, [])
         msg = InboundMessage(channel="http", chat_id=chat_id, sender_id=user, sender_name=user or "http client",
-                             text=text, message_id=rid, chat_type="direct", timestamp=time.time(), raw_id=rid)
+                             text=text, message_id=rid, chat_type="direct", timestamp=time.time(), raw_id=rid,
+                             peer_session=bool(user))
         try:
             assert self._sink is not None
             await self._sink(msg)

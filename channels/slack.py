@@ -27,6 +27,7 @@ over ``reply_to_id`` (Slack threads do not nest).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import mimetypes
 import re
@@ -132,6 +133,7 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 class SlackChannel(Channel):
     name = "slack"
+    capabilities = Capabilities(reactions=True, media=True, threads=True, typing=False, max_text=4000)
 
     def __init__(
         self,
@@ -161,9 +163,7 @@ class SlackChannel(Channel):
         self.chunk_limit = max(1, min(int(chunk_limit), SLACK_HARD_LIMIT))
         self.connect_timeout = connect_timeout
         self.max_retry_after = max_retry_after
-        self.capabilities = Capabilities(
-            reactions=True, media=True, threads=True, typing=False, max_text=self.chunk_limit
-        )
+        self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._web = self._make_web_client(self.bot_token)
         self._sink: InboundSink | None = None

@@ -10,6 +10,7 @@ one at a time, restarts a stalled long poll, and backs off on network errors.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import mimetypes
 import re
@@ -115,6 +116,8 @@ class TelegramChannel(Channel):
     """
 
     name = "telegram"
+    capabilities = Capabilities(reactions=True, inline_buttons=True, media=True, threads=True, typing=True,
+                                max_text=4000)
 
     def __init__(
         self,
@@ -157,8 +160,7 @@ class TelegramChannel(Channel):
         self.backoff_max = backoff_max
         self.allowed_updates = list(allowed_updates)
         self.download_media = download_media
-        self.capabilities = Capabilities(reactions=True, inline_buttons=True, media=True, threads=True,
-                                         typing=True, max_text=self.chunk_limit)
+        self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._bot: Bot | None = None
         self._requests: list[HTTPXRequest] = []

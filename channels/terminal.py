@@ -13,7 +13,7 @@ from channels.base import Capabilities, Channel, InboundMessage, InboundSink, Ou
 
 class TerminalChannel(Channel):
     name = "terminal"
-    capabilities = Capabilities(max_text=1_000_000)
+    capabilities = Capabilities(max_text=1_000_000, proactive=False)
 
     def __init__(self, *, out: TextIO | None = None, user: str = "local"):
         self.out = out or sys.stdout

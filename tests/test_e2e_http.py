@@ -65,6 +65,8 @@ async def test_chat_completions_plain_and_streaming(tmp_path, llm, monkeypatch):
             assert data["choices"][0]["message"]["content"] == ""
             async with s.post(url, data=b"{not json", headers=auth) as r:
                 assert r.status == 400
+        # a request/response channel is never a heartbeat target
+        assert d.store.get("route:last") is None and d.store.get("route:last:http") is None
     # the `user` field keeps its own conversation: the second request saw the first
     assert "hi" in json.dumps(llm.requests[1]["messages"][1:])
     assert d.store is None  # closed on stop

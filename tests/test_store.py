@@ -56,6 +56,9 @@ def test_session_keys():
     assert session_key_for("main", "per-channel-peer", m) == "agent:main:telegram:direct:42"
     g = InboundMessage(channel="telegram", chat_id="-100", sender_id="42", text="x", chat_type="group", thread_id="7")
     assert session_key_for("main", "main", g) == "agent:main:telegram:group:-100:thread:7"
+    # a platform that names conversations by sender (OpenAI ``user``) gets one session per sender
+    h = InboundMessage(channel="http", chat_id="req-1", sender_id="alice", text="x", peer_session=True)
+    assert session_key_for("main", "main", h) == "agent:main:http:direct:alice"
     d = InboundMessage(channel="discord", chat_id="c1", sender_id="42", text="x", chat_type="group", group_kind="channel")
     assert session_key_for("a", "main", d) == "agent:a:discord:channel:c1"
 

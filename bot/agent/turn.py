@@ -28,8 +28,6 @@ log = logging.getLogger("chela.turn")
 
 MAX_USER_TEXT = 64_000  # a longer inbound text is cut (with a note) before it reaches the model
 
-PROVIDER_LABELS = {"telegram": "Telegram", "discord": "Discord", "slack": "Slack", "signal": "Signal",
-                   "terminal": "Terminal", "http": "HTTP"}
 
 
 def gather_runtime_info(cfg: Config) -> RuntimeInfo:
