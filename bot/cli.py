@@ -247,20 +247,16 @@ def cmd_heartbeat(args) -> int:
     setup_logging(cfg, args.log_level)
 
     async def main() -> int:
+        from bot.heartbeat import resolve_target
         from bot.store import Store
 
         # start only the channel the heartbeat would deliver to
         probe = Store(cfg.db_path)
-        hb = cfg.heartbeat
-        if hb.target == "last":
-            route = probe.get("route:last")
-            target = route["channel"] if route else None
-        else:
-            target = hb.target if hb.target != "none" else None
+        route = resolve_target(probe, cfg.heartbeat.target, cfg.heartbeat.to)
         probe.close()
         channels = {}
-        if target and not args.dry_run and target in ("telegram", "discord", "slack", "signal"):
-            channels[target] = build_channel(cfg, target)
+        if route and not args.dry_run:
+            channels[route["channel"]] = build_channel(cfg, route["channel"])
         daemon = Daemon(cfg, channels=channels, scheduler=False)
         await daemon.start()
         try:

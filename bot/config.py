@@ -121,6 +121,15 @@ class ActiveHours(_Model):
         return _check_zone(v)
 
 
+TARGETS = ("none", "last", "telegram", "discord", "slack", "signal")
+
+
+def _target(value: str) -> str:
+    if value not in TARGETS:
+        raise ValueError(f"unknown target {value!r}: use one of {', '.join(TARGETS)}")
+    return value
+
+
 class HeartbeatConfig(_Model):
     every: str = "30m"
     prompt: str = ""
@@ -128,6 +137,11 @@ class HeartbeatConfig(_Model):
     to: str = ""
     ack_max_chars: int = Field(300, ge=0)
     active_hours: ActiveHours | None = None
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str) -> str:
+        return _target(v)
 
     @field_validator("every")
     @classmethod
@@ -261,6 +275,11 @@ class CronJob(_Model):
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", v):
             raise ValueError("use letters, digits, '.', '-' or '_'")
         return v
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: str) -> str:
+        return _target(v)
 
     @field_validator("schedule")
     @classmethod

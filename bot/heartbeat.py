@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,6 @@ from bot.store import Store
 log = logging.getLogger("chela.heartbeat")
 
 BUSY_RETRY_SECONDS = 30.0
-MAX_HEARTBEAT_MD = 2 * 1024 * 1024
 
 
 @dataclass
@@ -45,16 +45,25 @@ class Outcome:
 
 
 def read_heartbeat_md(workspace: Path) -> str | None:
-    p = workspace / "HEARTBEAT.md"
-    try:
-        if p.stat().st_size > MAX_HEARTBEAT_MD:
-            return "(oversized HEARTBEAT.md)"
-        return p.read_bytes().decode("utf-8", errors="replace")
-    except FileNotFoundError:
+    """HEARTBEAT.md as the prompt sees it; None when it counts as missing (absent, over
+    2 MiB, unreadable, or a symlink out of the workspace), which does not skip a run."""
+    from bot.prompt.workspace import read_text
+
+    return read_text(str(workspace / "HEARTBEAT.md"), {}, root_real=os.path.realpath(workspace))
+
+
+def resolve_target(store: Store, target: str, to: str) -> dict | None:
+    """Where a heartbeat or cron reply goes: ``none``; ``last`` (the last direct-message
+    route answered on a proactive channel); or a channel id with ``to`` or that channel's
+    last recipient."""
+    if target == "none":
         return None
-    except OSError as e:
-        log.warning("cannot read %s: %s", p, e)
-        return None
+    if target == "last":
+        return store.get("route:last")
+    route = store.get(f"route:last:{target}") or {}
+    if to:
+        return {"channel": target, "chat_id": to, "account": route.get("account", "default"), "thread_id": None}
+    return route or None
 
 
 class Scheduled:
@@ -69,14 +78,7 @@ class Scheduled:
 
     # ------------------------------------------------------------------------ targets
     def resolve_target(self, target: str, to: str) -> dict | None:
-        if target == "none":
-            return None
-        if target == "last":
-            return self.store.get("route:last")
-        route = self.store.get(f"route:last:{target}") or {}
-        if to:
-            return {"channel": target, "chat_id": to, "account": route.get("account", "default"), "thread_id": None}
-        return route or None
+        return resolve_target(self.store, target, to)
 
     def _request(self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None) -> TurnRequest:
         ch = self.router.channels.get(route["channel"]) if route else None

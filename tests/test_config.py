@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
     ({"channels": {"http": {"listen": "nowhere"}}}, "channels.http.listen"),
     ({"channels": {"slack": {"listen": "127.0.0.1:port"}}}, "channels.slack.listen"),
     ({"tools": {"exec": {"security": "yolo"}}}, "tools.exec.security"),
+    ({"heartbeat": {"target": "telegarm"}}, "heartbeat.target: unknown target 'telegarm'"),
+    ({"cron": [{"name": "x", "schedule": "0 9 * * *", "prompt": "p", "target": "sms"}]}, "cron[0].target"),
     ({"telegram": {}}, "telegram: unknown key"),
 ])
 def test_errors_name_the_key(data, key):
