@@ -94,7 +94,12 @@ class Daemon:
         self._supervisors: list[asyncio.Task] = []
         self._started: dict[str, asyncio.Event] = {}
         self._stop = asyncio.Event()
+        # built by start(); None until then so stop() is safe at any point
         self.store: Store | None = None
+        self.lanes: SessionLanes | None = None
+        self.agent: Agent | None = None
+        self.router: Router | None = None
+        self.scheduled: Scheduled | None = None
         self.cron: CronService | None = None
         self.started_at = 0.0
 
@@ -193,11 +198,11 @@ class Daemon:
     async def stop(self) -> None:
         self._stop.set()
         log.info("stopping: no new turns; waiting up to %.0fs for turns in progress", SHUTDOWN_GRACE)
-        if hasattr(self, "router"):
+        if self.router is not None:
             self.router.accepting = False
         if self.cron:
             self.cron.shutdown()
-        if hasattr(self, "lanes"):
+        if self.lanes is not None:
             finished = await self.lanes.drain(SHUTDOWN_GRACE)
             if not finished:
                 log.warning("some turns did not finish; their messages stay stored and are answered after restart")
@@ -208,7 +213,7 @@ class Daemon:
                 await asyncio.wait_for(ch.stop(), 5)
             except Exception as e:
                 log.warning("channel %s did not stop cleanly: %s", name, e)
-        if hasattr(self, "agent"):
+        if self.agent is not None:
             self.agent.cache.close()
         if self.store:
             self.store.close()

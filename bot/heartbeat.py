@@ -81,13 +81,11 @@ class Scheduled:
         return resolve_target(self.store, target, to)
 
     def _request(self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None) -> TurnRequest:
-        ch = self.router.channels.get(route["channel"]) if route else None
-        pol = self.router.policy(route["channel"]) if route else None
+        caps, reactions = self.router.channel_traits(route["channel"]) if route else ((), "off")
         return TurnRequest(session_key=key, user_text=text, kind=kind, session_kind=session_kind,
                            channel=route["channel"] if route else "", account=route.get("account", "") if route else "",
-                           chat_type="direct" if route else "",
-                           capabilities=tuple(ch.capabilities.names()) if ch else (),
-                           reactions=pol.reactions if pol else "off", route=route or {}, message_text=text)
+                           chat_type="direct" if route else "", capabilities=caps, reactions=reactions,
+                           route=route or {}, message_text=text)
 
     # ---------------------------------------------------------------------- heartbeat
     async def heartbeat(self, *, dry_run: bool = False, now: datetime | None = None) -> Outcome:

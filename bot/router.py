@@ -65,6 +65,12 @@ class Router:
         pol = getattr(self.cfg.channels, channel, None)
         return pol if isinstance(pol, ChannelPolicy) else None
 
+    def channel_traits(self, channel: str) -> tuple[tuple[str, ...], str]:
+        """What the prompt needs to know about a channel: capability names and reactions mode."""
+        ch = self.channels.get(channel)
+        pol = self.policy(channel)
+        return (tuple(ch.capabilities.names()) if ch else ()), (pol.reactions if pol else "off")
+
     def session_key(self, msg: InboundMessage) -> str:
         return session_key_for(self.cfg.agent.id, self.cfg.session.dm_scope, msg)
 
@@ -221,9 +227,7 @@ class Router:
         from bot.prompt.delivery import delivery_instructions
         from bot.prompt.group import group_chat_context
 
-        ch = self.channels.get(msg.channel)
-        caps = tuple(ch.capabilities.names()) if ch else ()
-        pol = self.policy(msg.channel)
+        caps, reactions = self.channel_traits(msg.channel)
         extra = ""
         if msg.chat_type == "group":
             sess = self.store.session(key)
@@ -234,7 +238,7 @@ class Router:
             session_key=key, user_text=user_text, channel=msg.channel, account=msg.account,
             chat_type=msg.chat_type, group_id=msg.chat_id if msg.chat_type == "group" else "",
             group_title=msg.chat_title if msg.chat_type == "group" else "", extra_context=extra,
-            capabilities=caps, reactions=pol.reactions if pol else "off",
+            capabilities=caps, reactions=reactions,
             after_user_system=delivery_instructions(msg.channel),
             route={"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account, "thread_id": msg.thread_id},
             message_text=msg.text,

@@ -70,10 +70,8 @@ class HttpChannel(Channel):
         entry = self._pending.get(msg.chat_id)
         if entry is None:
             raise ChannelError(f"no open HTTP request for {msg.chat_id}")
-        text = msg.text
-        for m in msg.media:
-            text += f"\n{m.kind.title()}: {m.target}" if m.is_url else ""
-        entry[1].append(text.strip())
+        # no media capability: the core has already turned attachments into text
+        entry[1].append(msg.text.strip())
         return [msg.chat_id]
 
     async def turn_done(self, chat_id: str, message_id: str) -> None:

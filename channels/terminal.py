@@ -30,10 +30,8 @@ class TerminalChannel(Channel):
                 f.cancel()
 
     async def send(self, msg: OutboundMessage) -> list[str]:
-        text = msg.text
-        for m in msg.media:
-            text += f"\n[{m.kind}: {m.target}]"
-        print(text.strip(), file=self.out, flush=True)
+        # no media capability: the core has already turned attachments into text
+        print(msg.text.strip(), file=self.out, flush=True)
         return [uuid.uuid4().hex]
 
     async def turn_done(self, chat_id: str, message_id: str) -> None:

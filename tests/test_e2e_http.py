@@ -59,6 +59,10 @@ async def test_chat_completions_plain_and_streaming(tmp_path, llm, monkeypatch):
             assert events[-1] == "[DONE]"
             content = "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1])
             assert content == ("streamed " * 100).strip()
+            llm.script(text("Look at this\n[IMAGE:https://example.com/a.png]"))
+            async with s.post(url, json=body, headers=auth) as r:
+                data = await r.json()
+            assert data["choices"][0]["message"]["content"] == "Look at this\nImage: https://example.com/a.png"
             llm.script(text("NO_REPLY"))
             async with s.post(url, json=body, headers=auth) as r:
                 data = await r.json()
