@@ -44,3 +44,27 @@ def _no_internet():
     yield
     socket.socket.connect = _real_connect
     socket.socket.connect_ex = _real_connect_ex
+
+
+# --------------------------------------------------------------- end-to-end fixtures
+# The fake servers are imported lazily so unit tests do not pay for aiohttp/PTB.
+
+@pytest.fixture
+async def llm():
+    """A started fake OpenAI-compatible LLM (tests/fakes/llm.py)."""
+    from tests.fakes.llm import FakeLLM
+
+    async with FakeLLM() as f:
+        yield f
+
+
+@pytest.fixture
+async def tg():
+    """A started fake Telegram Bot API (tests/fakes/telegram.py) for the token in tests/e2e.py."""
+    from tests.e2e import TG_TOKEN
+    from tests.fakes.telegram import FakeTelegram
+
+    f = FakeTelegram(token=TG_TOKEN, bot_username="chela_bot")
+    await f.start()
+    yield f
+    await f.stop()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-import types
 
 import pytest
 
@@ -20,40 +18,6 @@ GUILD_ID = 600000000000000010
 CHAN_ID = 600000000000000011
 THREAD_ID = 600000000000000012
 TOKEN = "fake-token"
-
-
-def _fallback_chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[str]:
-    """Tiny stand-in used only while bot/replies.py does not exist yet."""
-    chunks: list[str] = []
-    cur: list[str] = []
-    size = 0
-    for line in text.split("\n"):
-        while len(line) > limit:
-            if cur:
-                chunks.append("\n".join(cur))
-                cur, size = [], 0
-            chunks.append(line[:limit])
-            line = line[limit:]
-        extra = len(line) + (1 if cur else 0)
-        if cur and (size + extra > limit or (max_lines and len(cur) >= max_lines)):
-            chunks.append("\n".join(cur))
-            cur, size = [], 0
-            extra = len(line)
-        cur.append(line)
-        size += extra
-    if cur:
-        chunks.append("\n".join(cur))
-    return [c for c in chunks if c.strip()]
-
-
-@pytest.fixture(autouse=True)
-def _chunker(monkeypatch):
-    try:
-        import bot.replies  # noqa: F401
-    except ImportError:
-        mod = types.ModuleType("bot.replies")
-        mod.chunk_markdown = _fallback_chunk_markdown  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "bot.replies", mod)
 
 
 class Sink:

@@ -8,18 +8,12 @@ import pytest
 
 from tests.e2e import all_text, make_config, running, system_prompt
 from tests.fakes.discord import FakeDiscord
-from tests.fakes.llm import FakeLLM, text
+from tests.fakes.llm import text
 
 DC_TOKEN = "discord-test-token"
 BOT_ID = 900000000000000001
 ALICE = 4242
 GUILD, GENERAL, OTHER = 10, 11, 13
-
-
-@pytest.fixture
-async def llm():
-    async with FakeLLM() as f:
-        yield f
 
 
 @pytest.fixture

@@ -5,26 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime, timezone
 
-import pytest
 
 from bot.cli import main as cli_main
-from tests.e2e import TG_TOKEN, eventually, make_config, running, telegram_section
-from tests.fakes.llm import FakeLLM, last_user_text, text, tool_calls
-from tests.fakes.telegram import FakeTelegram
-
-
-@pytest.fixture
-async def llm():
-    async with FakeLLM() as f:
-        yield f
-
-
-@pytest.fixture
-async def tg():
-    f = FakeTelegram(token=TG_TOKEN, bot_username="chela_bot")
-    await f.start()
-    yield f
-    await f.stop()
+from tests.e2e import eventually, make_config, running, telegram_section
+from tests.fakes.llm import last_user_text, text, tool_calls
 
 
 def hb_config(tmp_path, llm, tg, heartbeat=None, **agent):

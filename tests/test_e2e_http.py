@@ -12,15 +12,9 @@ import aiohttp
 import pytest
 
 from tests.e2e import make_config, running
-from tests.fakes.llm import FakeLLM, text
+from tests.fakes.llm import text
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-async def llm():
-    async with FakeLLM() as f:
-        yield f
 
 
 def http_cfg(tmp_path, llm, monkeypatch, token=""):

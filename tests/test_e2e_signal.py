@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import all_text, make_config, running, system_prompt
-from tests.fakes.llm import FakeLLM, text
+from tests.fakes.llm import text
 from tests.fakes.signal import FakeSignalCli
 
 BOT = "+15550000000"
@@ -17,12 +17,6 @@ ALICE = "+15550001111"
 BOB = "+15550002222"
 GROUP = "R3JvdXBEZXZUZWFtMTIzNA=="
 OTHER_GROUP = "T3RoZXJHcm91cDk5OTk5OQ=="
-
-
-@pytest.fixture
-async def llm():
-    async with FakeLLM() as f:
-        yield f
 
 
 @pytest.fixture

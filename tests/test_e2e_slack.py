@@ -8,19 +8,13 @@ import asyncio
 import pytest
 
 from tests.e2e import all_text, make_config, running, system_prompt
-from tests.fakes.llm import FakeLLM, text
+from tests.fakes.llm import text
 from tests.fakes.slack import FakeSlack, post_http_event
 
 ALICE = "UALICE"
 DM = "DALICE"
 CHAN = "CDEV"
 SIGNING_SECRET = "test-signing-secret"
-
-
-@pytest.fixture
-async def llm():
-    async with FakeLLM() as f:
-        yield f
 
 
 @pytest.fixture

@@ -9,28 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from bot.cli import main as cli_main
-from tests.e2e import TG_TOKEN, all_text, eventually, make_config, running, system_prompt, telegram_section
-from tests.fakes.llm import FakeLLM, delay, text, tool_calls
-from tests.fakes.telegram import FakeTelegram
+from tests.e2e import TG_TOKEN, all_text, make_config, running, system_prompt, telegram_section
+from tests.fakes.llm import delay, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-async def llm():
-    async with FakeLLM() as f:
-        yield f
-
-
-@pytest.fixture
-async def tg():
-    f = FakeTelegram(token=TG_TOKEN, bot_username="chela_bot")
-    await f.start()
-    yield f
-    await f.stop()
 
 
 def tg_config(tmp_path, llm, tg, **kw):

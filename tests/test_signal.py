@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -18,36 +15,6 @@ BOT = "+15550000000"
 ALICE = "+15550001111"
 BOB = "+15550002222"
 GROUP = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
-
-
-# ---------------------------------------------------------------- fallbacks for sibling modules
-
-
-def _fallback_chunk(text: str, limit: int, max_lines=None) -> list[str]:
-    out = []
-    while len(text) > limit:
-        cut = text.rfind(" ", 0, limit)
-        cut = cut if cut > 0 else limit
-        out.append(text[:cut])
-        text = text[cut:].lstrip()
-    return out + ([text] if text else [])
-
-
-@pytest.fixture(autouse=True)
-def _formatting_fallbacks(monkeypatch):
-    """bot.replies / channels.formatting are written in parallel; stand in if missing."""
-    try:
-        importlib.import_module("bot.replies").chunk_markdown  # noqa: B018
-    except (ImportError, AttributeError):
-        mod = types.ModuleType("bot.replies")
-        mod.chunk_markdown = _fallback_chunk
-        monkeypatch.setitem(sys.modules, "bot.replies", mod)
-    try:
-        importlib.import_module("channels.formatting").markdown_to_plain  # noqa: B018
-    except (ImportError, AttributeError):
-        mod = types.ModuleType("channels.formatting")
-        mod.markdown_to_plain = lambda md: md.replace("**", "")
-        monkeypatch.setitem(sys.modules, "channels.formatting", mod)
 
 
 # ---------------------------------------------------------------- fixtures

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import socket
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -19,17 +16,6 @@ BOT_ID = 777000
 
 # PTB's own RetryAfter constructor trips its retry_after deprecation warning; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
-
-
-@pytest.fixture(autouse=True)
-def _formatting_fallback(monkeypatch):
-    """Until channels/formatting.py lands, use a trivial stand-in (this test file only)."""
-    try:
-        import channels.formatting  # noqa: F401
-    except ImportError:
-        mod = types.ModuleType("channels.formatting")
-        mod.markdown_to_telegram_html = lambda md: html.escape(md, quote=False)  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "channels.formatting", mod)
 
 
 class Sink:

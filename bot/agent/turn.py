@@ -11,7 +11,6 @@ import logging
 import os
 import platform
 import socket
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
