@@ -234,3 +234,15 @@ allow_from = ["42"]
     assert [s.visible_text for s in tg.sent] == ["yes, here"]
     assert sent[0].chat_id == 42
     assert rc == 0  # SIGTERM is a clean exit
+
+
+async def test_message_tool_without_channel_or_recipient_sends_to_this_chat(tmp_path, llm, tg):
+    async with running(tg_config(tmp_path, llm, tg)):
+        llm.script(tool_calls([("message", {"text": "a note sent by the tool"})]), text("NO_REPLY"))
+        tg.inject_message(42, "send me a note", from_id=42)
+        sent = await tg.wait_for_sent(1, timeout=15)
+        await llm.wait_for_requests(2, timeout=15)
+        await asyncio.sleep(0.3)
+    assert [(s.chat_id, s.visible_text) for s in tg.sent] == [(42, "a note sent by the tool")]
+    assert any(m.get("role") == "tool" and m.get("content") == "sent" for m in llm.requests[1]["messages"])
+    assert sent
