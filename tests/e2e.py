@@ -69,3 +69,17 @@ def all_text(request: dict) -> str:
         c = m.get("content")
         parts.append(c if isinstance(c, str) else str(c))
     return "\n".join(parts)
+
+
+# A 5-9k-char answer of five numbered paragraphs and a tail, for the chunking tests.
+LONG_ANSWER = "\n\n".join(f"Paragraph {i}: " + "word " * 300 + "end." for i in range(5)) + "\n\n" + "tail " * 200 + "done."
+
+
+def assert_long_answer_delivered(chunks: list[str], limit: int) -> None:
+    """LONG_ANSWER arrived in several chunks within ``limit``, complete and in order."""
+    assert len(chunks) >= 2
+    assert all(0 < len(c) <= limit for c in chunks)
+    joined = "\n".join(chunks)
+    assert all(f"Paragraph {i}:" in joined for i in range(5))
+    assert sum(c.count("word") for c in chunks) == 5 * 300
+    assert joined.rstrip().endswith("done.")

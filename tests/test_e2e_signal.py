@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import all_text, make_config, running, system_prompt
+from tests.e2e import LONG_ANSWER, all_text, assert_long_answer_delivered, make_config, running, system_prompt
 from tests.fakes.llm import text
 from tests.fakes.signal import FakeSignalCli
 
@@ -94,22 +94,15 @@ async def test_reply_tag_quotes_trigger(cfg, llm, sig):
 
 
 async def test_long_answer_is_chunked_within_limit(cfg, llm, sig):
-    paragraphs = [f"Paragraph {i}: " + "word " * 300 + "end." for i in range(5)]
-    long_answer = "\n\n".join(paragraphs) + "\n\n" + "tail " * 200 + "done."
-    assert 5000 < len(long_answer) < 9000
-    llm.script(text(long_answer))
+    assert 5000 < len(LONG_ANSWER) < 9000
+    llm.script(text(LONG_ANSWER))
     async with running(cfg):
         await sig.wait_for_clients(1)
         sig.inject_message(ALICE, "long please")
         await sig.wait_for_sent(2, timeout=15)
         await asyncio.sleep(1.0)
     chunks = [s["message"] for s in sig.sent]
-    assert len(chunks) >= 2
-    assert all(0 < len(c) <= 4000 for c in chunks)
-    joined = "\n".join(chunks)
-    assert all(f"Paragraph {i}:" in joined for i in range(5))
-    assert sum(c.count("word") for c in chunks) == 5 * 300
-    assert joined.rstrip().endswith("done.")
+    assert_long_answer_delivered(chunks, 4000)
     assert all(s["recipient"] == [ALICE] for s in sig.sent)
 
 

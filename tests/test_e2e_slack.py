@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e import all_text, make_config, running, system_prompt
+from tests.e2e import LONG_ANSWER, all_text, assert_long_answer_delivered, make_config, running, system_prompt
 from tests.fakes.llm import text
 from tests.fakes.slack import FakeSlack, post_http_event
 
@@ -106,21 +106,14 @@ async def test_reply_tag_threads_under_trigger(cfg, llm, sl):
 
 
 async def test_long_answer_is_chunked_within_limit(cfg, llm, sl):
-    paragraphs = [f"Paragraph {i}: " + "word " * 300 + "end." for i in range(5)]  # ~1.5k each
-    long_answer = "\n\n".join(paragraphs) + "\n\n" + "tail " * 200 + "done."
-    assert 5000 < len(long_answer) < 9000
-    llm.script(text(long_answer))
+    assert 5000 < len(LONG_ANSWER) < 9000
+    llm.script(text(LONG_ANSWER))
     async with running(cfg):
         await sl.push_event(dm_event(sl, "long please"))
         await sl.wait_for_posts(2, timeout=15)
         await asyncio.sleep(1.0)
     chunks = [p["text"] for p in sl.posted]
-    assert len(chunks) >= 2
-    assert all(0 < len(c) <= 4000 for c in chunks)
-    joined = "\n".join(chunks)
-    assert all(f"Paragraph {i}:" in joined for i in range(5))
-    assert sum(c.count("word") for c in chunks) == 5 * 300
-    assert joined.rstrip().endswith("done.")
+    assert_long_answer_delivered(chunks, 4000)
     assert all(p["channel"] == DM and p["thread_ts"] is None for p in sl.posted)
 
 
