@@ -27,7 +27,6 @@ import gc
 import logging
 import os
 import resource
-import statistics
 import sys
 import tempfile
 import time
@@ -44,7 +43,6 @@ from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
 
 T0 = time.perf_counter()
-SHIELD = False
 DIRECT = False
 
 
@@ -66,27 +64,6 @@ def direct_llm() -> None:
         return llm_mod._parse_response(data)
 
     llm_mod.LLMClient.complete = complete
-
-
-def shield_typing() -> None:
-    """PROTOTYPE fix (bench only): never cancel an in-flight typing request.
-
-    ``Router._turn`` cancels ``_keep_typing`` when the turn ends; a cancelled in-flight
-    python-telegram-bot/httpx request leaks a slot of the httpcore pool (8 slots), so the
-    channel eventually fails every send with "Pool timeout".  Shielding the call lets it finish.
-    """
-    import contextlib
-
-    from bot import router as router_mod
-
-    async def _keep_typing(self, ch, msg):
-        with contextlib.suppress(asyncio.CancelledError):
-            while True:
-                call = asyncio.ensure_future(ch.typing(msg.chat_id, msg.thread_id))
-                await asyncio.shield(call)
-                await asyncio.sleep(router_mod.TYPING_EVERY)
-
-    router_mod.Router._keep_typing = _keep_typing
 
 
 def rss_mb() -> float:
@@ -252,7 +229,7 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
 
     print(f"\ne2e_bench: {chats} chats x {per_chat} messages, nproc={os.cpu_count()}, python {sys.version.split()[0]}, "
           f"max_concurrent_turns={cfg.session.max_concurrent_turns}, fakes in-process"
-          + (", PROTOTYPE shield-typing" if SHIELD else "") + (", PROTOTYPE direct-llm" if DIRECT else ""))
+          + (", PROTOTYPE direct-llm" if DIRECT else ""))
     print(f"start-up: Daemon.start() → first getUpdates {t_poll * 1000:.0f} ms  [<1500]   "
           f"(start() returned after {t_ready * 1000:.0f} ms; background litellm import done "
           f"{t_imp * 1000:.0f} ms later; stop() {t_stop * 1000:.0f} ms)")
@@ -282,16 +259,10 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=100.0, help="paced phase: messages per second")
     ap.add_argument("--direct-llm", action="store_true",
                     help="prototype: LLMClient.complete as one plain aiohttp POST instead of litellm")
-    ap.add_argument("--shield-typing", action="store_true",
-                    help="prototype fix: do not cancel in-flight sendChatAction requests (see shield_typing)")
     a = ap.parse_args()
     if a.direct_llm:
         global DIRECT
         DIRECT = True
-    if a.shield_typing:
-        global SHIELD
-        SHIELD = True
-        shield_typing()
     asyncio.run(run(a.chats, a.per_chat, a.rate))
 
 
