@@ -1,12 +1,14 @@
-"""Repro (not a test): cancelling in-flight python-telegram-bot requests leaks httpx pool slots.
+"""Repro (not a test): cancelling in-flight python-telegram-bot requests, httpx vs aiohttp.
 
     cd /work/main && python bench/typing_cancel_leak.py
 
-``Router._turn`` cancels its ``_keep_typing`` task when the turn ends; if a sendChatAction is
-in flight at that moment, the cancelled request's slot in the 8-connection pool
-(``TelegramChannel._make_bot``: ``HTTPXRequest(connection_pool_size=8)``) is never
-released.  After enough of them, every call fails with "Pool timeout".  This script
-cancels 3,000 sendChatAction calls after 0-3 ms each against FakeTelegram and prints the pool state.
+``Router._turn`` used to cancel its ``_keep_typing`` task when a turn ended; if a
+sendChatAction was in flight at that moment, PTB's stock ``HTTPXRequest`` never released
+the cancelled request's slot in its connection pool.  After enough of them every call
+failed with "Pool timeout".  The router now shields that call, and the adapter now uses
+``channels.telegram_request.AiohttpRequest``; this script shows both request classes on
+their own: it cancels 3,000 sendChatAction calls after 0-3 ms each against FakeTelegram,
+then tries one sendMessage.
 """
 
 from __future__ import annotations
@@ -21,30 +23,46 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from telegram import Bot  # noqa: E402
 from telegram.request import HTTPXRequest  # noqa: E402
 
+from channels.telegram_request import AiohttpRequest  # noqa: E402
 from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
 
-async def main() -> None:
+def _busy(req) -> str:
+    """Slots held, for inspection only (private attributes of each library)."""
+    if isinstance(req, HTTPXRequest):
+        pool = req._client._transport._pool  # noqa: SLF001
+        return f"{len(pool.connections)} connections, {len(pool._requests)} stuck requests"  # noqa: SLF001
+    connector = req._session.connector  # noqa: SLF001
+    return f"{len(connector._acquired)} connections acquired"  # noqa: SLF001
+
+
+async def run(name: str, req) -> None:
     tg = FakeTelegram(token="123:ABC")
     await tg.start()
-    req = HTTPXRequest(connection_pool_size=8, pool_timeout=2.0, read_timeout=5, write_timeout=5)
     bot = Bot("123:ABC", base_url=f"{tg.api_base}/bot", request=req)
     await bot.initialize()
-    print(f"{'cancelled':>10}{'pool connections':>18}{'stuck pool requests':>21}")
+    print(f"-- {name}")
     for i in range(3001):
         t = asyncio.create_task(bot.send_chat_action(chat_id=1, action="typing"))
         await asyncio.sleep(random.random() * 0.003)
         t.cancel()
         await asyncio.gather(t, return_exceptions=True)
-        if i % 500 == 0:
-            pool = req._client._transport._pool  # noqa: SLF001 - inspection only
-            print(f"{i:>10}{len(pool.connections):>18}{len(pool._requests):>21}")
+        if i % 1000 == 0:
+            print(f"{i:>6} cancelled: {_busy(req)}")
     try:
         await bot.send_message(chat_id=1, text="after")
         print("sendMessage afterwards: OK")
     except Exception as e:  # noqa: BLE001
         print(f"sendMessage afterwards: FAILED: {e}")
+    await bot.shutdown()
     await tg.stop()
+
+
+async def main() -> None:
+    await run("HTTPXRequest (PTB's default)", HTTPXRequest(connection_pool_size=8, pool_timeout=2.0,
+                                                           read_timeout=5, write_timeout=5))
+    await run("AiohttpRequest (the adapter's)", AiohttpRequest(connection_pool_size=8, pool_timeout=2.0,
+                                                             read_timeout=5, write_timeout=5))
 
 
 if __name__ == "__main__":

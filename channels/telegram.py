@@ -31,7 +31,6 @@ from telegram.error import (
     TelegramError,
     TimedOut,
 )
-from telegram.request import HTTPXRequest
 
 from channels.base import (
     Capabilities,
@@ -42,6 +41,7 @@ from channels.base import (
     MediaItem,
     OutboundMessage,
 )
+from channels.telegram_request import AiohttpRequest
 
 log = logging.getLogger("chela.channels.telegram")
 
@@ -60,7 +60,9 @@ class _Stalled(Exception):
 
 
 class _TokenRedactor(logging.Filter):
-    """httpx logs full request URLs (which contain the bot token) at INFO; hide the token."""
+    """PTB logs its API URLs, which contain the bot token, at DEBUG on "telegram.Bot"; hide it."""
+
+    _LOGGER = "telegram.Bot"
 
     def __init__(self, token: str) -> None:
         super().__init__()
@@ -163,7 +165,7 @@ class TelegramChannel(Channel):
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._bot: Bot | None = None
-        self._requests: list[HTTPXRequest] = []
+        self._requests: list[AiohttpRequest] = []
         self._sink: InboundSink | None = None
         self._task: asyncio.Task | None = None
         self._stopping: asyncio.Event | None = None
@@ -183,12 +185,12 @@ class TelegramChannel(Channel):
         return self._task is not None and not self._task.done()
 
     def _make_bot(self) -> Bot:
-        general = HTTPXRequest(connection_pool_size=8, read_timeout=self.request_timeout,
-                               write_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
-                               pool_timeout=self.request_timeout)
-        polling = HTTPXRequest(connection_pool_size=2, read_timeout=self.poll_timeout + 10.0,
-                               write_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
-                               pool_timeout=self.request_timeout)
+        general = AiohttpRequest(connection_pool_size=8, read_timeout=self.request_timeout,
+                                 write_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
+                                 pool_timeout=self.request_timeout)
+        polling = AiohttpRequest(connection_pool_size=2, read_timeout=self.poll_timeout + 10.0,
+                                 write_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
+                                 pool_timeout=self.request_timeout)
         self._requests = [general, polling]
         return Bot(self.token, base_url=f"{self.api_base}/bot", base_file_url=f"{self.api_base}/file/bot",
                    request=general, get_updates_request=polling)
@@ -196,16 +198,16 @@ class TelegramChannel(Channel):
     async def start(self, sink: InboundSink) -> None:
         if self.running:
             return
-        logging.getLogger("httpx").addFilter(self._redactor)
         self._sink = sink
         self._stopping = asyncio.Event()
+        logging.getLogger(_TokenRedactor._LOGGER).addFilter(self._redactor)   # before Bot() logs its URL
         bot = self._make_bot()
         try:
             await asyncio.wait_for(bot.initialize(), self.start_timeout)
             await asyncio.wait_for(bot.delete_webhook(), self.start_timeout)
         except BaseException as exc:
             await self._close_requests(bot)
-            logging.getLogger("httpx").removeFilter(self._redactor)
+            logging.getLogger(_TokenRedactor._LOGGER).removeFilter(self._redactor)
             if isinstance(exc, InvalidToken):
                 raise ChannelError("telegram: the bot token was rejected (401 Unauthorized)") from None
             if isinstance(exc, (asyncio.TimeoutError, TimedOut)):
@@ -245,7 +247,7 @@ class TelegramChannel(Channel):
             except Exception:  # noqa: BLE001
                 log.debug("telegram: shutdown error", exc_info=True)
             await self._close_requests(bot)
-        logging.getLogger("httpx").removeFilter(self._redactor)
+        logging.getLogger(_TokenRedactor._LOGGER).removeFilter(self._redactor)
 
     async def _close_requests(self, bot: Bot) -> None:
         for request in self._requests:

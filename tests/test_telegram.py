@@ -510,14 +510,25 @@ async def test_typing_and_react(fake, started):
     assert fake.reactions == [(42, 1, [{"type": "emoji", "emoji": "👀"}])]
 
 
-async def test_token_not_logged(fake, started, caplog):
+async def test_token_never_logged_or_raised(fake, started, make_channel, caplog):
+    """The token is part of every Bot API URL; no log line or error text may carry it."""
     ch, _ = started
-    # other tests (the CLI) may have raised the httpx logger's level; look at its records
-    with caplog.at_level("DEBUG"), caplog.at_level("DEBUG", logger="httpx"):
+    with socket.socket() as s:          # a port that was free a moment ago: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = make_channel(api_base=f"http://127.0.0.1:{port}", start_timeout=5)
+    # other tests (the CLI) may have raised PTB's logger level; look at every record
+    with caplog.at_level("DEBUG"), caplog.at_level("DEBUG", logger="telegram"):
         await ch.send(OutboundMessage(chat_id="42", text="hello"))
-    httpx_lines = [r.getMessage() for r in caplog.records if r.name == "httpx"]
-    assert any("/bot<token>/sendMessage" in line for line in httpx_lines)
-    assert all("SECRET" not in line for line in httpx_lines)
+        fake.fail_next("sendMessage", 400, description="Bad Request: chat not found")
+        with pytest.raises(ChannelError) as sent:
+            await ch.send(OutboundMessage(chat_id="43", text="hello"))
+        with pytest.raises(ChannelError) as started_err:
+            await down.start(Sink())
+    assert any("sendMessage" in r.getMessage() for r in caplog.records)   # the calls were logged
+    texts = [r.getMessage() for r in caplog.records] + [str(sent.value), str(started_err.value)]
+    texts += [str(e) for e in (sent.value.__cause__, started_err.value.__cause__) if e is not None]
+    assert [t for t in texts if "SECRET" in t] == []
 
 
 async def test_anonymous_admin_is_not_a_bot(fake, started):
