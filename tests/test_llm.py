@@ -138,6 +138,23 @@ async def test_unreachable_server():
     with pytest.raises(LLMError) as ei:
         await c.complete(MSGS)
     assert "not reachable" in ei.value.user_message
+    assert "connection failed" in ei.value.user_message      # not "HTTP 500": nothing answered
+    assert ei.value.retryable
+
+
+async def test_real_500_is_named_as_such(fake):
+    fake.script(error(500), error(500))
+    with pytest.raises(LLMError) as ei:
+        await client(fake, max_retries=1).complete(MSGS)
+    assert "HTTP 500" in ei.value.user_message
+
+
+async def test_openai_sdk_client_is_not_on_the_path(fake):
+    """The default: litellm's own HTTP handler, not the openai SDK (which re-validates every
+    body and costs ~2.5x the CPU per call, bench/turn_bench.py).  The SDK marks its requests
+    with X-Stainless-* headers."""
+    await client(fake).complete(MSGS)
+    assert not [h for h in fake.headers[0] if h.lower().startswith("x-stainless")]
 
 
 async def test_fake_streaming_wire_format(fake):
