@@ -21,7 +21,10 @@ Error texts never carry the bot token: request URLs embed it, so it is masked.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import re
+import urllib.parse
+import urllib.request
 from typing import Any
 
 import aiohttp
@@ -34,6 +37,15 @@ _TOKEN_IN_URL = re.compile(r"/bot[^/\s]+")
 
 def _mask(text: str) -> str:
     return _TOKEN_IN_URL.sub("/bot<token>", text)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class AiohttpRequest(BaseRequest):
@@ -55,6 +67,7 @@ class AiohttpRequest(BaseRequest):
         self._pool_timeout = pool_timeout
         self._media_write_timeout = media_write_timeout
         self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[tuple[str, str], str | None] = {}
 
     @property
     def read_timeout(self) -> float | None:
@@ -63,8 +76,10 @@ class AiohttpRequest(BaseRequest):
     async def initialize(self) -> None:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self._pool_size, limit_per_host=self._pool_size)
-            # trust_env: honour HTTPS_PROXY like httpx does; no cookies: the Bot API sets none
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=True,
+            # No trust_env: with it aiohttp looks up ~/.netrc and the proxy variables in a
+            # worker thread on every request (two thread hops per call); _proxy_for reads the
+            # proxy variables once per host instead.  No cookies: the Bot API sets none.
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
                                                   cookie_jar=aiohttp.DummyCookieJar(),
                                                   headers={"User-Agent": self.USER_AGENT})
 
@@ -88,6 +103,21 @@ class AiohttpRequest(BaseRequest):
         parts = (pool_s, connect_s, write_s, read_s)
         total = None if any(t is None for t in parts) else sum(parts)  # type: ignore[arg-type]
         return aiohttp.ClientTimeout(total=total, connect=wait, sock_connect=connect_s, sock_read=read_s)
+
+    def _proxy_for(self, url: str) -> str | None:
+        """HTTP(S)_PROXY / NO_PROXY from the environment, as httpx honours them; never for loopback."""
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        key = (parts.scheme, host)
+        if key not in self._proxies:
+            proxy = None
+            if host and not _is_loopback(host) and not urllib.request.proxy_bypass(host):
+                env = urllib.request.getproxies()
+                proxy = env.get(parts.scheme) or env.get("all") or None
+                if proxy and "://" not in proxy:
+                    proxy = f"http://{proxy}"
+            self._proxies[key] = proxy
+        return self._proxies[key]
 
     async def do_request(
         self,
@@ -122,7 +152,7 @@ class AiohttpRequest(BaseRequest):
             body = fields           # url-encoded form, like PTB's httpx request
 
         try:
-            async with session.request(method, url, data=body, timeout=timeout) as resp:
+            async with session.request(method, url, data=body, timeout=timeout, proxy=self._proxy_for(url)) as resp:
                 return resp.status, await resp.read()
         except aiohttp.ConnectionTimeoutError:
             raise TimedOut("Timed out waiting for a connection to the Bot API; the request was not sent.") from None

@@ -187,3 +187,22 @@ async def test_not_initialized_or_shut_down(server):
     await r.shutdown()                                   # idempotent
     with pytest.raises(RuntimeError):
         await r.do_request(f"{server.url}/x", "POST")
+
+
+async def test_proxy_from_the_environment(server, monkeypatch):
+    """HTTPS_PROXY/NO_PROXY are honoured like httpx does, read once per host; loopback is direct."""
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    monkeypatch.setenv("NO_PROXY", "direct.example")
+    r = AiohttpRequest()
+    assert r._proxy_for("http://api.example/bot1:x/getMe") == server.url
+    assert r._proxy_for("http://direct.example/bot1:x/getMe") is None
+    assert r._proxy_for(f"{server.url}/bot1:x/getMe") is None             # 127.0.0.1: never proxied
+    monkeypatch.setenv("ALL_PROXY", "proxy.lan:3128")                   # no scheme: http://
+    assert AiohttpRequest()._proxy_for("https://api.telegram.org/x") == "http://proxy.lan:3128"
+    # through the proxy for real: the "proxy" (our server) gets the absolute-form request
+    await r.initialize()
+    try:
+        status, _ = await r.do_request("http://api.example/bot1:x/getMe", "POST")
+    finally:
+        await r.shutdown()
+    assert status == 200 and server.requests[-1]["path"] == "/bot1:x/getMe"
