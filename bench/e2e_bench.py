@@ -44,13 +44,14 @@ from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
 T0 = time.perf_counter()
 DIRECT = False
+DIRECT_SESSION: list = []      # the prototype's aiohttp session, closed at the end
 
 
 def direct_llm() -> None:
     """PROTOTYPE (bench only): LLMClient.complete as one aiohttp POST to api_base/chat/completions."""
     import aiohttp
 
-    session: list = []
+    session = DIRECT_SESSION
 
     async def complete(self, messages, tools=None):
         if not session:
@@ -224,6 +225,8 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     t = time.perf_counter()
     await d.stop()
     t_stop = time.perf_counter() - t
+    if DIRECT_SESSION:
+        await DIRECT_SESSION.pop().close()
     await tg.stop()
     await llm.stop()
 
