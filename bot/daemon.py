@@ -162,19 +162,34 @@ class Daemon:
         log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
 
     async def _supervise(self, name: str, ch: Channel, started: asyncio.Event) -> None:
+        """Start the channel, retrying with backoff; restart it if it later dies on its own."""
         delay = 1.0
         while not self._stop.is_set():
             try:
                 await ch.start(self.router.on_inbound)
-                log.info("channel %s started", name)
-                started.set()
-                return
             except asyncio.CancelledError:
                 raise
             except ChannelError as e:
                 log.error("channel %s failed to start: %s (retrying in %.0fs)", name, e, delay)
             except Exception as e:
                 log.exception("channel %s failed to start: %s (retrying in %.0fs)", name, e, delay)
+            else:
+                log.info("channel %s started", name)
+                started.set()
+                up_since = time.monotonic()
+                err = await ch.wait_closed()
+                if self._stop.is_set():
+                    return
+                if time.monotonic() - up_since > RETRY_MAX:
+                    delay = 1.0            # it ran for a while: not a crash loop
+                reason = f"{type(err).__name__}: {err}" if err is not None else "closed"
+                log.error("channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay)
+                try:
+                    await asyncio.wait_for(ch.stop(), 10)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - a half-dead channel: start() sets up anew
+                    log.warning("channel %s did not stop cleanly: %s", name, e)
             started.set()  # do not hold up start-up for a broken channel
             try:
                 await asyncio.wait_for(self._stop.wait(), delay)

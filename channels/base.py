@@ -9,6 +9,7 @@ lives in an adapter.
 from __future__ import annotations
 
 import abc
+import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal
@@ -114,6 +115,23 @@ returns.  It never raises for policy reasons; it may raise on storage failure, i
 case the adapter must not acknowledge."""
 
 
+async def wait_task_end(task: "asyncio.Task | None") -> BaseException | None:
+    """For ``Channel.wait_closed``: wait for a channel's own background task to end and
+    return its error (None if it returned or was cancelled).  Cancelling the waiter does
+    not touch the task."""
+    if task is None:
+        return None
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            raise                      # the waiter was cancelled, not the task
+        return None
+    except Exception as exc:  # noqa: BLE001 - returned, not raised: the caller decides
+        return exc
+    return None
+
+
 class ChannelError(Exception):
     """A channel-level failure the daemon reports and retries (bad token, unreachable server)."""
 
@@ -137,6 +155,14 @@ class Channel(abc.ABC):
     async def send(self, msg: OutboundMessage) -> list[str]:
         """Deliver text (chunked) then attachments.  Returns the platform ids of the sent
         messages.  Raises ``ChannelError`` when nothing could be delivered."""
+
+    async def wait_closed(self) -> BaseException | None:
+        """Return when the channel, after a successful ``start``, has stopped by itself
+        (its connection died for good): the error, or None.  The daemon then stops and
+        restarts it with backoff.  Not called after ``stop``.  The default never returns,
+        for channels that recover from every failure on their own."""
+        await asyncio.get_running_loop().create_future()
+        return None  # pragma: no cover - never reached
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show a typing indicator once (the core refreshes it).  Optional."""

@@ -47,6 +47,7 @@ from channels.base import (
     InboundSink,
     MediaItem,
     OutboundMessage,
+    wait_task_end,
 )
 
 log = logging.getLogger("chela.channels.discord")
@@ -228,6 +229,9 @@ class DiscordChannel(Channel):
     async def stop(self) -> None:
         await self._close_client()
         self._restore_bases()
+
+    async def wait_closed(self) -> BaseException | None:
+        return await wait_task_end(self._task)
 
     # ------------------------------------------------------------------ inbound
     def _remember(self, message_id: int, channel_id: int) -> None:

@@ -40,6 +40,7 @@ from channels.base import (
     InboundSink,
     MediaItem,
     OutboundMessage,
+    wait_task_end,
 )
 from channels.telegram_request import AiohttpRequest
 
@@ -248,6 +249,9 @@ class TelegramChannel(Channel):
                 log.debug("telegram: shutdown error", exc_info=True)
             await self._close_requests(bot)
         logging.getLogger(_TokenRedactor._LOGGER).removeFilter(self._redactor)
+
+    async def wait_closed(self) -> BaseException | None:
+        return await wait_task_end(self._task)
 
     async def _close_requests(self, bot: Bot) -> None:
         for request in self._requests:

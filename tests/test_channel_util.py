@@ -1,7 +1,10 @@
 """The helpers the adapters share."""
 
+import asyncio
+
 import pytest
 
+from channels.base import wait_task_end
 from channels.util import BoundedLRU, parse_listen
 
 
@@ -29,3 +32,33 @@ def test_parse_listen(value, expected):
 def test_parse_listen_rejects(value):
     with pytest.raises(ValueError, match="bad listen address"):
         parse_listen(value)
+
+
+# ---------------------------------------------------------------------------- wait_task_end
+
+async def test_wait_task_end_returns_the_tasks_error_or_none():
+    async def boom():
+        raise RuntimeError("gateway closed: 4004")
+
+    async def fine():
+        return 1
+
+    assert isinstance(await wait_task_end(asyncio.ensure_future(boom())), RuntimeError)
+    assert await wait_task_end(asyncio.ensure_future(fine())) is None
+    assert await wait_task_end(None) is None
+    cancelled = asyncio.ensure_future(asyncio.sleep(10))
+    cancelled.cancel()
+    assert await wait_task_end(cancelled) is None
+
+
+async def test_cancelling_the_waiter_leaves_the_task_running():
+    task = asyncio.ensure_future(asyncio.sleep(10))
+    waiter = asyncio.ensure_future(wait_task_end(task))
+    await asyncio.sleep(0.01)
+    waiter.cancel()
+    try:
+        await waiter
+    except asyncio.CancelledError:
+        pass
+    assert waiter.cancelled() and not task.done()
+    task.cancel()

@@ -286,6 +286,13 @@ class FakeDiscord:
             if getattr(ws, "_chela_identified", False) and not ws.closed:
                 await self._send_dispatch(ws, event, data)
 
+    async def close_gateway(self, code: int, message: bytes = b"closed by the fake") -> None:
+        """Close every identified gateway socket with ``code`` (4004: authentication failed,
+        a close discord.py does not reconnect from)."""
+        for ws in list(self._sockets):
+            if getattr(ws, "_chela_identified", False) and not ws.closed:
+                await ws.close(code=code, message=message)
+
     async def _send_dispatch(self, ws: web.WebSocketResponse, event: str, data: dict) -> None:
         self._seq += 1
         try:
