@@ -182,6 +182,17 @@ async def test_exec_full_policy_uses_shell(reg, ws):
     assert out.startswith("one\ntwo\n[exit code 3")
 
 
+async def test_exec_children_do_not_get_secret_variables(reg, ws, monkeypatch):
+    monkeypatch.setenv("CHELA_TEST_BOT_TOKEN", "123:very-secret-token")
+    monkeypatch.setenv("CHELA_TEST_PLAIN", "visible")
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 5), secrets=("123:very-secret-token",))
+    out = await reg.execute("exec", {"command": "env"}, ctx)
+    assert "CHELA_TEST_PLAIN=visible" in out
+    assert "CHELA_TEST_BOT_TOKEN" not in out          # the variable itself, not only its value
+    out = await reg.execute("exec", {"command": 'echo "[$CHELA_TEST_BOT_TOKEN]"'}, ctx)
+    assert out.startswith("[]")
+
+
 async def test_exec_timeout_kills_process_group(reg, ws):
     ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 0.5))
     t0 = time.monotonic()

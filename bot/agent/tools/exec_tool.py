@@ -5,7 +5,8 @@
   the program (argv[0]) must be on the allow list; run with ``create_subprocess_exec``.
 * ``full``      - the command goes to the shell as written.
 
-Each command runs in its own process group; on timeout the whole group is killed.
+Each command runs in its own process group; on timeout the whole group is killed.  Its
+environment is the daemon's without the variables holding a configured secret.
 """
 
 from __future__ import annotations
@@ -53,6 +54,16 @@ def check_allowlisted(command: str, allow: list[str] | tuple[str, ...]) -> list[
     return argv
 
 
+def child_env(secrets: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """The daemon's environment without the variables that hold a configured secret.
+
+    Output is scrubbed of secret values anyway, but a command could still send one
+    somewhere (``curl -d "$TELEGRAM_BOT_TOKEN" ...``); a child never gets them at all.
+    """
+    hidden = {v for v in secrets if v}
+    return {k: v for k, v in os.environ.items() if v not in hidden}
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -70,10 +81,12 @@ async def run_command(
     cwd: str,
     timeout: float,
     max_output: int,
+    env: dict[str, str] | None = None,
 ) -> tuple[int | None, str, int, bool]:
     """Run a command; return (exit code or None, output (capped), total output bytes, timed_out)."""
     kwargs = dict(
         cwd=cwd,
+        env=env,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -145,7 +158,8 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
     started = time.monotonic()
     try:
         code, out, total, timed_out = await run_command(
-            argv, shell_cmd, cwd=str(ctx.workspace), timeout=timeout, max_output=max_output
+            argv, shell_cmd, cwd=str(ctx.workspace), timeout=timeout, max_output=max_output,
+            env=child_env(ctx.secrets),
         )
     except FileNotFoundError:
         raise ToolError(f"program not found: {argv[0] if argv else command.split()[0]}") from None
