@@ -537,15 +537,27 @@ class SlackChannel(Channel):
             return []
         out: list[str] = []
         for chunk in _chunk(text, self.chunk_limit):
-            if not chunk.strip():
-                continue
-            rendered = _to_mrkdwn(chunk)
-            # mrkdwn escaping can grow a chunk; never exceed Slack's hard limit.
+            if chunk.strip():
+                out.extend(self._render_fitting(chunk))
+        return out
+
+    def _render_fitting(self, chunk: str) -> list[str]:
+        """Render a Markdown chunk; if escaping (``&`` → ``&amp;``) made it longer than the
+        chunk limit, split the Markdown finer and render the pieces, so no post is cut
+        in the middle of an entity or a formatting span."""
+        rendered = _to_mrkdwn(chunk)
+        if len(rendered) <= self.chunk_limit or len(chunk) <= 100:
+            out = []
+            # last resort for absurd limits: never exceed Slack's hard limit
             while len(rendered) > SLACK_HARD_LIMIT:
                 out.append(rendered[:SLACK_HARD_LIMIT])
                 rendered = rendered[SLACK_HARD_LIMIT:]
-            if rendered.strip():
-                out.append(rendered)
+            return out + ([rendered] if rendered.strip() else [])
+        smaller = max(100, min(len(chunk) - 1, int(len(chunk) * self.chunk_limit / len(rendered) * 0.9)))
+        out = []
+        for piece in _chunk(chunk, smaller):
+            if piece.strip():
+                out.extend(self._render_fitting(piece))
         return out
 
     def _remember_post(self, ts: str, thread_ts: str | None) -> None:

@@ -268,6 +268,18 @@ async def test_send_long_text_in_mrkdwn_chunks(socket_channel, fake):
     assert len(set(ids)) == len(ids)
 
 
+async def test_escaping_never_pushes_a_post_over_the_chunk_limit(socket_channel, fake):
+    """``&``/``<``/``>`` grow 4-5x when escaped: the Markdown is split finer instead."""
+    ch, _ = socket_channel
+    text = "Q&A <tags> " * 700                     # 7.7k chars of Markdown, ~17k once escaped
+    await ch.send(OutboundMessage(chat_id="C1", text=text))
+    posts = [p["text"] for p in fake.posted]
+    assert all(len(p) <= 4000 for p in posts), [len(p) for p in posts]
+    joined = " ".join(posts).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    assert joined.split() == text.split()          # nothing lost, no entity cut in half
+    assert not any(p.rstrip().endswith(("&", "&a", "&am", "&l", "&g", "&lt", "&gt")) for p in posts)
+
+
 async def test_reply_tag_threads_all_chunks_under_trigger(socket_channel, fake):
     ch, _ = socket_channel
     text = "\n\n".join(["x " * 1500] * 3)
