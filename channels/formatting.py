@@ -5,7 +5,8 @@ each adapter renders a chunk with one of these:
 
 - :func:`markdown_to_telegram_html` — Telegram Bot API ``parse_mode=HTML``;
 - :func:`markdown_to_slack_mrkdwn` — Slack mrkdwn;
-- :func:`markdown_to_plain` — plain text (Signal).
+- :func:`markdown_to_signal` — Signal: plain text plus signal-cli text-style ranges;
+- :func:`markdown_to_plain` — plain text.
 
 The renderers share one small parser: fenced code blocks are found line by line; other lines
 are headings, quotes, list items or paragraphs; inline code spans, links and bare URLs are
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["markdown_to_telegram_html", "markdown_to_slack_mrkdwn", "markdown_to_plain"]
+__all__ = ["markdown_to_telegram_html", "markdown_to_slack_mrkdwn", "markdown_to_signal", "markdown_to_plain"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ _BARE_URL_RE = re.compile(r"(?<![\w/])https?://[^\s<>\[\]]*[^\s<>\[\].,;:!?'\")*
 
 # closing-delimiter finders: (regex, length)
 _CLOSERS = {
-    "**": re.compile(r"(?<=\S)\*\*"),
+    "**": re.compile(r"(?<=\S)\*\*(?!\*)"),
     "__": re.compile(r"(?<=\S)__(?!\w)"),
     "~~": re.compile(r"(?<=\S)~~"),
     "*": re.compile(r"(?<=[^\s*])\*(?![\w*])"),
@@ -374,3 +375,61 @@ def markdown_to_plain(md: str) -> str:
         heading=lambda t: t,
         quote=lambda lines: "\n".join("> " + line if line else ">" for line in lines),
     )
+
+
+# Signal: plain text + style ranges ---------------------------------------------------------
+#
+# The renderer wraps each styled span in private-use marker characters (always balanced, as
+# for the other renderers); _style_ranges then removes them and turns each span into
+# signal-cli's "start:length:STYLE", counted in UTF-16 code units as Signal requires.
+
+_SIG_STYLES = ("BOLD", "ITALIC", "STRIKETHROUGH", "MONOSPACE")
+_SIG_OPEN = {style: chr(0xE010 + 2 * i) for i, style in enumerate(_SIG_STYLES)}
+_SIG_CLOSE = {style: chr(0xE011 + 2 * i) for i, style in enumerate(_SIG_STYLES)}
+_SIG_MARKERS = re.compile("[" + "".join(_SIG_OPEN.values()) + "".join(_SIG_CLOSE.values()) + "]")
+_SIG_BY_CHAR = {**{c: (s, True) for s, c in _SIG_OPEN.items()}, **{c: (s, False) for s, c in _SIG_CLOSE.items()}}
+
+
+def _sig(style: str) -> Callable[[str], str]:
+    return lambda t: f"{_SIG_OPEN[style]}{t}{_SIG_CLOSE[style]}" if t else t
+
+
+_SIGNAL = dataclasses.replace(_PLAIN, bold=_sig("BOLD"), italic=_sig("ITALIC"), strike=_sig("STRIKETHROUGH"),
+                              code=_sig("MONOSPACE"))
+
+
+def _style_ranges(marked: str) -> tuple[str, list[str]]:
+    out: list[str] = []
+    ranges: list[str] = []
+    open_at: dict[str, list[int]] = {s: [] for s in _SIG_STYLES}
+    pos = 0                                   # UTF-16 code units so far
+    for ch in marked:
+        hit = _SIG_BY_CHAR.get(ch)
+        if hit is None:
+            out.append(ch)
+            pos += 2 if ord(ch) > 0xFFFF else 1
+            continue
+        style, opening = hit
+        if opening:
+            open_at[style].append(pos)
+        elif open_at[style]:
+            start = open_at[style].pop()
+            if pos > start:
+                ranges.append(f"{start}:{pos - start}:{style}")
+    return "".join(out), ranges
+
+
+def markdown_to_signal(md: str) -> tuple[str, list[str]]:
+    """Markdown → (plain text, text styles) for signal-cli's ``send``.
+
+    The text is :func:`markdown_to_plain`'s; bold (and headings), italics, strikethrough and
+    code become ``"start:length:STYLE"`` ranges in UTF-16 code units.
+    """
+    marked = _render(
+        _SIG_MARKERS.sub("", md or ""),
+        _SIGNAL,
+        code_block=lambda b: _sig("MONOSPACE")(b.text),
+        heading=_sig("BOLD"),
+        quote=lambda lines: "\n".join("> " + line if line else ">" for line in lines),
+    )
+    return _style_ranges(marked.strip("\n"))

@@ -286,6 +286,7 @@ class SignalChannel(Channel):
         self._authors = BoundedLRU(memory_size)              # (chat_id, message_id) -> (author, text snippet)
         self._chat_kinds = BoundedLRU(memory_size)           # chat_id -> "group" | "direct"
         self._own_sent = BoundedLRU(memory_size)             # timestamps of messages we sent
+        self._text_styles = True                       # until signal-cli refuses them
         self.connects = 0                              # successful events-stream connections
         self._stream_got_data = False                  # the current events stream delivered bytes
 
@@ -680,13 +681,20 @@ class SignalChannel(Channel):
         chat_id, target = self._target(msg.chat_id)
         limit = self.chunk_limit
         chunks: list[str] = []
+        styles: dict[int, list[str]] = {}      # chunk index → signal-cli text styles
         if msg.text and msg.text.strip():
             from bot.replies import chunk_markdown
-            from channels.formatting import markdown_to_plain
+            from channels.formatting import markdown_to_signal
 
             for md in chunk_markdown(msg.text, limit):
-                plain = markdown_to_plain(md).strip("\n")
-                if plain.strip():
+                plain, ranges = markdown_to_signal(md)
+                if not plain.strip():
+                    continue
+                if len(plain) <= limit:
+                    if ranges and self._text_styles:
+                        styles[len(chunks)] = ranges
+                    chunks.append(plain)
+                else:                          # rare (long link URLs): split, unstyled
                     chunks.extend(_hard_split(plain, limit))
 
         paths: list[str] = []
@@ -724,7 +732,7 @@ class SignalChannel(Channel):
             if i == last and paths:
                 params["attachments"] = paths
             try:
-                result = await self._rpc("send", params)
+                result = await self._send_styled(params, styles.get(i))
             except ChannelError:
                 if not ids:
                     raise
@@ -736,6 +744,21 @@ class SignalChannel(Channel):
                 self._own_sent.put(int(ts))
                 self._remember(chat_id, str(ts), self.account, text)
         return ids
+
+    async def _send_styled(self, params: dict, styles: list[str] | None) -> Any:
+        """``send`` with text styles; if signal-cli refuses the call with them (versions
+        before text styles), send again without and stop using them."""
+        if not styles or not self._text_styles:
+            return await self._rpc("send", params)
+        try:
+            return await self._rpc("send", dict(params, textStyle=styles))
+        except ChannelError as styled_error:
+            if "JSON-RPC error" not in str(styled_error):
+                raise                          # transport failure: not the styles' fault
+            result = await self._rpc("send", params)
+            self._text_styles = False
+            log.warning("signal: signal-cli refused text styles (%s); sending plain text from now on", styled_error)
+            return result
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         _, target = self._target(chat_id)

@@ -190,3 +190,36 @@ def test_empty_inputs():
     assert markdown_to_telegram_html("") == ""
     assert markdown_to_slack_mrkdwn("") == ""
     assert markdown_to_plain("") == ""
+
+
+# ---------------------------------------------------------------------------- Signal styles
+
+def _styled(text: str, styles: list[str]) -> list[tuple[str, str]]:
+    """(styled substring, STYLE) for each range, read back through UTF-16 like Signal does."""
+    u16 = text.encode("utf-16-le")
+    out = []
+    for st in styles:
+        start, length, style = st.split(":")
+        a, n = int(start), int(length)
+        out.append((u16[2 * a:2 * (a + n)].decode("utf-16-le"), style))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("md, spans", [
+    ("**bold** and _it_", [("bold", "BOLD"), ("it", "ITALIC")]),
+    ("***both***", [("both", "BOLD"), ("both", "ITALIC")]),
+    ("**outer *inner* end**", [("inner", "ITALIC"), ("outer inner end", "BOLD")]),
+    ("😀😀 **x😀y** `c`", [("c", "MONOSPACE"), ("x😀y", "BOLD")]),
+    ("# Heading **not nested**", [("Heading not nested", "BOLD")]),
+    ("```py\nprint('**no**')\n```", [("print('**no**')", "MONOSPACE")]),
+    ("[**docs**](https://example.com/a_b) ~~old~~", [("docs", "BOLD"), ("old", "STRIKETHROUGH")]),
+    ("2 * 3 * 4 and snake_case_name", []),
+    ("> **quoted**", [("quoted", "BOLD")]),
+    ("marker \ue010chars\ue011 are dropped", []),
+])
+def test_markdown_to_signal_styles(md, spans):
+    from channels.formatting import markdown_to_signal
+
+    text, styles = markdown_to_signal(md)
+    assert text == markdown_to_plain(md.replace("\ue010", "").replace("\ue011", "")).strip("\n")
+    assert _styled(text, styles) == sorted(spans)

@@ -294,7 +294,27 @@ async def test_send_direct_returns_timestamps(fake, chan):
     assert "groupId" not in sent
     assert sent["account"] == BOT
     assert sent["message"] == "hi there"
+    assert sent["textStyle"] == ["0:2:BOLD"]
     assert ids == [str(sent["timestamp"])]
+
+
+async def test_send_markdown_as_text_styles(fake, chan):
+    """Offsets are UTF-16 code units: the emoji before the code span counts twice."""
+    await chan.send(OutboundMessage(chat_id=ALICE, text="# Plan\n\n🎉 run `make test`, then *check* ~~nothing~~"))
+    [sent] = fake.sent
+    assert sent["message"] == "Plan\n\n🎉 run make test, then check nothing"
+    assert sorted(sent["textStyle"]) == sorted(["0:4:BOLD", "13:9:MONOSPACE", "29:5:ITALIC", "35:7:STRIKETHROUGH"])
+
+
+async def test_old_signal_cli_without_text_styles_gets_plain_text(fake, chan, caplog):
+    fake.text_styles = False
+    await chan.send(OutboundMessage(chat_id=ALICE, text="**one**"))
+    await chan.send(OutboundMessage(chat_id=ALICE, text="**two**"))
+    assert [s["message"] for s in fake.sent] == ["one", "two"]
+    assert all("textStyle" not in s for s in fake.sent)
+    styled = [p for m, p in fake.rpc_calls if m == "send" and "textStyle" in p]
+    assert len(styled) == 2                      # the first send only (tried twice), never again
+    assert any("refused text styles" in r.getMessage() for r in caplog.records)
 
 
 async def test_send_long_text_is_chunked(fake, chan):

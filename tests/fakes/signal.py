@@ -68,6 +68,7 @@ class FakeSignalCli:
         self._ts = int(time.time() * 1000)
         self._failures: list[dict] = []
         self._runner: web.AppRunner | None = None
+        self.text_styles = True                    # False: refuse textStyle like signal-cli before 0.11.6
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -343,6 +344,16 @@ class FakeSignalCli:
 
     def _send(self, params: dict) -> dict:
         self._check_target(params)
+        if "textStyle" in params:
+            if not self.text_styles:
+                raise ValueError("Unrecognized field \"textStyle\"")
+            styles = params["textStyle"]
+            text16 = len((params.get("message") or "").encode("utf-16-le")) // 2
+            for st in styles if isinstance(styles, list) else [styles]:
+                start, length, style = str(st).split(":")
+                if style not in ("BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE") or \
+                        int(start) < 0 or int(length) <= 0 or int(start) + int(length) > text16:
+                    raise ValueError(f"Invalid text style {st}")
         atts = params.get("attachments") or params.get("attachment") or []
         if isinstance(atts, str):
             atts = [atts]
