@@ -196,7 +196,7 @@ CHANNEL_FORMAT = {
     "telegram": "Markdown is converted to Telegram HTML: bold, italics, inline code, code blocks and links work; tables and nested lists do not. Long replies are split at about 4000 characters.",
     "discord": "Discord renders Markdown natively. Messages are split at 2000 characters, so keep replies compact and avoid tables.",
     "slack": "Markdown is converted to Slack mrkdwn: bold, italics, code and links work; headings and tables do not.",
-    "signal": "Signal shows plain text; Markdown syntax is not rendered, so avoid it.",
+    "signal": "Markdown bold, italics, strikethrough and code are converted to Signal text styles; links are shown as text (url), and headings become bold lines. Avoid tables.",
     "terminal": "Replies are shown in a terminal as plain text; light Markdown is fine.",
     "http": "Replies go to an API client unchanged; plain Markdown is fine.",
 }
