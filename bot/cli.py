@@ -257,7 +257,8 @@ def cmd_heartbeat(args) -> int:
         channels = {}
         if route and not args.dry_run:
             channels[route["channel"]] = build_channel(cfg, route["channel"])
-        daemon = Daemon(cfg, channels=channels, scheduler=False)
+        # send-only: a running daemon keeps its updates and its stored messages
+        daemon = Daemon(cfg, channels=channels, scheduler=False, receive=False)
         await daemon.start()
         try:
             out = await daemon.scheduled.heartbeat(dry_run=args.dry_run)

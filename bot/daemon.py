@@ -86,10 +86,14 @@ def enabled_channels(cfg: Config) -> list[str]:
 
 
 class Daemon:
-    def __init__(self, cfg: Config, *, channels: dict[str, Channel] | None = None, scheduler: bool = True):
+    def __init__(self, cfg: Config, *, channels: dict[str, Channel] | None = None, scheduler: bool = True,
+                 receive: bool = True):
+        """``receive=False`` is for one-shot commands next to a running daemon: channels are
+        opened for sending only and stored messages are left to the daemon."""
         self.cfg = cfg
         self._given_channels = channels
         self.use_scheduler = scheduler
+        self.receive = receive
         self.channels: dict[str, Channel] = {}
         self._supervisors: list[asyncio.Task] = []
         self._started: dict[str, asyncio.Event] = {}
@@ -144,14 +148,21 @@ class Daemon:
         self._build()
         names = ", ".join(self.channels) or "none"
         log.info("starting agent=%s model=%s channels=%s", self.cfg.agent.id, self.cfg.agent.model, names)
-        for name, ch in self.channels.items():
-            ev = asyncio.Event()
-            self._started[name] = ev
-            self._supervisors.append(asyncio.create_task(self._supervise(name, ch, ev), name=f"channel:{name}"))
-        # give every channel one attempt before recovering stored messages
-        if self._started:
-            await asyncio.wait([asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15)
-        await self.router.recover()
+        if not self.receive:
+            for name, ch in self.channels.items():
+                try:
+                    await ch.open_for_sending()
+                except ChannelError as e:
+                    log.error("channel %s cannot send: %s", name, e)
+        else:
+            for name, ch in self.channels.items():
+                ev = asyncio.Event()
+                self._started[name] = ev
+                self._supervisors.append(asyncio.create_task(self._supervise(name, ch, ev), name=f"channel:{name}"))
+            # give every channel one attempt before recovering stored messages
+            if self._started:
+                await asyncio.wait([asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15)
+            await self.router.recover()
         if self.use_scheduler:
             self.cron.start()
         # import litellm off the start-up path so the first turn does not pay for it

@@ -147,6 +147,12 @@ class Channel(abc.ABC):
         """Connect and begin delivering inbound messages to ``sink``.  Returns once
         connected (background tasks keep running); raises ``ChannelError`` on failure."""
 
+    async def open_for_sending(self) -> None:
+        """Connect for sending only: no inbound at all (no poll, gateway or event stream),
+        so a one-shot command such as ``chela heartbeat`` does not compete with a running
+        daemon for the bot's updates.  ``stop`` closes it.  Raises ``ChannelError``."""
+        raise ChannelError(f"{self.name}: this channel cannot send on its own")
+
     @abc.abstractmethod
     async def stop(self) -> None:
         """Stop receiving and close connections.  Idempotent."""

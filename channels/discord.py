@@ -155,22 +155,7 @@ class DiscordChannel(Channel):
         if self.client is not None and not self.client.is_closed():
             return
         self._sink = sink
-        self._ready = asyncio.Event()
-        self._inbound_lock = asyncio.Lock()
-        self._apply_bases()
-        client = self.client = self._make_client()
-        try:
-            await asyncio.wait_for(client.login(self.token), timeout=self.ready_timeout)
-        except discord.LoginFailure as exc:
-            await self._close_client()
-            raise ChannelError(f"discord: login failed (bad token?): {exc}") from exc
-        except asyncio.TimeoutError as exc:
-            await self._close_client()
-            raise ChannelError(f"discord: login timed out after {self.ready_timeout:g}s") from exc
-        except Exception as exc:  # HTTPException, aiohttp.ClientError, OSError
-            await self._close_client()
-            raise ChannelError(f"discord: login failed: {type(exc).__name__}: {exc}") from exc
-
+        client = await self._login()
         self._task = asyncio.create_task(self._run(client), name=f"discord-{self.account}")
         ready_wait = asyncio.create_task(self._ready.wait())
         try:
@@ -191,6 +176,30 @@ class DiscordChannel(Channel):
             raise ChannelError("discord: gateway connection closed before READY")
         await self._close_client()
         raise ChannelError(f"discord: gateway not READY within {self.ready_timeout:g}s")
+
+    async def open_for_sending(self) -> None:
+        """REST only (login, no gateway): sending needs nothing else."""
+        if self.client is None or self.client.is_closed():
+            await self._login()
+            log.info("discord[%s]: logged in for sending only", self.account)
+
+    async def _login(self) -> discord.Client:
+        self._ready = asyncio.Event()
+        self._inbound_lock = asyncio.Lock()
+        self._apply_bases()
+        client = self.client = self._make_client()
+        try:
+            await asyncio.wait_for(client.login(self.token), timeout=self.ready_timeout)
+        except discord.LoginFailure as exc:
+            await self._close_client()
+            raise ChannelError(f"discord: login failed (bad token?): {exc}") from exc
+        except asyncio.TimeoutError as exc:
+            await self._close_client()
+            raise ChannelError(f"discord: login timed out after {self.ready_timeout:g}s") from exc
+        except Exception as exc:  # HTTPException, aiohttp.ClientError, OSError
+            await self._close_client()
+            raise ChannelError(f"discord: login failed: {type(exc).__name__}: {exc}") from exc
+        return client
 
     async def _run(self, client: discord.Client) -> None:
         try:

@@ -331,6 +331,16 @@ class SignalChannel(Channel):
         self._resp = resp
         self._task = asyncio.create_task(self._run(resp), name=f"signal-events-{self.account_name}")
 
+    async def open_for_sending(self) -> None:
+        """JSON-RPC only (no event stream): check that the daemon answers."""
+        self._get_session()
+        try:
+            await self._check_daemon()
+        except ChannelError:
+            await self._close_session()
+            raise
+        log.info("signal: connected to signal-cli at %s as %s for sending only", self.http_url, self.account)
+
     async def stop(self) -> None:
         self._running = False
         task, self._task = self._task, None

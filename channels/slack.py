@@ -225,8 +225,6 @@ class SlackChannel(Channel):
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, sink: InboundSink) -> None:
-        from slack_sdk.errors import SlackApiError
-
         if self._started:
             return
         if not self.bot_token:
@@ -236,23 +234,7 @@ class SlackChannel(Channel):
         if self.mode == "http" and not self.signing_secret:
             raise ChannelError("slack: http mode needs the signing secret (signing_secret_env)")
 
-        try:
-            auth = await self._web.auth_test()
-        except SlackApiError as e:
-            err = e.response.get("error", "") if e.response is not None else ""
-            raise ChannelError(f"slack: auth.test failed ({err or e}); check the bot token") from e
-        except Exception as e:  # aiohttp.ClientError, OSError, timeouts
-            raise ChannelError(f"slack: cannot reach {self.api_base} ({type(e).__name__}: {e})") from e
-
-        self._bot_user_id = auth.get("user_id") or ""
-        self._bot_id = auth.get("bot_id") or ""
-        self._identity = {
-            "id": self._bot_user_id,
-            "username": auth.get("user") or "",
-            "bot_id": self._bot_id,
-            "team_id": auth.get("team_id") or "",
-            "team": auth.get("team") or "",
-        }
+        auth = await self._auth()
         self._sink = sink
         self._app = self._build_app(auth)
         try:
@@ -266,6 +248,35 @@ class SlackChannel(Channel):
         self._started = True
         log.info("slack: connected as %s (%s) via %s mode", self._identity.get("username"),
                  self._bot_user_id, self.mode)
+
+    async def open_for_sending(self) -> None:
+        """Web API only (no Socket Mode, no HTTP endpoint)."""
+        if not self.bot_token:
+            raise ChannelError("slack: no bot token configured (bot_token_env)")
+        await self._auth()
+        log.info("slack: authenticated as %s for sending only", self._identity.get("username"))
+
+    async def _auth(self) -> dict:
+        """auth.test: checks the bot token and learns who we are."""
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            auth = await self._web.auth_test()
+        except SlackApiError as e:
+            err = e.response.get("error", "") if e.response is not None else ""
+            raise ChannelError(f"slack: auth.test failed ({err or e}); check the bot token") from e
+        except Exception as e:  # aiohttp.ClientError, OSError, timeouts
+            raise ChannelError(f"slack: cannot reach {self.api_base} ({type(e).__name__}: {e})") from e
+        self._bot_user_id = auth.get("user_id") or ""
+        self._bot_id = auth.get("bot_id") or ""
+        self._identity = {
+            "id": self._bot_user_id,
+            "username": auth.get("user") or "",
+            "bot_id": self._bot_id,
+            "team_id": auth.get("team_id") or "",
+            "team": auth.get("team") or "",
+        }
+        return auth
 
     async def stop(self) -> None:
         self._started = False

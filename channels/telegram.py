@@ -200,12 +200,24 @@ class TelegramChannel(Channel):
         if self.running:
             return
         self._sink = sink
+        await self._connect(receive=True)
+        self._offset = None
+        self._confirmed = None
+        self._task = asyncio.create_task(self._poll_loop(), name=f"telegram-poll-{self.account}")
+
+    async def open_for_sending(self) -> None:
+        if self._bot is None:
+            await self._connect(receive=False)
+
+    async def _connect(self, *, receive: bool) -> None:
+        """getMe (and, to receive, deleteWebhook); errors become ChannelError."""
         self._stopping = asyncio.Event()
         logging.getLogger(_TokenRedactor._LOGGER).addFilter(self._redactor)   # before Bot() logs its URL
         bot = self._make_bot()
         try:
             await asyncio.wait_for(bot.initialize(), self.start_timeout)
-            await asyncio.wait_for(bot.delete_webhook(), self.start_timeout)
+            if receive:
+                await asyncio.wait_for(bot.delete_webhook(), self.start_timeout)
         except BaseException as exc:
             await self._close_requests(bot)
             logging.getLogger(_TokenRedactor._LOGGER).removeFilter(self._redactor)
@@ -222,10 +234,8 @@ class TelegramChannel(Channel):
             raise
         self._bot = bot
         self._identity = {"id": str(bot.id), "username": bot.username or ""}
-        self._offset = None
-        self._confirmed = None
-        log.info("telegram[%s]: connected as @%s (id %s)", self.account, bot.username, bot.id)
-        self._task = asyncio.create_task(self._poll_loop(), name=f"telegram-poll-{self.account}")
+        log.info("telegram[%s]: connected as @%s (id %s)%s", self.account, bot.username, bot.id,
+                 "" if receive else ", for sending only")
 
     async def stop(self) -> None:
         if self._stopping is not None:

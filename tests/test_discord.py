@@ -334,3 +334,21 @@ async def test_send_when_not_started_raises(tmp_path):
     ch = DiscordChannel(token=TOKEN, media_dir=tmp_path)
     with pytest.raises(ChannelError):
         await ch.send(OutboundMessage(chat_id="1", text="x"))
+
+
+async def test_open_for_sending_uses_rest_only(fake, tmp_path):
+    ch = _adapter(fake, tmp_path)
+    await ch.open_for_sending()
+    try:
+        ids = await ch.send(OutboundMessage(chat_id=str(CHAN_ID), text="reminder"))
+    finally:
+        await ch.stop()
+    assert len(ids) == 1 and fake.sent[0]["content"] == "reminder"
+    assert fake.identifies == []                          # never opened the gateway
+
+
+async def test_open_for_sending_reports_a_bad_token(fake, tmp_path):
+    ch = _adapter(fake, tmp_path, token="wrong")
+    with pytest.raises(ChannelError, match="login failed"):
+        await ch.open_for_sending()
+    await ch.stop()

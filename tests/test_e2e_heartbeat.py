@@ -133,6 +133,40 @@ every = "0m"
     assert rc == 0 and "water the plants" in out and len(llm.requests) == 1
 
 
+async def test_heartbeat_command_next_to_a_running_daemon_only_sends(tmp_path, llm, tg):
+    """`chela heartbeat` while the daemon runs: the alert goes out, but the command neither
+    polls nor resets the webhook, so the daemon keeps getting its messages."""
+    cfg = hb_config(tmp_path, llm, tg)
+    path = tmp_path / "c.toml"
+    path.write_text(f'''[agent]
+workspace = "{cfg.agent.workspace}"
+state_dir = "{cfg.agent.state_dir}"
+model = "openai/fake-model"
+api_base = "{llm.base_url}"
+[heartbeat]
+every = "24h"
+target = "last"
+[channels.telegram]
+enabled = true
+token_env = "TEST_TG_TOKEN"
+api_base = "{tg.api_base}"
+poll_timeout = 1
+allow_from = ["42"]
+''')
+    async with running(cfg) as d:
+        await _dm_first(d, tg, llm)
+        llm.script(text("Your parcel is waiting at the front desk."))
+        rc = await asyncio.to_thread(cli_main, ["heartbeat", "--config", str(path), "--log-level", "ERROR"])
+        assert rc == 0
+        sent = await tg.wait_for_sent(2, timeout=10)
+        assert sent[1].chat_id == 42 and "parcel" in sent[1].visible_text
+        assert len(tg.calls_of("deleteWebhook")) == 1          # the daemon's own, at its start
+        llm.script(text("still listening"))
+        tg.inject_message(42, "you there?", from_id=42)
+        sent = await tg.wait_for_sent(3, timeout=10)
+    assert sent[2].visible_text == "still listening"
+
+
 async def test_cron_job_created_by_tool_fires_after_restart(tmp_path, llm, tg):
     tools = ["read", "cron", "session_status"]
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg), tools={"enabled": tools})

@@ -492,3 +492,26 @@ async def test_malformed_envelope_does_not_kill_stream(fake, chan):
     await asyncio.sleep(0.05)
     assert [m.text for m in msgs] == ["fine"]
     assert chan.connects == 1
+
+
+async def test_open_for_sending_never_opens_the_event_stream(fake, tmp_path):
+    ch = make_channel(fake, tmp_path)
+    await ch.open_for_sending()
+    try:
+        ids = await ch.send(OutboundMessage(chat_id=ALICE, text="reminder"))
+    finally:
+        await ch.stop()
+    assert len(ids) == 1 and fake.sent[0]["message"] == "reminder"
+    assert fake.events_requests == []
+
+
+async def test_open_for_sending_reports_an_unreachable_daemon(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ch = SignalChannel(account=BOT, http_url=f"http://127.0.0.1:{port}", media_dir=tmp_path)
+    with pytest.raises(ChannelError, match="not reachable"):
+        await ch.open_for_sending()
+    await ch.stop()

@@ -427,3 +427,20 @@ async def test_socket_reconnects_on_disconnect_request(socket_channel, fake):
     await fake.wait_for_ack(env)
     assert [m.text for m in sink.got] == ["after reconnect"]
     assert [m for m, _ in fake.calls].count("apps.connections.open") == 2
+
+
+async def test_open_for_sending_uses_the_web_api_only(fake):
+    ch = SlackChannel(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
+    await ch.open_for_sending()
+    try:
+        await ch.send(OutboundMessage(chat_id="C1", text="reminder"))
+    finally:
+        await ch.stop()
+    assert [p["text"] for p in fake.posted] == ["reminder"]
+    assert fake.socket_connections == 0 and ch.bot_identity["id"]
+
+
+async def test_open_for_sending_reports_a_bad_token(fake):
+    ch = SlackChannel(bot_token="xoxb-wrong", app_token=fake.app_token, api_base=fake.api_base)
+    with pytest.raises(ChannelError, match="auth.test failed"):
+        await ch.open_for_sending()

@@ -540,3 +540,19 @@ async def test_anonymous_admin_is_not_a_bot(fake, started):
         "sender_chat": {"id": -100, "type": "supergroup", "title": "G"}}})
     [m] = await sink.wait(1)
     assert m.sender_id == "-100" and not m.sender_is_bot and m.mentioned
+
+
+async def test_open_for_sending_neither_polls_nor_touches_the_webhook(fake, make_channel):
+    ch = make_channel()
+    await ch.open_for_sending()
+    await ch.send(OutboundMessage(chat_id="42", text="reminder"))
+    await asyncio.sleep(0.2)
+    await ch.stop()
+    assert [m for m, _ in fake.calls] == ["getMe", "sendMessage"]
+    assert not ch.running
+
+
+async def test_open_for_sending_reports_a_bad_token(fake, make_channel):
+    ch = make_channel(token="999:WRONG")
+    with pytest.raises(ChannelError, match="rejected"):
+        await ch.open_for_sending()
