@@ -20,7 +20,7 @@ async def test_channel_failing_to_start_is_retried_while_others_serve(tmp_path, 
     cfg = make_config(tmp_path, llm, channels={**telegram_section(tg),
                                                "http": {"enabled": True, "listen": "127.0.0.1:0"}})
     llm.script(text("from http"), text("from telegram"))
-    with caplog.at_level(logging.INFO, logger="bot.daemon"):
+    with caplog.at_level(logging.INFO, logger="chela.daemon"):
         async with running(cfg) as d:
             # HTTP serves while Telegram is still failing
             url = f"http://127.0.0.1:{d.channels['http'].bound_port}/v1/chat/completions"
@@ -46,7 +46,7 @@ async def test_discord_gateway_closed_for_good_after_ready_is_restarted(tmp_path
         "gateway_url": dc.gateway_url, "allow_from": [str(ALICE)]}})
     llm.script(text("still here"))
     try:
-        with caplog.at_level(logging.INFO, logger="bot.daemon"):
+        with caplog.at_level(logging.INFO, logger="chela.daemon"):
             async with running(cfg):
                 await dc.wait_for_clients(1)
                 assert len(dc.identifies) == 1
