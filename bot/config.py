@@ -313,7 +313,10 @@ class Config(_Model):
         return os.environ.get(env_name, "") if env_name else ""
 
     def secret_values(self) -> list[str]:
-        """Every configured secret value that is set, for scrubbing tool output and logs."""
+        """Every secret value that is set, for scrubbing tool output and logs and for keeping
+        out of exec's environment: the ones named by ``*_env`` keys, and every ``*_API_KEY``
+        variable (litellm reads the provider's key from one when ``agent.api_key_env`` is
+        empty, e.g. ``OPENAI_API_KEY``)."""
         names = [
             self.agent.api_key_env,
             self.owner.hash_secret_env,
@@ -324,7 +327,11 @@ class Config(_Model):
             self.channels.slack.signing_secret_env,
             self.channels.http.token_env,
         ]
-        return [v for v in (self.secret(n) for n in names if n) if len(v) >= 4]
+        values = [v for v in (self.secret(n) for n in names if n) if len(v) >= 4]
+        # real provider keys are long; a short placeholder ("none", "test") is not scrubbed
+        values += [v for k, v in sorted(os.environ.items())
+                   if k.upper().endswith("_API_KEY") and k not in names and len(v) >= 8 and v not in values]
+        return values
 
     @property
     def media_dir(self) -> Path:

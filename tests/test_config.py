@@ -55,6 +55,14 @@ def test_secret_values_come_from_env(monkeypatch):
     assert "123456:secret-token" in cfg.secret_values()
 
 
+def test_provider_api_keys_are_secrets_even_when_not_configured(monkeypatch):
+    """litellm falls back to OPENAI_API_KEY & co. when agent.api_key_env is empty."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("SOME_TOKENISH_SETTING", "not-a-secret")
+    values = parse_config({}).secret_values()
+    assert "sk-from-the-environment" in values and "not-a-secret" not in values
+
+
 def test_warnings_for_risky_settings():
     cfg = parse_config({"channels": {"telegram": {"enabled": True, "dm_policy": "allowlist"},
                                      "http": {"enabled": True, "listen": "0.0.0.0:8787"}},
