@@ -10,30 +10,8 @@ import logging
 import sys
 from pathlib import Path
 
+from bot.agent.scrub import RedactSecrets
 from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
-
-
-class RedactSecrets(logging.Filter):
-    """Replace configured secret values in every log record."""
-
-    def __init__(self, secrets: list[str]):
-        super().__init__()
-        self.secrets = [s for s in secrets if len(s) >= 4]
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            msg = record.getMessage()
-            red = msg
-            for s in self.secrets:
-                red = red.replace(s, s[:4] + "*[REDACTED]")
-            if red != msg:
-                record.msg, record.args = red, ()
-            if record.exc_info and record.exc_info[1] is not None:
-                text = logging.Formatter().formatException(record.exc_info)
-                for s in self.secrets:
-                    text = text.replace(s, s[:4] + "*[REDACTED]")
-                record.exc_text, record.exc_info = text, None
-        return True
 
 
 def setup_logging(cfg: Config | None, level: str = "INFO") -> None:

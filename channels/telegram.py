@@ -32,6 +32,7 @@ from telegram.error import (
     TimedOut,
 )
 
+from bot.agent.scrub import RedactSecrets
 from channels.base import (
     Capabilities,
     Channel,
@@ -60,24 +61,8 @@ class _Stalled(Exception):
     """Internal: a getUpdates call exceeded the stall timeout."""
 
 
-class _TokenRedactor(logging.Filter):
-    """PTB logs its API URLs, which contain the bot token, at DEBUG on "telegram.Bot"; hide it."""
-
-    _LOGGER = "telegram.Bot"
-
-    def __init__(self, token: str) -> None:
-        super().__init__()
-        self.token = token
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001
-            return True
-        if self.token and self.token in message:
-            record.msg = message.replace(self.token, "<token>")
-            record.args = ()
-        return True
+# PTB logs its API URLs, which contain the bot token, at DEBUG on this logger.
+_PTB_LOGGER = "telegram.Bot"
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
@@ -173,7 +158,7 @@ class TelegramChannel(Channel):
         self._offset: int | None = None          # next offset to confirm (last handled update_id + 1)
         self._confirmed: int | None = None       # offset the server has last been told
         self._identity: dict = {}
-        self._redactor = _TokenRedactor(token)
+        self._redactor = RedactSecrets([token])
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -212,7 +197,7 @@ class TelegramChannel(Channel):
     async def _connect(self, *, receive: bool) -> None:
         """getMe (and, to receive, deleteWebhook); errors become ChannelError."""
         self._stopping = asyncio.Event()
-        logging.getLogger(_TokenRedactor._LOGGER).addFilter(self._redactor)   # before Bot() logs its URL
+        logging.getLogger(_PTB_LOGGER).addFilter(self._redactor)   # before Bot() logs its URL
         bot = self._make_bot()
         try:
             await asyncio.wait_for(bot.initialize(), self.start_timeout)
@@ -220,7 +205,7 @@ class TelegramChannel(Channel):
                 await asyncio.wait_for(bot.delete_webhook(), self.start_timeout)
         except BaseException as exc:
             await self._close_requests(bot)
-            logging.getLogger(_TokenRedactor._LOGGER).removeFilter(self._redactor)
+            logging.getLogger(_PTB_LOGGER).removeFilter(self._redactor)
             if isinstance(exc, InvalidToken):
                 raise ChannelError("telegram: the bot token was rejected (401 Unauthorized)") from None
             if isinstance(exc, (asyncio.TimeoutError, TimedOut)):
@@ -258,7 +243,7 @@ class TelegramChannel(Channel):
             except Exception:  # noqa: BLE001
                 log.debug("telegram: shutdown error", exc_info=True)
             await self._close_requests(bot)
-        logging.getLogger(_TokenRedactor._LOGGER).removeFilter(self._redactor)
+        logging.getLogger(_PTB_LOGGER).removeFilter(self._redactor)
 
     async def wait_closed(self) -> BaseException | None:
         return await wait_task_end(self._task)

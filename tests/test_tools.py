@@ -441,3 +441,25 @@ def test_scrub_is_fast_on_long_runs():
     t0 = time.monotonic()
     scrub("x" * 200_000 + " token " * 10_000 + "a=b " * 10_000, ("secretvalue",))
     assert time.monotonic() - t0 < 2
+
+
+def test_log_filter_redacts_messages_and_tracebacks(caplog):
+    import logging
+
+    from bot.agent.scrub import RedactSecrets
+
+    logger = logging.getLogger("chela.test.redact")
+    flt = RedactSecrets(["tok-123456", "abc"])          # "abc" is too short to redact
+    logger.addFilter(flt)
+    try:
+        with caplog.at_level("INFO", logger="chela.test.redact"):
+            logger.info("url https://x/bot%s/getMe abc", "tok-123456")
+            try:
+                raise RuntimeError("failed with tok-123456")
+            except RuntimeError:
+                logger.exception("boom")
+    finally:
+        logger.removeFilter(flt)
+    first, second = caplog.records
+    assert first.getMessage() == "url https://x/bottok-*[REDACTED]/getMe abc"
+    assert "tok-123456" not in second.exc_text and "tok-*[REDACTED]" in second.exc_text

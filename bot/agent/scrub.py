@@ -13,6 +13,7 @@ idempotent.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Iterable
 
@@ -68,14 +69,48 @@ def _auth_sub(m: re.Match[str]) -> str:
     return pre + _redact_value(m.group("val"))
 
 
-def scrub(text: str, secrets: Iterable[str] = ()) -> str:
-    """Return ``text`` with secret values and credential-looking pairs redacted."""
+def redact_values(text: str, secrets: Iterable[str]) -> str:
+    """The first rule alone: every secret value of 4+ characters in ``text`` redacted."""
     if not text:
         return text
     values = sorted({s for s in secrets if s and len(s) >= _MIN_SECRET}, key=len, reverse=True)
     for value in values:
         if value in text:
             text = text.replace(value, value[:4] + MARK)
+    return text
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """Return ``text`` with secret values and credential-looking pairs redacted."""
+    if not text:
+        return text
+    text = redact_values(text, secrets)
     text = _PAIR.sub(_pair_sub, text)
     text = _AUTH.sub(_auth_sub, text)
     return text
+
+
+class RedactSecrets(logging.Filter):
+    """Log filter: :func:`redact_values` on every record's message and traceback.
+
+    On a handler it covers every logger; on one logger (an adapter guarding its own
+    library's logger) only the records logged there."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        self.secrets = tuple(s for s in secrets if s and len(s) >= _MIN_SECRET)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken record is the logging module's to report
+            return True
+        redacted = redact_values(message, self.secrets)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        if record.exc_info and record.exc_info[1] is not None:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text, record.exc_info = redact_values(text, self.secrets), None
+        return True
