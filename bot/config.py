@@ -15,7 +15,7 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.heartbeat_rules import parse_duration
-from channels.util import parse_listen
+from channels.util import is_loopback, parse_listen
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
@@ -426,6 +426,6 @@ def config_warnings(cfg: Config) -> list[str]:
         warns.append("tools.exec.security = \"full\": the model may run any shell command")
     if chans.http.enabled:
         host, _ = parse_listen(chans.http.listen)
-        if host not in ("127.0.0.1", "localhost", "::1") and not cfg.secret(chans.http.token_env):
+        if not is_loopback(host) and not cfg.secret(chans.http.token_env):
             warns.append(f"channels.http.listen = {chans.http.listen!r} is not loopback and no token is set")
     return warns

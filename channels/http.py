@@ -16,10 +16,10 @@ import uuid
 from aiohttp import web
 
 from channels.base import Capabilities, Channel, ChannelError, InboundMessage, InboundSink, OutboundMessage
+from channels.util import is_loopback
 
 log = logging.getLogger("chela.http")
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MAX_BODY = 4 * 1024 * 1024
 
 
@@ -38,7 +38,7 @@ class HttpChannel(Channel):
         self.bound_port: int | None = None
 
     async def start(self, sink: InboundSink) -> None:
-        if self.host not in LOOPBACK and not self.token:
+        if not is_loopback(self.host) and not self.token:
             raise ChannelError(f"refusing to listen on {self.host}:{self.port} without a token "
                                "(set channels.http.token_env, or listen on 127.0.0.1)")
         self._sink = sink

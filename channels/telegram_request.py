@@ -21,31 +21,22 @@ Error texts never carry the bot token: request URLs embed it, so it is masked.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
 import urllib.parse
 import urllib.request
 from typing import Any
 
 import aiohttp
-from telegram._utils.defaultvalue import DefaultValue
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
+
+from channels.util import is_loopback
 
 _TOKEN_IN_URL = re.compile(r"/bot[^/\s]+")
 
 
 def _mask(text: str) -> str:
     return _TOKEN_IN_URL.sub("/bot<token>", text)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class AiohttpRequest(BaseRequest):
@@ -90,7 +81,7 @@ class AiohttpRequest(BaseRequest):
 
     def _timeout(self, read: Any, write: Any, connect: Any, pool: Any, has_files: bool) -> aiohttp.ClientTimeout:
         def pick(value: Any, default: float | None) -> float | None:
-            return default if isinstance(value, DefaultValue) else value
+            return default if value is BaseRequest.DEFAULT_NONE else value
 
         read_s = pick(read, self._read_timeout)
         write_s = pick(write, self._media_write_timeout if has_files else self._write_timeout)
@@ -111,7 +102,7 @@ class AiohttpRequest(BaseRequest):
         key = (parts.scheme, host)
         if key not in self._proxies:
             proxy = None
-            if host and not _is_loopback(host) and not urllib.request.proxy_bypass(host):
+            if host and not is_loopback(host) and not urllib.request.proxy_bypass(host):
                 env = urllib.request.getproxies()
                 proxy = env.get(parts.scheme) or env.get("all") or None
                 if proxy and "://" not in proxy:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import ipaddress
 from typing import Any
 
 
@@ -42,3 +43,13 @@ def parse_listen(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not (0 <= int(port) <= 65535):
         raise ValueError(f"bad listen address {value!r}: use host:port")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from channels.base import wait_task_end
-from channels.util import BoundedLRU, parse_listen
+from channels.util import BoundedLRU, is_loopback, parse_listen
 
 
 def test_bounded_lru_forgets_least_recently_used():
@@ -62,3 +62,11 @@ async def test_cancelling_the_waiter_leaves_the_task_running():
         pass
     assert waiter.cancelled() and not task.done()
     task.cancel()
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("127.0.0.1", True), ("127.0.0.53", True), ("::1", True), ("localhost", True),
+    ("0.0.0.0", False), ("192.168.1.5", False), ("example.com", False), ("", False),
+])
+def test_is_loopback(host, loopback):
+    assert is_loopback(host) is loopback
