@@ -23,9 +23,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, TypeVar
 from urllib.parse import unquote, urlparse
 
 from channels.base import MediaItem
+
+R = TypeVar("R")
 
 __all__ = [
     "SILENT_TOKEN",
@@ -37,6 +40,7 @@ __all__ = [
     "strip_heartbeat_token",
     "parse_reply",
     "chunk_markdown",
+    "chunk_rendered",
     "resolve_media",
 ]
 
@@ -495,6 +499,28 @@ def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[
             else:
                 prefix = fence[0] + fence[1] + "\n"
     return chunks
+
+
+def chunk_rendered(text: str, limit: int, render: Callable[[str], R],
+                   size: Callable[[R], int] = len, *, floor: int = 100) -> list[R]:
+    """Chunk Markdown, then render each chunk for a platform, keeping every rendering
+    within ``limit`` as ``size`` measures it.
+
+    Rendering can grow a chunk (Slack escapes ``&`` as ``&amp;``; plain text spells a link
+    as ``text (url)``).  A chunk that renders too long is chunked again, finer, from its
+    Markdown, so a cut never falls inside an entity or a formatting span.  A piece of at
+    most ``floor`` characters is returned as rendered.
+    """
+
+    def fit(chunk: str) -> list[R]:
+        rendered = render(chunk)
+        n = size(rendered)
+        if n <= limit or len(chunk) <= floor:
+            return [rendered]
+        finer = max(floor, min(len(chunk) - 1, int(len(chunk) * limit / n * 0.9)))
+        return [r for piece in chunk_markdown(chunk, finer) for r in fit(piece)]
+
+    return [r for chunk in chunk_markdown(text, limit) for r in fit(chunk)]
 
 
 def _next_chunk(

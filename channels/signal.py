@@ -696,16 +696,13 @@ class SignalChannel(Channel):
             from bot.replies import chunk_markdown
             from channels.formatting import markdown_to_signal
 
+            # rendering only removes markup ("[t](u)" becomes "t (u)"), so chunks stay in the limit
             for md in chunk_markdown(msg.text, limit):
                 plain, ranges = markdown_to_signal(md)
-                if not plain.strip():
-                    continue
-                if len(plain) <= limit:
+                if plain.strip():
                     if ranges and self._text_styles:
                         styles[len(chunks)] = ranges
                     chunks.append(plain)
-                else:                          # rare (long link URLs): split, unstyled
-                    chunks.extend(_hard_split(plain, limit))
 
         paths: list[str] = []
         notes: list[str] = []

@@ -97,20 +97,6 @@ def slack_emoji_name(emoji: str) -> str:
     return e.strip(":").strip()
 
 
-# --- chunking / formatting hooks (lazy imports; tests may monkeypatch these) ---------------
-
-def _chunk(text: str, limit: int) -> list[str]:
-    from bot.replies import chunk_markdown
-
-    return chunk_markdown(text, limit)
-
-
-def _to_mrkdwn(md: str) -> str:
-    from channels.formatting import markdown_to_slack_mrkdwn
-
-    return markdown_to_slack_mrkdwn(md)
-
-
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -543,33 +529,14 @@ class SlackChannel(Channel):
     # ------------------------------------------------------------------ outbound
 
     def _render(self, text: str) -> list[str]:
+        """Markdown → mrkdwn posts, each within the chunk limit after escaping."""
+        from bot.replies import chunk_rendered
+        from channels.formatting import markdown_to_slack_mrkdwn
+
         text = (text or "").strip()
         if not text:
             return []
-        out: list[str] = []
-        for chunk in _chunk(text, self.chunk_limit):
-            if chunk.strip():
-                out.extend(self._render_fitting(chunk))
-        return out
-
-    def _render_fitting(self, chunk: str) -> list[str]:
-        """Render a Markdown chunk; if escaping (``&`` → ``&amp;``) made it longer than the
-        chunk limit, split the Markdown finer and render the pieces, so no post is cut
-        in the middle of an entity or a formatting span."""
-        rendered = _to_mrkdwn(chunk)
-        if len(rendered) <= self.chunk_limit or len(chunk) <= 100:
-            out = []
-            # last resort for absurd limits: never exceed Slack's hard limit
-            while len(rendered) > SLACK_HARD_LIMIT:
-                out.append(rendered[:SLACK_HARD_LIMIT])
-                rendered = rendered[SLACK_HARD_LIMIT:]
-            return out + ([rendered] if rendered.strip() else [])
-        smaller = max(100, min(len(chunk) - 1, int(len(chunk) * self.chunk_limit / len(rendered) * 0.9)))
-        out = []
-        for piece in _chunk(chunk, smaller):
-            if piece.strip():
-                out.extend(self._render_fitting(piece))
-        return out
+        return [r for r in chunk_rendered(text, self.chunk_limit, markdown_to_slack_mrkdwn) if r.strip()]
 
     def _remember_post(self, ts: str, thread_ts: str | None) -> None:
         if thread_ts:

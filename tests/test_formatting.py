@@ -223,3 +223,15 @@ def test_markdown_to_signal_styles(md, spans):
     text, styles = markdown_to_signal(md)
     assert text == markdown_to_plain(md.replace("\ue010", "").replace("\ue011", "")).strip("\n")
     assert _styled(text, styles) == sorted(spans)
+
+
+@pytest.mark.parametrize("md", [
+    "[**docs**](https://example.com/a_b) and <https://example.com/x>",
+    "# Heading\n\n> quote\n\n- item\n  - nested\n\n---\n\n```py\ncode\n```",
+    "`code` ~~gone~~ *it* __b__ 2 * 3 snake_case",
+])
+def test_signal_rendering_never_grows_a_chunk(md):
+    """The Signal adapter relies on this: a chunk within the limit stays within it."""
+    from channels.formatting import markdown_to_signal
+
+    assert len(markdown_to_signal(md)[0]) <= len(md)

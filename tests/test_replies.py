@@ -577,3 +577,19 @@ def test_resolve_media_without_roots_refuses_local():
     ok, notes = resolve_media([MediaItem("image", "/etc/hostname"), MediaItem("image", "https://x/y.png")], [])
     assert [m.target for m in ok] == ["https://x/y.png"]
     assert notes == ["[attachment unavailable: hostname]"]
+
+
+def test_chunk_rendered_rechunks_what_renders_too_long():
+    from bot.replies import chunk_rendered
+
+    def grow(md: str) -> str:                    # "&" renders 5 characters long, like Slack's &amp;
+        return md.replace("&", "&amp;")
+
+    text = "\n\n".join(["R&D " * 200] * 3)         # 3 paragraphs of 800 chars, 1,600 rendered
+    out = chunk_rendered(text, 1000, grow)
+    assert all(len(r) <= 1000 for r in out) and len(out) > 3
+    assert " ".join(out).replace("&amp;", "&").split() == text.split()
+    assert chunk_rendered("a & b", 1000, grow) == ["a &amp; b"]
+    # the measure is the caller's: here the first element of a (text, extra) pair
+    pairs = chunk_rendered("x " * 600, 500, lambda md: (md.strip(), None), lambda r: len(r[0]))
+    assert all(len(t) <= 500 for t, _ in pairs)

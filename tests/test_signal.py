@@ -516,3 +516,4 @@ async def test_open_for_sending_reports_an_unreachable_daemon(tmp_path):
     with pytest.raises(ChannelError, match="not reachable"):
         await ch.open_for_sending()
     await ch.stop()
+
