@@ -272,8 +272,12 @@ def _join_blocks(parts: list[str]) -> str:
 # Telegram HTML ------------------------------------------------------------------------------
 
 
-def _tg_escape(text: str) -> str:
+def _escape_amp_lt_gt(text: str) -> str:
+    """The three characters both Telegram HTML and Slack mrkdwn need escaped, the same way."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_tg_escape = _escape_amp_lt_gt
 
 
 def _tg_href(url: str) -> str:
@@ -311,21 +315,29 @@ def markdown_to_telegram_html(md: str) -> str:
 # Slack mrkdwn -------------------------------------------------------------------------------
 
 
-def _slack_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+slack_escape = _escape_amp_lt_gt
 
 
 def _slack_url(url: str) -> str:
     return url.replace("&", "&amp;").replace("<", "%3C").replace(">", "%3E").replace("|", "%7C")
 
 
+def slack_link(url: str, text: str = "") -> str:
+    """``<url|text>`` with both parts made safe for mrkdwn (``text`` is raw, not rendered)."""
+    return _slack_link(slack_escape(text), url)
+
+
+def _slack_link(rendered_text: str, url: str) -> str:
+    return f"<{_slack_url(url)}|{rendered_text.replace('|', '¦')}>" if rendered_text else f"<{_slack_url(url)}>"
+
+
 _SLACK = _Style(
-    escape=_slack_escape,
+    escape=slack_escape,
     bold=lambda t: f"*{t}*",
     italic=lambda t: f"_{t}_",
     strike=lambda t: f"~{t}~",
-    code=lambda c: f"`{_slack_escape(c)}`",
-    link=lambda t, u: f"<{_slack_url(u)}|{t.replace('|', '¦')}>" if t else f"<{_slack_url(u)}>",
+    code=lambda c: f"`{slack_escape(c)}`",
+    link=_slack_link,
     url=lambda u: f"<{_slack_url(u)}>",
 )
 
@@ -340,7 +352,7 @@ def markdown_to_slack_mrkdwn(md: str) -> str:
     return _render(
         md,
         _SLACK,
-        code_block=lambda b: "```\n" + _slack_escape(b.text) + "\n```",
+        code_block=lambda b: "```\n" + slack_escape(b.text) + "\n```",
         heading=lambda t: f"*{t}*" if t else "",
         quote=lambda lines: "\n".join("> " + line if line else ">" for line in lines),
     )

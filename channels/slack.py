@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from channels.util import BoundedLRU, parse_listen
 from channels.base import (
     Capabilities,
     Channel,
@@ -46,6 +45,8 @@ from channels.base import (
     MediaItem,
     OutboundMessage,
 )
+from channels.formatting import markdown_to_slack_mrkdwn, slack_escape, slack_link
+from channels.util import BoundedLRU, parse_listen
 
 log = logging.getLogger("chela.channels.slack")
 
@@ -95,10 +96,6 @@ def slack_emoji_name(emoji: str) -> str:
     if base in EMOJI_NAMES:
         return EMOJI_NAMES[base]
     return e.strip(":").strip()
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _media_kind(file: dict) -> str:
@@ -531,7 +528,6 @@ class SlackChannel(Channel):
     def _render(self, text: str) -> list[str]:
         """Markdown → mrkdwn posts, each within the chunk limit after escaping."""
         from bot.replies import chunk_rendered
-        from channels.formatting import markdown_to_slack_mrkdwn
 
         text = (text or "").strip()
         if not text:
@@ -579,11 +575,11 @@ class SlackChannel(Channel):
                 or "attachment"
             if item.is_url:
                 label = {"image": "Image", "video": "Video", "audio": "Audio", "voice": "Audio"}.get(item.kind, "File")
-                await post_text(f"{label}: <{item.target}|{_escape(name).replace('|', '-')}>")
+                await post_text(f"{label}: {slack_link(item.target, name)}")
                 continue
             path = Path(item.target)
             if not path.is_file():
-                await post_text(f"[attachment unavailable: {_escape(name)}]")
+                await post_text(f"[attachment unavailable: {slack_escape(name)}]")
                 continue
             try:
                 resp = await self._web.files_upload_v2(
@@ -592,7 +588,7 @@ class SlackChannel(Channel):
                 )
             except Exception as e:
                 log.warning("slack: upload of %s failed: %s", name, e)
-                await post_text(f"[attachment unavailable: {_escape(name)}]")
+                await post_text(f"[attachment unavailable: {slack_escape(name)}]")
                 continue
             ids.append(self._upload_id(resp, msg.chat_id))
             if thread_ts:

@@ -312,6 +312,16 @@ async def test_file_upload_v2_and_url_link_and_missing_file(socket_channel, fake
     assert len(ids) == 4 and up["ts"] in ids
 
 
+async def test_media_link_is_safe_mrkdwn(socket_channel, fake):
+    """A URL with | or > and a name with & cannot break out of the <url|text> link."""
+    ch, _ = socket_channel
+    await ch.send(OutboundMessage(chat_id="C1", media=[
+        MediaItem(kind="image", target="https://example.com/a|b>c.png?x=1&y=2", name="Q&A|x.png"),
+    ]))
+    [post] = fake.posted
+    assert post["text"] == "Image: <https://example.com/a%7Cb%3Ec.png?x=1&amp;y=2|Q&amp;A¦x.png>"
+
+
 async def test_upload_failure_becomes_note(socket_channel, fake, tmp_path):
     ch, _ = socket_channel
     p = tmp_path / "a.bin"
