@@ -760,8 +760,9 @@ class SignalChannel(Channel):
         try:
             return await self._rpc("send", dict(params, textStyle=styles))
         except ChannelError as styled_error:
-            if "JSON-RPC error" not in str(styled_error):
-                raise                          # transport failure: not the styles' fault
+            refused = styled_error.__cause__
+            if not isinstance(refused, _RpcError) or refused.code is None:
+                raise                          # no JSON-RPC answer (transport, HTTP): not the styles' fault
             result = await self._rpc("send", params)
             self._text_styles = False
             log.warning("signal: signal-cli refused text styles (%s); sending plain text from now on", styled_error)
@@ -807,7 +808,7 @@ class SignalChannel(Channel):
                         wait = min(max(e.retry_after, wait), self.max_retry_after)
                     log.warning("signal: %s failed (%s); retrying in %.1fs", method, e, wait)
                     await asyncio.sleep(wait)
-        raise ChannelError(f"signal-cli {method} failed: {last}")
+        raise ChannelError(f"signal-cli {method} failed: {last}") from last
 
     async def _rpc_once(self, method: str, params: dict) -> Any:
         session = self._get_session()
