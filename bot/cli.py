@@ -166,17 +166,12 @@ def cmd_check(args) -> int:
     print(f"config: {where}: OK")
     print(f"workspace: {cfg.agent.workspace}" + ("" if cfg.agent.workspace.is_dir() else " (missing: run `chela init`)"))
     print(f"model: {cfg.agent.model}" + (f" via {cfg.agent.api_base}" if cfg.agent.api_base else ""))
-    ch = cfg.channels
-    needs = {
-        "telegram": [ch.telegram.token_env],
-        "discord": [ch.discord.token_env],
-        "slack": [ch.slack.bot_token_env, ch.slack.app_token_env if ch.slack.mode == "socket" else ch.slack.signing_secret_env],
-        "signal": [],
-        "http": [ch.http.token_env] if ch.http.token_env else [],
-    }
+    names = ("telegram", "discord", "slack", "signal", "http")
+    needs = {name: list(cfg.channel_secrets(name).values()) for name in names}
+    needs["http"] = [cfg.channels.http.token_env]        # optional; but once named, it must be set
     enabled = enabled_channels(cfg)
     missing = False
-    for name in ("telegram", "discord", "slack", "signal", "http"):
+    for name in names:
         state = "enabled" if name in enabled else "disabled"
         secrets = ", ".join(f"{env} {'set' if cfg.secret(env) else 'MISSING'}" for env in needs[name] if env)
         print(f"channel {name}: {state}" + (f" ({secrets})" if secrets else ""))

@@ -217,13 +217,13 @@ class SlackConfig(ChannelPolicy):
     signing_secret_env: str = "SLACK_SIGNING_SECRET"
     api_base: str = "https://slack.com/api/"
     listen: str = "127.0.0.1:3000"
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
 
     @field_validator("listen")
     @classmethod
     def _listen(cls, v: str) -> str:
         parse_listen(v)
         return v
-    reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
 
 
 class SignalConfig(ChannelPolicy):
@@ -311,6 +311,18 @@ class Config(_Model):
     def secret(env_name: str) -> str:
         """The value of a secret named by an ``*_env`` key ("" when unset)."""
         return os.environ.get(env_name, "") if env_name else ""
+
+    def channel_secrets(self, name: str) -> dict[str, str]:
+        """The secrets a messaging channel cannot start without, as ``{key: env var}``
+        (for Slack only the ones its mode uses)."""
+        chans = self.channels
+        if name in ("telegram", "discord"):
+            return {"token_env": getattr(chans, name).token_env}
+        if name == "slack":
+            s = chans.slack
+            second = ("app_token_env", s.app_token_env) if s.mode == "socket" else ("signing_secret_env", s.signing_secret_env)
+            return {"bot_token_env": s.bot_token_env, second[0]: second[1]}
+        return {}
 
     def secret_values(self) -> list[str]:
         """Every secret value that is set, for scrubbing tool output and logs and for keeping

@@ -50,25 +50,24 @@ def build_channel(cfg: Config, name: str) -> Channel:
     media = cfg.media_dir
     cls = channel_class(name)
 
-    def need(env: str, key: str) -> str:
-        value = cfg.secret(env)
-        if not value:
+    secret: dict[str, str] = {}
+    for key, env in cfg.channel_secrets(name).items():
+        secret[key] = cfg.secret(env)
+        if not secret[key]:
             raise SecretMissing(f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty")
-        return value
 
     if name == "telegram":
         t = ch.telegram
-        return cls(token=need(t.token_env, "token_env"), api_base=t.api_base, media_dir=media,
+        return cls(token=secret["token_env"], api_base=t.api_base, media_dir=media,
                    poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit)
     if name == "discord":
         d = ch.discord
-        return cls(token=need(d.token_env, "token_env"), api_base=d.api_base, gateway_url=d.gateway_url,
+        return cls(token=secret["token_env"], api_base=d.api_base, gateway_url=d.gateway_url,
                    media_dir=media, chunk_limit=d.text_chunk_limit)
     if name == "slack":
         s = ch.slack
-        return cls(mode=s.mode, bot_token=need(s.bot_token_env, "bot_token_env"),
-                   app_token=need(s.app_token_env, "app_token_env") if s.mode == "socket" else "",
-                   signing_secret=need(s.signing_secret_env, "signing_secret_env") if s.mode == "http" else "",
+        return cls(mode=s.mode, bot_token=secret["bot_token_env"], app_token=secret.get("app_token_env", ""),
+                   signing_secret=secret.get("signing_secret_env", ""),
                    api_base=s.api_base, listen=s.listen, media_dir=media, chunk_limit=s.text_chunk_limit)
     if name == "signal":
         g = ch.signal

@@ -97,3 +97,21 @@ def _exit(argv):
         return main(argv)
     except SystemExit as e:
         return e.code
+
+
+def test_missing_channel_secret_names_key_and_variable(monkeypatch):
+    """One list of needed secrets per channel (and Slack mode) serves the daemon and `chela check`."""
+    from bot.daemon import SecretMissing, build_channel
+
+    monkeypatch.setenv("T_SLACK_BOT", "xoxb-1")
+    monkeypatch.setenv("T_SLACK_APP", "xapp-1")
+    monkeypatch.delenv("T_SLACK_SIGNING", raising=False)
+    slack = {"enabled": True, "bot_token_env": "T_SLACK_BOT", "app_token_env": "T_SLACK_APP",
+             "signing_secret_env": "T_SLACK_SIGNING"}
+    cfg = parse_config({"channels": {"slack": slack}})
+    assert cfg.channel_secrets("slack") == {"bot_token_env": "T_SLACK_BOT", "app_token_env": "T_SLACK_APP"}
+    assert build_channel(cfg, "slack").app_token == "xapp-1"            # socket mode: no signing secret needed
+    cfg = parse_config({"channels": {"slack": {**slack, "mode": "http"}}})
+    with pytest.raises(SecretMissing, match=r"channels\.slack\.signing_secret_env: environment variable T_SLACK_SIGNING"):
+        build_channel(cfg, "slack")
+    assert cfg.channel_secrets("signal") == {} and cfg.channel_secrets("http") == {}
