@@ -21,12 +21,10 @@ from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
 from bot.sessions import SessionLanes, session_key_for
 from bot.store import Store
-from channels.base import Channel, ChannelError, InboundMessage, MediaItem, OutboundMessage
+from channels.base import Capabilities, Channel, ChannelError, InboundMessage, MediaItem, OutboundMessage
 
 log = logging.getLogger("chela.router")
 
-GROUP_HISTORY_CAP = {"discord": 20}
-DEFAULT_GROUP_HISTORY = 50
 TYPING_EVERY = 4.0
 ACK_EMOJI = "👀"
 DELIVERY_ATTEMPTS = 3
@@ -126,7 +124,8 @@ class Router:
                     await self._deliver_stored(inbound_id, msg, [_out_json(out)])
                     return
             if msg.chat_type == "group" and not self._addressed(msg, key):
-                cap = GROUP_HISTORY_CAP.get(msg.channel, DEFAULT_GROUP_HISTORY)
+                ch = self.channels.get(msg.channel)
+                cap = (ch.capabilities if ch else Capabilities()).group_history
                 label = msg.sender_name or msg.sender_username or msg.sender_id
                 self.store.add_group_history(key, label, msg.text or "", msg.timestamp or time.time(), cap)
                 self.store.set_inbound_status(inbound_id, "history")
@@ -291,7 +290,8 @@ class Router:
             while True:
                 with contextlib.suppress(Exception):
                     # never cancel a platform call in flight: a cancelled HTTP request can
-                    # leak a connection-pool slot (seen with python-telegram-bot/httpx)
+                    # leak a connection-pool slot (PTB's stock httpx request does;
+                    # bench/typing_cancel_leak.py)
                     await asyncio.shield(asyncio.ensure_future(ch.typing(msg.chat_id, msg.thread_id)))
                 await asyncio.sleep(TYPING_EVERY)
 

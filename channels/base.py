@@ -102,6 +102,7 @@ class Capabilities:
     max_text: int = 4000              # chunk size used for text
     proactive: bool = True            # can deliver a message nobody asked for (heartbeats, the message
                                       # tool); request/response channels (HTTP, terminal) cannot
+    group_history: int = 50           # unanswered group messages kept as context (SPEC: 50, Discord 20)
 
     def names(self) -> list[str]:
         """Lower-case capability names for the Runtime line."""

@@ -57,7 +57,8 @@ MAX_FILES_PER_MESSAGE = 10
 
 class DiscordChannel(Channel):
     name = "discord"
-    capabilities = Capabilities(reactions=True, media=True, threads=True, typing=True, max_text=2000)
+    capabilities = Capabilities(reactions=True, media=True, threads=True, typing=True, max_text=2000,
+                                group_history=20)
 
     def __init__(
         self,

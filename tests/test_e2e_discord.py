@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.e2e import all_text, make_config, running, system_prompt
+from tests.e2e import all_text, eventually, make_config, running, system_prompt
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.llm import text
 
@@ -175,3 +175,24 @@ async def test_reply_to_bot_message_counts_as_mention(cfg, llm, dc):
         await quiet(1.0)
     assert [s["content"] for s in dc.sent] == ["First answer.", "Follow-up answer."]
     assert len(llm.requests) == 2
+
+
+async def test_pending_group_history_keeps_discords_last_20(cfg, llm, dc):
+    """SPEC: pending group history holds 50 messages per group, 20 on Discord."""
+    async with running(cfg) as d:
+        await dc.wait_for_clients(1)
+        for i in range(25):
+            await dc.inject_message(GENERAL, f"note number {i:02d}", author_id=5, username="bob")
+        await eventually(lambda: "note number 24" in _last_history_text(d), timeout=10)
+        assert llm.requests == []
+        llm.script(text("ok"))
+        await dc.inject_message(GENERAL, f"<@{BOT_ID}> summarise", author_id=5, username="bob", mentions=[BOT_ID])
+        await dc.wait_for_sent(1, timeout=15)
+    seen = all_text(llm.requests[0])
+    assert "note number 05" in seen and "note number 24" in seen
+    assert "note number 04" not in seen
+
+
+def _last_history_text(d) -> str:
+    row = d.store.db.execute("SELECT text FROM group_history ORDER BY id DESC LIMIT 1").fetchone()
+    return row[0] if row else ""
