@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -21,14 +22,14 @@ def deep_merge(base: dict, extra: dict) -> dict:
     return out
 
 
+def _agent(llm, workspace: Path, state_dir: Path) -> dict:
+    return {"workspace": str(workspace), "state_dir": str(state_dir), "model": "openai/fake-model",
+            "api_base": llm.base_url, "timezone": "UTC", "llm_max_retries": 1}
+
+
 def make_config(tmp_path: Path, llm, **sections: Any) -> Config:
     """A config for tests: workspace and state under tmp_path, the fake LLM, no heartbeats."""
-    data = {
-        "agent": {"workspace": str(tmp_path / "ws"), "state_dir": str(tmp_path / "state"),
-                  "model": "openai/fake-model", "api_base": llm.base_url, "timezone": "UTC",
-                  "llm_max_retries": 1},
-        "heartbeat": {"every": "0m"},
-    }
+    data = {"agent": _agent(llm, tmp_path / "ws", tmp_path / "state"), "heartbeat": {"every": "0m"}}
     return parse_config(deep_merge(data, sections))
 
 
@@ -36,6 +37,22 @@ def telegram_section(fake, **kw) -> dict:
     os.environ["TEST_TG_TOKEN"] = TG_TOKEN
     return {"telegram": {"enabled": True, "token_env": "TEST_TG_TOKEN", "api_base": fake.api_base,
                          "poll_timeout": 1, "allow_from": ["42"], **kw}}
+
+
+def config_file(path: Path, llm, *, workspace: Path, state_dir: Path, heartbeat: dict | None = None,
+                channels: dict | None = None) -> Path:
+    """The same test config as a TOML file, for the CLI and daemon subprocesses.
+
+    ``channels`` takes sections as :func:`telegram_section` returns them."""
+    sections = {"agent": _agent(llm, workspace, state_dir), "heartbeat": {"every": "0m", **(heartbeat or {})}}
+    for name, section in (channels or {}).items():
+        sections[f"channels.{name}"] = section
+    lines: list[str] = []
+    for name, values in sections.items():
+        lines.append(f"[{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]  # JSON scalars are TOML
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 @contextlib.asynccontextmanager

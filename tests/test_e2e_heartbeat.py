@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 
 from bot.cli import main as cli_main
-from tests.e2e import eventually, make_config, running, telegram_section
+from tests.e2e import config_file, eventually, make_config, running, telegram_section
 from tests.fakes.llm import last_user_text, text, tool_calls
 
 
@@ -118,15 +118,7 @@ async def test_scheduler_fires_heartbeats_by_itself(tmp_path, llm, tg):
 
 async def test_heartbeat_command_dry_run(tmp_path, llm, tg, capsys):
     cfg = hb_config(tmp_path, llm, tg)
-    path = tmp_path / "c.toml"
-    path.write_text(f'''[agent]
-workspace = "{cfg.agent.workspace}"
-state_dir = "{cfg.agent.state_dir}"
-model = "openai/fake-model"
-api_base = "{llm.base_url}"
-[heartbeat]
-every = "0m"
-''')
+    path = config_file(tmp_path / "c.toml", llm, workspace=cfg.agent.workspace, state_dir=cfg.agent.state_dir)
     llm.default = lambda req: text("Reminder: water the plants.")
     rc = await asyncio.to_thread(cli_main, ["heartbeat", "--dry-run", "--config", str(path), "--log-level", "ERROR"])
     out = capsys.readouterr().out
@@ -137,22 +129,8 @@ async def test_heartbeat_command_next_to_a_running_daemon_only_sends(tmp_path, l
     """`chela heartbeat` while the daemon runs: the alert goes out, but the command neither
     polls nor resets the webhook, so the daemon keeps getting its messages."""
     cfg = hb_config(tmp_path, llm, tg)
-    path = tmp_path / "c.toml"
-    path.write_text(f'''[agent]
-workspace = "{cfg.agent.workspace}"
-state_dir = "{cfg.agent.state_dir}"
-model = "openai/fake-model"
-api_base = "{llm.base_url}"
-[heartbeat]
-every = "24h"
-target = "last"
-[channels.telegram]
-enabled = true
-token_env = "TEST_TG_TOKEN"
-api_base = "{tg.api_base}"
-poll_timeout = 1
-allow_from = ["42"]
-''')
+    path = config_file(tmp_path / "c.toml", llm, workspace=cfg.agent.workspace, state_dir=cfg.agent.state_dir,
+                       heartbeat={"every": "24h", "target": "last"}, channels=telegram_section(tg))
     async with running(cfg) as d:
         await _dm_first(d, tg, llm)
         llm.script(text("Your parcel is waiting at the front desk."))

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.e2e import make_config, running
+from tests.e2e import config_file, make_config, running
 from tests.fakes.llm import text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,15 +80,7 @@ async def test_http_refuses_public_address_without_token(tmp_path, llm, monkeypa
 
 
 async def test_terminal_chat_one_message(tmp_path, llm):
-    cfg_path = tmp_path / "c.toml"
-    cfg_path.write_text(f'''[agent]
-workspace = "{tmp_path / 'ws'}"
-state_dir = "{tmp_path / 'state'}"
-model = "openai/fake-model"
-api_base = "{llm.base_url}"
-[heartbeat]
-every = "0m"
-''')
+    cfg_path = config_file(tmp_path / "c.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state")
     llm.script(text("Hi from the **terminal**"))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bot", "chat", "-m", "hello", "--config", str(cfg_path), "--log-level", "ERROR",

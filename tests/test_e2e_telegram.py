@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from bot.cli import main as cli_main
-from tests.e2e import TG_TOKEN, all_text, make_config, running, system_prompt, telegram_section
+from tests.e2e import TG_TOKEN, all_text, config_file, make_config, running, system_prompt, telegram_section
 from tests.fakes.llm import delay, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,23 +193,8 @@ async def test_llm_outage_gives_clear_message_and_daemon_keeps_running(tmp_path,
 
 
 async def test_kill_9_mid_turn_then_restart_answers_exactly_once(tmp_path, llm, tg):
-    cfg_path = tmp_path / "config.toml"
-    cfg_path.write_text(f"""
-[agent]
-workspace = "{tmp_path / 'ws'}"
-state_dir = "{tmp_path / 'state'}"
-model = "openai/fake-model"
-api_base = "{llm.base_url}"
-timezone = "UTC"
-[heartbeat]
-every = "0m"
-[channels.telegram]
-enabled = true
-token_env = "TEST_TG_TOKEN"
-api_base = "{tg.api_base}"
-poll_timeout = 1
-allow_from = ["42"]
-""")
+    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state",
+                           channels=telegram_section(tg))
     env = {**os.environ, "TEST_TG_TOKEN": TG_TOKEN, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "bot", "run", "--config", str(cfg_path)]
     llm.script(delay(8, text("too late")))  # longer than the kill, short enough for teardown
