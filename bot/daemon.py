@@ -104,7 +104,6 @@ class Daemon:
         self.router: Router | None = None
         self.scheduled: Scheduled | None = None
         self.cron: CronService | None = None
-        self.started_at = 0.0
 
     # -------------------------------------------------------------------------- build
     def _build(self) -> None:
@@ -168,7 +167,6 @@ class Daemon:
         from bot.agent.llm import warm_up
 
         asyncio.get_running_loop().run_in_executor(None, warm_up)
-        self.started_at = time.time()
         log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
 
     async def _supervise(self, name: str, ch: Channel, started: asyncio.Event) -> None:

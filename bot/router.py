@@ -52,7 +52,6 @@ class Router:
         self.agent = agent
         self.lanes = lanes
         self.channels = channels
-        self._tasks: set[asyncio.Task] = set()
         self._name_re = re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE) if cfg.agent.name else None
         self.accepting = True
 

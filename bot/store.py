@@ -150,10 +150,6 @@ class Store:
         ).fetchall()
         return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
 
-    def inbound_status(self, inbound_id: int) -> str | None:
-        row = self.db.execute("SELECT status FROM inbound WHERE id=?", (inbound_id,)).fetchone()
-        return row[0] if row else None
-
     # ------------------------------------------------------------------------- sessions
     def _ensure_session(self, key: str) -> None:
         now = time.time()
@@ -234,9 +230,6 @@ class Store:
                                     (json.dumps(outbound), inbound_id))
                 else:
                     self.db.execute("UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,))
-
-    def delete_turn(self, key: str, turn: str) -> None:
-        self.db.execute("DELETE FROM messages WHERE session_key=? AND turn=?", (key, turn))
 
     def _tx(self):
         db = self.db

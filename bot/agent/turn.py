@@ -167,7 +167,7 @@ class Agent:
     async def run_turn(self, req: TurnRequest) -> TurnResult:
         from bot.agent.loop import run_agent_loop
         from bot.agent.tools import ExecPolicy, ToolContext
-        from bot.prompt.hooks import apply_system
+        from bot.prompt.hooks import apply_system, apply_user
 
         started = time.perf_counter()
         a = self.cfg.agent
@@ -178,8 +178,7 @@ class Agent:
                                        "session_key": req.session_key, "channel": req.channel,
                                        "kind": req.kind})
             system = apply_system(system, hr)
-            if hr.prepend_context:
-                user_text = f"{hr.prepend_context}\n\n{user_text}"
+            user_text = apply_user(user_text, hr)
         history = self.store.history(req.session_key, limit=a.history_limit, max_chars=a.history_max_chars)
         user_msg = {"role": "user", "content": user_text}
         messages: list[dict] = [{"role": "system", "content": system}, *history, user_msg]

@@ -40,7 +40,7 @@ BOOTSTRAP_ORDER = (
     "BOOTSTRAP.md",
     "MEMORY.md",
 )
-MINIMAL_FILES = frozenset(BOOTSTRAP_ORDER[:5])
+MINIMAL_FILES = BOOTSTRAP_ORDER[:5]           # sub-agent and cron sessions
 MISSING_MARKED = frozenset({"AGENTS.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
 PROJECT_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 
@@ -221,7 +221,7 @@ class LoadedFile:
 def bootstrap_names(workspace: str, session_kind: str, deps: Deps) -> list[str]:
     """The bootstrap file names considered for this session, in load order."""
     if session_kind in ("subagent", "cron"):
-        return list(BOOTSTRAP_ORDER[:5])
+        return list(MINIMAL_FILES)
     names = list(BOOTSTRAP_ORDER[:7])
     upper = os.path.join(workspace, "MEMORY.md")
     if record_stat(upper, deps) is None:
@@ -341,7 +341,3 @@ def project_files(project_dir: str, *, per_file: int, exclude_real: set[str], de
     return out
 
 
-def read_front_matter(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Front matter of the file at ``path``; ``{}`` when absent, unreadable or invalid."""
-    text = read_text(os.fspath(path), {})
-    return parse_front_matter(text) if text is not None else {}
