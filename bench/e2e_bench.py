@@ -132,20 +132,8 @@ async def wait_replies(tg: TimedTelegram, n: int, timeout: float) -> bool:
 async def run(chats: int, per_chat: int, rate: float) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(relativeCreated)d %(levelname)s %(name)s: %(message)s")
     tmp = Path(tempfile.mkdtemp(prefix="chela-e2e-bench-"))
-    llm = FakeLLM()
-    llm_times: list[float] = []
-    orig = llm._handle
-
-    async def handle(request):
-        t = time.perf_counter()
-        try:
-            return await orig(request)
-        finally:
-            llm_times.append(time.perf_counter() - t)
-            llm.requests.clear()  # the fake keeps every body otherwise (its memory, not Chela's)
-            llm.headers.clear()
-
-    llm._handle = handle  # type: ignore[method-assign]  (before start(): the app binds this attribute)
+    llm = FakeLLM(keep_requests=False)   # the fake's memory is not Chela's
+    llm_times = llm.handle_seconds
     await llm.start()
 
     tg = TimedTelegram(token=TG_TOKEN, bot_username="chela_bot")

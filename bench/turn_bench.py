@@ -74,7 +74,6 @@ llm_mod.LLMClient.complete = _timed_complete
 Router._process = _timed_process
 
 LLM_BY_MID: dict[str, list] = {}
-FAKE_TIMES: list[float] = []
 LAST_BODY: list[dict] = []
 
 
@@ -91,20 +90,6 @@ class BenchTerminal(TerminalChannel):
         fut = self.waiters.pop(message_id, None)
         if fut and not fut.done():
             fut.set_result(None)
-
-
-def install_fake_timer(fake: FakeLLM) -> None:
-    orig = fake._handle
-
-    async def handle(request):
-        t0 = time.perf_counter()
-        try:
-            return await orig(request)
-        finally:
-            FAKE_TIMES.append(time.perf_counter() - t0)
-
-    fake._handle = handle  # bound before start(): the router registers this attribute
-    return None
 
 
 def pct(values: list[float], p: float) -> float:
@@ -124,8 +109,8 @@ async def run(turns: int, sessions: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chela-turn-bench-"))
     rss0 = rss_mb()
     fake = FakeLLM()
-    install_fake_timer(fake)
     await fake.start()
+    fake_times = fake.handle_seconds
     cfg = make_config(tmp, fake, session={"dm_scope": "per-peer"})
     term = BenchTerminal()
     d = Daemon(cfg, channels={"terminal": term}, scheduler=False)
@@ -137,7 +122,7 @@ async def run(turns: int, sessions: int) -> None:
         mid = f"m{next(seq)}"
         fut = asyncio.get_running_loop().create_future()
         term.waiters[mid] = fut
-        nfake = len(FAKE_TIMES)
+        nfake = len(fake_times)
         t0 = time.perf_counter()
         await router.on_inbound(InboundMessage(channel="terminal", chat_id=f"c{sender}", sender_id=f"u{sender}",
                                                sender_name=f"user {sender}", text=text, message_id=mid,
@@ -157,7 +142,7 @@ async def run(turns: int, sessions: int) -> None:
     for i in range(5):
         await one(10_000 + i, "warm up")
     warm = time.perf_counter() - t
-    FAKE_TIMES.clear()
+    fake_times.clear()
     rss_warm = rss_mb()
 
     per_session = max(1, turns // sessions)
@@ -166,18 +151,18 @@ async def run(turns: int, sessions: int) -> None:
     # ---- phase 1: sequential
     gc.collect()
     recs = []
-    fake_before = len(FAKE_TIMES)
+    fake_before = len(fake_times)
     c0, t0 = time.process_time(), time.perf_counter()
     for r in range(per_session):
         for s in range(sessions):
             recs.append(await one(s, f"round {r}: hello from {s}, how are you today?"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    fakes = FAKE_TIMES[fake_before:]
+    fakes = fake_times[fake_before:]
     results["sequential"] = summarize(recs, fakes, wall, cpu)
 
     # ---- phase 2: concurrent (closed loop; fresh senders so history depth matches phase 1)
     gc.collect()
-    fake_before = len(FAKE_TIMES)
+    fake_before = len(fake_times)
 
     async def session_loop(s: int, out: list) -> None:
         for r in range(per_session):
@@ -187,7 +172,7 @@ async def run(turns: int, sessions: int) -> None:
     c0, t0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(session_loop(s, recs) for s in range(sessions)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    fakes = FAKE_TIMES[fake_before:]
+    fakes = fake_times[fake_before:]
     results["concurrent"] = summarize(recs, fakes, wall, cpu)
 
     # ---- phase 3: sequential with LLMClient.complete stubbed (no litellm, no HTTP): Chela alone
@@ -227,24 +212,24 @@ async def run(turns: int, sessions: int) -> None:
 
     _orig_complete = direct_complete
     recs = []
-    fake_before = len(FAKE_TIMES)
+    fake_before = len(fake_times)
     c0, t0 = time.process_time(), time.perf_counter()
     for r in range(per_session):
         for s in range(sessions):
             recs.append(await one(stub_sessions * 2 + s, f"round {r}: hello from {s}, how are you today?"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    results["direct"] = summarize(recs, FAKE_TIMES[fake_before:], wall, cpu)
+    results["direct"] = summarize(recs, fake_times[fake_before:], wall, cpu)
 
     async def conc_loop(s: int, out: list) -> None:
         for r in range(per_session):
             out.append(await one(stub_sessions * 3 + s, f"round {r}: hello from {s}, how are you today?"))
 
     recs = []
-    fake_before = len(FAKE_TIMES)
+    fake_before = len(fake_times)
     c0, t0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(conc_loop(s, recs) for s in range(sessions)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    results["direct-conc"] = summarize(recs, FAKE_TIMES[fake_before:], wall, cpu)
+    results["direct-conc"] = summarize(recs, fake_times[fake_before:], wall, cpu)
     _orig_complete = real_complete
     await http.close()
 

@@ -148,12 +148,15 @@ _ERROR_TYPES = {
 class FakeLLM:
     """Scripted OpenAI-compatible server.  See the module docstring."""
 
-    def __init__(self, *, model: str = "fake-model", host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, *, model: str = "fake-model", host: str = "127.0.0.1", port: int = 0,
+                 keep_requests: bool = True) -> None:
         self.model = model
         self.host = host
         self.port = port
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []  # request headers, parallel to .requests
+        self.keep_requests = keep_requests       # False: benchmarks, whose memory must stay flat
+        self.handle_seconds: list[float] = []    # time spent answering each completion request
         self.default: Callable[[dict], Any] = _echo_ok
         self._queue: list[Response] = []
         self._runner: web.AppRunner | None = None
@@ -233,6 +236,16 @@ class FakeLLM:
         return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        started = time.perf_counter()
+        try:
+            return await self._answer(request)
+        finally:
+            self.handle_seconds.append(time.perf_counter() - started)
+            if not self.keep_requests:
+                self.requests.clear()
+                self.headers.clear()
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
         except Exception:
