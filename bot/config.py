@@ -154,18 +154,55 @@ class HeartbeatConfig(_Model):
         return parse_duration(self.every)
 
 
+DEFAULT_EXEC_ALLOW = ["ls", "cat", "grep", "head", "tail", "wc", "find", "sort", "python3", "git"]
+
+
 class ExecConfig(_Model):
-    security: Literal["deny", "allowlist", "full"] = "allowlist"
-    allow: list[str] = Field(default_factory=lambda: ["ls", "cat", "grep", "git", "python3"])
+    security: Literal["deny", "allowlist", "ask", "full"] = "allowlist"
+    allow: list[str] = Field(default_factory=lambda: list(DEFAULT_EXEC_ALLOW))
+    sandbox: Literal["on", "off"] = "on"
+    network: bool = False
     timeout_seconds: float = Field(60, gt=0)
 
 
 DEFAULT_TOOLS = ["read", "write", "edit", "exec", "memory_search", "memory_get", "message", "session_status"]
+# Tools a guest turn never gets, whatever tools.guest says (SPEC §9).
+OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
 
 
 class ToolsConfig(_Model):
     enabled: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
+    guest: list[str] = Field(default_factory=lambda: ["session_status"])
     exec: ExecConfig = Field(default_factory=ExecConfig)
+
+    @field_validator("guest")
+    @classmethod
+    def _guest(cls, v: list[str]) -> list[str]:
+        bad = [t for t in v if t in OWNER_ONLY_TOOLS]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} can never be given to guests (owner-only tools: "
+                             f"{', '.join(sorted(OWNER_ONLY_TOOLS))})")
+        return v
+
+
+def _ids_only(v: list[str], what: str) -> list[str]:
+    """Entries that name people or chats must be immutable platform ids (SPEC §9.1)."""
+    for x in v:
+        if x.strip().startswith("@"):
+            raise ValueError(
+                f"{x!r} is a username; {what} take ids only (usernames can be changed or taken by "
+                "someone else). To find an id, have that person message the bot: the pairing "
+                "reply shows their user id, and `chela pairing list` lists it")
+        if not x.strip():
+            raise ValueError("an empty id")
+    return [x.strip() for x in v]
+
+
+def _as_strs(v: Any) -> Any:
+    # ids are often written as TOML integers; keep them as strings
+    if isinstance(v, list):
+        return [str(x) for x in v]
+    return v
 
 
 class OwnerConfig(_Model):
@@ -173,26 +210,39 @@ class OwnerConfig(_Model):
     display: Literal["raw", "hash"] = "raw"
     hash_secret_env: str = ""
 
+    @field_validator("numbers", mode="before")
+    @classmethod
+    def _strs(cls, v: Any) -> Any:
+        return _as_strs(v)
+
+    @field_validator("numbers")
+    @classmethod
+    def _ids(cls, v: list[str]) -> list[str]:
+        return _ids_only(v, "owner numbers")
+
 
 # ------------------------------------------------------------------------------ channels
 class ChannelPolicy(_Model):
     enabled: bool = False
     dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
-    allow_from: list[str] = Field(default_factory=list)
+    allow_from: list[str] = Field(default_factory=list)      # the owner's user ids on this channel
     group_policy: Literal["open", "allowlist", "disabled"] = "allowlist"
     groups: list[str] = Field(default_factory=list)
+    owner_groups: list[str] = Field(default_factory=list)    # groups whose turns run as the owner (§9)
     require_mention: bool = True
     reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
     reply_to_mode: Literal["off", "first", "all"] = "off"
     text_chunk_limit: int = Field(4000, ge=100)
 
-    @field_validator("allow_from", "groups", mode="before")
+    @field_validator("allow_from", "groups", "owner_groups", mode="before")
     @classmethod
     def _strs(cls, v: Any) -> Any:
-        # ids are often written as TOML integers; keep them as strings
-        if isinstance(v, list):
-            return [str(x) for x in v]
-        return v
+        return _as_strs(v)
+
+    @field_validator("allow_from", "owner_groups")
+    @classmethod
+    def _ids(cls, v: list[str]) -> list[str]:
+        return _ids_only(v, "allow_from and owner_groups")
 
 
 class TelegramConfig(ChannelPolicy):
@@ -241,7 +291,8 @@ class SignalConfig(ChannelPolicy):
 class HttpConfig(_Model):
     enabled: bool = False
     listen: str = "127.0.0.1:8787"
-    token_env: str = ""
+    token_env: str = ""                 # "" = a generated token in <state_dir>/http-token
+    allowed_origins: list[str] = Field(default_factory=list)   # browser origins allowed to call (§9.4)
 
     @field_validator("listen")
     @classmethod
@@ -256,6 +307,11 @@ class ChannelsConfig(_Model):
     slack: SlackConfig = Field(default_factory=SlackConfig)
     signal: SignalConfig = Field(default_factory=SignalConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+
+
+class MediaConfig(_Model):
+    max_download_mb: float = Field(20, gt=0)      # inbound attachments over this are not downloaded
+    retention_days: float = Field(30, gt=0)       # downloaded media older than this is pruned
 
 
 class PluginConfig(_Model):
@@ -300,6 +356,7 @@ class Config(_Model):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     owner: OwnerConfig = Field(default_factory=OwnerConfig)
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
     plugins: list[PluginConfig] = Field(default_factory=list)
     cron: list[CronJob] = Field(default_factory=list)
 
@@ -348,6 +405,14 @@ class Config(_Model):
     @property
     def media_dir(self) -> Path:
         return self.agent.state_dir / "media"
+
+    @property
+    def guests_dir(self) -> Path:
+        return self.agent.state_dir / "guests"
+
+    @property
+    def http_token_path(self) -> Path:
+        return self.agent.state_dir / "http-token"
 
     @property
     def db_path(self) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import dataclasses
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal
 
@@ -23,13 +24,21 @@ class MediaItem:
     """One attachment, inbound or outbound.
 
     ``target`` is an http(s) URL or an absolute local path.  Outbound local paths have
-    already been checked by the core to lie inside the workspace or the media dir.
+    already been checked by the core to lie inside the turn's file root or the media dir.
+
+    An inbound attachment arrives *not downloaded*: ``ref`` is the platform's handle for
+    it (a Telegram file_id, a Slack private URL, a signal-cli attachment id) and
+    ``target`` is empty.  The core admits the sender first and only then asks the
+    adapter to fetch it (``Channel.fetch_media``), so a stranger's file never touches
+    the disk (SPEC §9.4).
     """
 
     kind: MediaKind
     target: str
     name: str = ""
     mime: str = ""
+    ref: str = ""          # platform handle of an inbound file not fetched yet
+    size: int = 0          # size in bytes when the platform says it (0 = unknown)
 
     @property
     def is_url(self) -> bool:
@@ -137,6 +146,10 @@ class ChannelError(Exception):
     """A channel-level failure the daemon reports and retries (bad token, unreachable server)."""
 
 
+class MediaTooLarge(ChannelError):
+    """An inbound file is over the download cap; nothing (or nothing lasting) was written."""
+
+
 class Channel(abc.ABC):
     """One adapter per messaging platform."""
 
@@ -170,6 +183,15 @@ class Channel(abc.ABC):
         for channels that recover from every failure on their own."""
         await asyncio.get_running_loop().create_future()
         return None  # pragma: no cover - never reached
+
+    async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
+        """Download an inbound attachment (``item.ref``) into ``dest_dir`` (which exists,
+        mode 0700) and return it with ``target`` set to the local file (mode 0600).
+        Raises ``MediaTooLarge`` past ``max_bytes`` (stop reading there, leave no partial
+        file) and ``ChannelError`` when it cannot be fetched.  Called by the core only
+        after the sender is admitted.  The default returns the item unchanged, for
+        channels whose attachments are already URLs or local files."""
+        return item
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show a typing indicator once (the core refreshes it).  Optional."""

@@ -39,7 +39,7 @@ def make_llm(fake: FakeLLM, **kw) -> LLMClient:
 
 def make_ctx(ws, **kw) -> ToolContext:
     kw.setdefault("exec_policy", ExecPolicy("allowlist", ["ls", "cat", "echo"], 5))
-    return ToolContext(workspace=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / ".media", **kw)
+    return ToolContext(file_root=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / ".media", **kw)
 
 
 def tool_msgs(req: dict) -> list[dict]:

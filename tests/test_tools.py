@@ -34,7 +34,7 @@ def reg():
 
 def ctx_for(ws: Path, **kw) -> ToolContext:
     kw.setdefault("exec_policy", ExecPolicy("allowlist", ["ls", "cat", "echo", "sleep", "sh"], 5))
-    return ToolContext(workspace=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / "m", **kw)
+    return ToolContext(file_root=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / "m", **kw)
 
 
 # --------------------------------------------------------------------------------------

@@ -186,7 +186,7 @@ class Agent:
             messages.append({"role": "system", "content": req.after_user_system})
 
         ctx = ToolContext(
-            workspace=a.workspace,
+            file_root=a.workspace,
             session_key=req.session_key,
             agent_id=a.id,
             media_dir=self.cfg.media_dir,

@@ -1,7 +1,7 @@
 """Tool registry and the built-in tools (SPEC §5).
 
     registry = build_registry(config.tools.enabled)
-    ctx = ToolContext(workspace=..., session_key=..., exec_policy=ExecPolicy(...), ...)
+    ctx = ToolContext(file_root=..., session_key=..., exec_policy=ExecPolicy(...), ...)
     text = await registry.execute("read", {"path": "notes.md"}, ctx)   # never raises (except cancel)
 """
 

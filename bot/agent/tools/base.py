@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal
 
-ExecSecurity = Literal["deny", "allowlist", "full"]
+ExecSecurity = Literal["deny", "allowlist", "ask", "full"]
+Trust = Literal["owner", "guest"]
+
+# The outcome of asking the owner to run a held command (exec security "ask"):
+# "approved", "denied", "expired" (no answer in time) or "unavailable" (no way to ask).
+Approval = Literal["approved", "denied", "expired", "unavailable"]
 
 
 class ToolError(Exception):
@@ -20,13 +25,24 @@ class ExecPolicy:
     allow: tuple[str, ...] | list[str] = ()
     timeout_seconds: float = 60.0
     max_output: int = 40000
+    # OS sandbox (SPEC §9.3): only the turn's file root is writable, $HOME and the
+    # ``hidden`` paths (the state dir) are invisible, /proc is private, no network
+    # unless ``network``.  ``sandbox=False`` is the owner's explicit opt-out.
+    sandbox: bool = True
+    network: bool = False
+    hidden: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Everything a tool may use during one turn.  Built per turn; never shared mutable state."""
+    """Everything a tool may use during one turn.  Built per turn; never shared mutable state.
 
-    workspace: Path
+    ``file_root`` is where this turn's file tools, exec and media markers work: the
+    owner's workspace, or a guest's own directory under the state dir (SPEC §9).
+    """
+
+    file_root: Path
+    trust: Trust = "owner"
     session_key: str = ""
     agent_id: str = "main"
     media_dir: Path | None = None
@@ -42,6 +58,8 @@ class ToolContext:
     # cron store: async add(name, schedule, prompt, target, to) / list() / remove(name)
     cron: Any | None = None
     secrets: tuple[str, ...] = ()
+    # exec security "ask": hold a command until the owner answers /approve or /deny
+    request_approval: Callable[[str], Awaitable[Approval]] | None = None
 
 
 Handler = Callable[[ToolContext, dict], Awaitable[str]]

@@ -158,7 +158,7 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
     started = time.monotonic()
     try:
         code, out, total, timed_out = await run_command(
-            argv, shell_cmd, cwd=str(ctx.workspace), timeout=timeout, max_output=max_output,
+            argv, shell_cmd, cwd=str(ctx.file_root), timeout=timeout, max_output=max_output,
             env=child_env(ctx.secrets),
         )
     except FileNotFoundError:

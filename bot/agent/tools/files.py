@@ -27,7 +27,7 @@ async def _read(ctx: ToolContext, args: dict) -> str:
     path = arg_str(args, "path")
     offset = arg_int(args, "offset", 1, minimum=1) or 1
     limit = arg_int(args, "limit", None, minimum=1)
-    p = resolve_in_workspace(ctx.workspace, path)
+    p = resolve_in_workspace(ctx.file_root, path)
     try:
         text = await asyncio.to_thread(_read_text, p)
     except ToolError as e:
@@ -63,14 +63,14 @@ async def _write(ctx: ToolContext, args: dict) -> str:
         raise ToolError("missing required argument 'content'")
     if not isinstance(content, str):
         raise ToolError("argument 'content' must be a string")
-    p = resolve_in_workspace(ctx.workspace, path)
+    p = resolve_in_workspace(ctx.file_root, path)
     if p.is_dir():
         raise ToolError(f"{path} is a directory")
     try:
         n = await asyncio.to_thread(_write_file, p, content)
     except OSError as e:
         raise ToolError(f"cannot write {path}: {e.strerror or e}") from None
-    return f"Wrote {n} bytes to {display_path(ctx.workspace, p)}."
+    return f"Wrote {n} bytes to {display_path(ctx.file_root, p)}."
 
 
 def _edit_file(p: Path, old: str, new: str, replace_all: bool) -> int:
@@ -94,14 +94,14 @@ async def _edit(ctx: ToolContext, args: dict) -> str:
     if not isinstance(new, str):
         raise ToolError("argument 'new_text' must be a string")
     replace_all = arg_bool(args, "replace_all")
-    p = resolve_in_workspace(ctx.workspace, path)
+    p = resolve_in_workspace(ctx.file_root, path)
     try:
         n = await asyncio.to_thread(_edit_file, p, old, new, replace_all)
     except ToolError as e:
         raise ToolError(f"{e} ({path})") from None
     except OSError as e:
         raise ToolError(f"cannot edit {path}: {e.strerror or e}") from None
-    return f"Edited {display_path(ctx.workspace, p)}: replaced {n} occurrence{'s' if n != 1 else ''}."
+    return f"Edited {display_path(ctx.file_root, p)}: replaced {n} occurrence{'s' if n != 1 else ''}."
 
 
 READ = Tool(

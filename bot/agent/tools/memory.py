@@ -88,7 +88,7 @@ async def _memory_search(ctx: ToolContext, args: dict) -> str:
     if not query:
         raise ToolError("query is empty")
     max_results = arg_int(args, "max_results", 20, minimum=1) or 20
-    return await asyncio.to_thread(_search, ctx.workspace, query, min(max_results, 200))
+    return await asyncio.to_thread(_search, ctx.file_root, query, min(max_results, 200))
 
 
 def _get(workspace: Path, path: str, start: int, count: int | None) -> str:
@@ -116,7 +116,7 @@ async def _memory_get(ctx: ToolContext, args: dict) -> str:
     start = arg_int(args, "from", 1, minimum=1) or 1
     count = arg_int(args, "lines", None, minimum=1)
     try:
-        return await asyncio.to_thread(_get, ctx.workspace, path, start, count)
+        return await asyncio.to_thread(_get, ctx.file_root, path, start, count)
     except OSError as e:
         raise ToolError(f"cannot read {path}: {e.strerror or e}") from None
 
