@@ -33,9 +33,9 @@ def test_errors_name_the_key(data, key):
 
 
 def test_defaults_and_expansion():
-    cfg = parse_config({"agent": {"workspace": "~/ws"}, "channels": {"telegram": {"allow_from": [123, "@me"]}}})
+    cfg = parse_config({"agent": {"workspace": "~/ws"}, "channels": {"telegram": {"allow_from": [123, "456"]}}})
     assert cfg.agent.workspace == Path("~/ws").expanduser()
-    assert cfg.channels.telegram.allow_from == ["123", "@me"]
+    assert cfg.channels.telegram.allow_from == ["123", "456"]
     assert cfg.heartbeat.every_seconds == 1800
     assert cfg.channels.telegram.dm_policy == "pairing"
     assert cfg.channels.telegram.group_policy == "allowlist"
@@ -115,3 +115,30 @@ def test_missing_channel_secret_names_key_and_variable(monkeypatch):
     with pytest.raises(SecretMissing, match=r"channels\.slack\.signing_secret_env: environment variable T_SLACK_SIGNING"):
         build_channel(cfg, "slack")
     assert cfg.channel_secrets("signal") == {} and cfg.channel_secrets("http") == {}
+
+
+@pytest.mark.parametrize("section, key", [
+    ({"channels": {"telegram": {"allow_from": ["42", "@alice"]}}}, "channels.telegram.allow_from"),
+    ({"channels": {"discord": {"owner_groups": ["@general"]}}}, "channels.discord.owner_groups"),
+    ({"owner": {"numbers": ["@me"]}}, "owner.numbers"),
+])
+def test_usernames_are_refused_where_ids_are_needed(section, key):
+    with pytest.raises(ConfigError) as e:
+        parse_config(section)
+    assert key in str(e.value)
+    assert "pairing reply shows their user id" in str(e.value)
+
+
+def test_ids_are_accepted_where_usernames_are_refused():
+    cfg = parse_config({"channels": {"discord": {"allow_from": [1234567890], "owner_groups": ["987"]}},
+                        "owner": {"numbers": ["+15550001111"]}})
+    assert cfg.channels.discord.allow_from == ["1234567890"]
+    assert cfg.channels.discord.owner_groups == ["987"]
+    assert cfg.owner.numbers == ["+15550001111"]
+
+
+def test_owner_only_tools_cannot_be_given_to_guests():
+    with pytest.raises(ConfigError) as e:
+        parse_config({"tools": {"guest": ["session_status", "memory_search"]}})
+    assert "tools.guest" in str(e.value) and "memory_search" in str(e.value)
+    assert parse_config({"tools": {"guest": ["session_status", "exec"]}}).tools.guest == ["session_status", "exec"]
