@@ -14,6 +14,8 @@ import os
 from importlib import resources
 from pathlib import Path
 
+from bot.private import FILE_MODE, private_dir, write_private
+
 log = logging.getLogger(__name__)
 
 STARTER_FILES = ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md")
@@ -42,18 +44,18 @@ def read_state(workspace: Path) -> dict:
 
 def _write_state(workspace: Path, state: dict) -> None:
     path = _state_path(workspace)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    private_dir(path.parent)
+    write_private(path, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _write_new(path: Path, text: str) -> bool:
-    """Create ``path`` with ``text`` unless something is already there (race-free)."""
+    """Create ``path`` (0600) with ``text`` unless something is already there (race-free;
+    O_EXCL also refuses to create through a symlink left at ``path``)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     except FileExistsError:
         return False
+    os.fchmod(fd, FILE_MODE)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
     return True
@@ -62,7 +64,7 @@ def _write_new(path: Path, text: str) -> bool:
 def init_workspace(path: Path) -> list[Path]:
     """Create missing starter files; return the files created (in creation order)."""
     workspace = Path(os.path.expanduser(str(path))).absolute()
-    workspace.mkdir(parents=True, exist_ok=True)
+    private_dir(workspace)  # SPEC §9.4: 0700, as are any parents created for it
     state = read_state(workspace)
     brand_new = not any(os.path.lexists(workspace / n) for n in STARTER_FILES + _EXISTING_HINTS)
 

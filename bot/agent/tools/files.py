@@ -1,35 +1,197 @@
-"""read / write / edit: file tools confined to the workspace."""
+"""read / write / edit: file tools confined to the workspace.
+
+Paths are first checked with ``resolve_in_workspace`` (which gives the familiar
+"outside the workspace" refusals), but the actual I/O never trusts a path string:
+it starts from an open handle on the file root and walks each component with
+``dir_fd=`` and ``O_NOFOLLOW``, so a symlink swapped in after the check (by an
+earlier ``exec``, say) makes the operation fail instead of leaving the workspace.
+
+* read follows symlinks only as far as ``resolve_in_workspace`` resolved them
+  (a link to another place inside the workspace keeps working); the walk over the
+  resolved path then refuses any link it meets.
+* write and edit refuse a path that goes through any symlink.  Files are replaced
+  atomically via an exclusive, randomly named ``O_NOFOLLOW`` temp file in the same
+  directory (``bot.private.write_at``); new files are 0600 and new directories 0700
+  whatever the umask, an overwritten file keeps its mode.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import stat
 from pathlib import Path
+
+from bot.private import DIR_MODE, write_at
 
 from .base import Tool, ToolContext, ToolError, arg_bool, arg_int, arg_str, display_path, resolve_in_workspace, schema
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 
+_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_SUBDIR_FLAGS = _ROOT_FLAGS | os.O_NOFOLLOW
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
-def _read_text(p: Path) -> str:
-    if not p.exists():
-        raise ToolError("file not found")
-    if p.is_dir():
+
+class _Target:
+    """A checked path: the real file root and the components below it."""
+
+    def __init__(self, path: str, root: Path, resolved: Path, parts: tuple[str, ...]):
+        self.path = path  # as the model wrote it (for messages)
+        self.root = root
+        self.resolved = resolved
+        self.parts = parts
+
+
+def _lexical_parts(file_root: Path, root: Path, path: str) -> tuple[str, ...] | None:
+    """Components of ``path`` below the file root, normalised without touching the
+    disk; None when the path does not lexically lie inside the root."""
+    p = Path(path.strip())
+    if p.is_absolute():
+        norm = os.path.normpath(p)
+        for base in (str(root), os.path.normpath(os.path.abspath(os.path.expanduser(str(file_root))))):
+            rel = os.path.relpath(norm, base)
+            if rel == "." or not (rel == ".." or rel.startswith("../")):
+                break
+        else:
+            return None
+    else:
+        rel = os.path.normpath(p)
+        if rel == ".." or rel.startswith("../"):
+            return None
+    return () if rel == "." else tuple(Path(rel).parts)
+
+
+def _target(ctx: ToolContext, path: str, *, writing: bool) -> _Target:
+    resolved = resolve_in_workspace(ctx.file_root, path)
+    root = Path(ctx.file_root).resolve()
+    parts = tuple(resolved.relative_to(root).parts)
+    if writing and _lexical_parts(ctx.file_root, root, path) != parts:
+        raise ToolError(
+            f"path {path!r} goes through a symbolic link; writing through links is not allowed"
+            f" (its real path is {display_path(ctx.file_root, resolved)})"
+        )
+    return _Target(path, root, resolved, parts)
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _link_error(t: _Target, name: str) -> ToolError:
+    return ToolError(f"path {t.path!r} goes through a symbolic link ({name}); refusing to follow it")
+
+
+def _open_parent(t: _Target, *, create: bool) -> int:
+    """An fd for the directory holding ``t``'s last component, walked without following
+    links from the file root.  With ``create`` missing directories are made 0700."""
+    fd = os.open(t.root, _ROOT_FLAGS)
+    try:
+        for name in t.parts[:-1]:
+            try:
+                nfd = os.open(name, _SUBDIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(name, DIR_MODE, dir_fd=fd)
+                    made = True
+                except FileExistsError:
+                    made = False
+                try:
+                    nfd = os.open(name, _SUBDIR_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, name):
+                        raise _link_error(t, name) from None
+                    raise
+                if made:
+                    os.fchmod(nfd, DIR_MODE)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, name):
+                    raise _link_error(t, name) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read_at(t: _Target, dir_fd: int) -> str:
+    if not t.parts:
         raise ToolError("that path is a directory, not a file")
-    if p.stat().st_size > MAX_READ_BYTES:
+    name = t.parts[-1]
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise ToolError("file not found") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP and _is_link(dir_fd, name):
+            raise _link_error(t, name) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError("that path is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError("not a regular file")
+        if st.st_size > MAX_READ_BYTES:
+            raise ToolError(f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_READ_BYTES:
+            chunk = os.read(fd, 1024 * 1024)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > MAX_READ_BYTES:
         raise ToolError(f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead")
-    data = p.read_bytes()
+    data = b"".join(chunks)
     if b"\x00" in data[:8192]:
         raise ToolError("file looks binary; not shown")
     return data.decode("utf-8", errors="replace")
+
+
+def _read_text(t: _Target) -> str:
+    try:
+        dfd = _open_parent(t, create=False)
+    except FileNotFoundError:
+        raise ToolError("file not found") from None
+    except NotADirectoryError:
+        raise ToolError("file not found") from None
+    try:
+        return _read_at(t, dfd)
+    finally:
+        os.close(dfd)
+
+
+def _check_not_dir(t: _Target, dir_fd: int | None = None) -> None:
+    if not t.parts:
+        raise ToolError(f"{t.path} is a directory")
+    if dir_fd is not None:
+        try:
+            st = os.stat(t.parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{t.path} is a directory")
 
 
 async def _read(ctx: ToolContext, args: dict) -> str:
     path = arg_str(args, "path")
     offset = arg_int(args, "offset", 1, minimum=1) or 1
     limit = arg_int(args, "limit", None, minimum=1)
-    p = resolve_in_workspace(ctx.file_root, path)
+    t = _target(ctx, path, writing=False)
     try:
-        text = await asyncio.to_thread(_read_text, p)
+        text = await asyncio.to_thread(_read_text, t)
     except ToolError as e:
         raise ToolError(f"{e} ({path})") from None
     except OSError as e:
@@ -47,12 +209,15 @@ async def _read(ctx: ToolContext, args: dict) -> str:
     return out
 
 
-def _write_file(p: Path, content: str) -> int:
-    p.parent.mkdir(parents=True, exist_ok=True)
+def _write_file(t: _Target, content: str) -> int:
+    _check_not_dir(t)
     data = content.encode("utf-8")
-    tmp = p.with_name(f".{p.name}.chela-tmp")
-    tmp.write_bytes(data)
-    tmp.replace(p)
+    dfd = _open_parent(t, create=True)
+    try:
+        _check_not_dir(t, dfd)
+        write_at(dfd, t.parts[-1], data, keep_mode=True)
+    finally:
+        os.close(dfd)
     return len(data)
 
 
@@ -63,25 +228,33 @@ async def _write(ctx: ToolContext, args: dict) -> str:
         raise ToolError("missing required argument 'content'")
     if not isinstance(content, str):
         raise ToolError("argument 'content' must be a string")
-    p = resolve_in_workspace(ctx.file_root, path)
-    if p.is_dir():
+    t = _target(ctx, path, writing=True)
+    if t.resolved.is_dir():
         raise ToolError(f"{path} is a directory")
     try:
-        n = await asyncio.to_thread(_write_file, p, content)
+        n = await asyncio.to_thread(_write_file, t, content)
     except OSError as e:
         raise ToolError(f"cannot write {path}: {e.strerror or e}") from None
-    return f"Wrote {n} bytes to {display_path(ctx.file_root, p)}."
+    return f"Wrote {n} bytes to {display_path(ctx.file_root, t.resolved)}."
 
 
-def _edit_file(p: Path, old: str, new: str, replace_all: bool) -> int:
-    text = _read_text(p)
-    count = text.count(old)
-    if count == 0:
-        raise ToolError("old_text was not found in the file (it must match exactly, including whitespace)")
-    if count > 1 and not replace_all:
-        raise ToolError(f"old_text occurs {count} times; include more surrounding text to make it unique, or set replace_all")
-    text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    _write_file(p, text)
+def _edit_file(t: _Target, old: str, new: str, replace_all: bool) -> int:
+    try:
+        dfd = _open_parent(t, create=False)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError("file not found") from None
+    try:
+        # read and replace through the same directory handle
+        text = _read_at(t, dfd)
+        count = text.count(old)
+        if count == 0:
+            raise ToolError("old_text was not found in the file (it must match exactly, including whitespace)")
+        if count > 1 and not replace_all:
+            raise ToolError(f"old_text occurs {count} times; include more surrounding text to make it unique, or set replace_all")
+        text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+        write_at(dfd, t.parts[-1], text.encode("utf-8"), keep_mode=True)
+    finally:
+        os.close(dfd)
     return count if replace_all else 1
 
 
@@ -94,15 +267,14 @@ async def _edit(ctx: ToolContext, args: dict) -> str:
     if not isinstance(new, str):
         raise ToolError("argument 'new_text' must be a string")
     replace_all = arg_bool(args, "replace_all")
-    p = resolve_in_workspace(ctx.file_root, path)
+    t = _target(ctx, path, writing=True)
     try:
-        n = await asyncio.to_thread(_edit_file, p, old, new, replace_all)
+        n = await asyncio.to_thread(_edit_file, t, old, new, replace_all)
     except ToolError as e:
         raise ToolError(f"{e} ({path})") from None
     except OSError as e:
         raise ToolError(f"cannot edit {path}: {e.strerror or e}") from None
-    return f"Edited {display_path(ctx.file_root, p)}: replaced {n} occurrence{'s' if n != 1 else ''}."
-
+    return f"Edited {display_path(ctx.file_root, t.resolved)}: replaced {n} occurrence{'s' if n != 1 else ''}."
 
 READ = Tool(
     "read",
