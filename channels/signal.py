@@ -16,6 +16,11 @@ sending, the kind of a chat id is taken from what was seen inbound; otherwise it
 by shape: ``+<digits>`` or a UUID is a direct recipient, anything else (base64) a group.
 The prefixes ``group:<id>`` and ``direct:<id>`` force a kind (handy for proactive sends).
 
+Inbound attachments: signal-cli has already stored them in its attachments directory.  At
+intake an attachment only carries that location as ``ref`` (nothing is read or copied); the
+core calls ``fetch_media`` once the sender is admitted (SPEC §9.4), which copies the file into
+the core's media directory with a size cap.
+
 Message ids are Signal's sent timestamps (milliseconds, as strings).  Quotes and reactions
 need the target message's author too; the adapter remembers (bounded) who wrote the
 messages it has seen and sent.
@@ -24,13 +29,15 @@ messages it has seen and sent.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import logging
 import os
 import re
-import shutil
+import stat
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -45,6 +52,7 @@ from channels.base import (
     InboundMessage,
     InboundSink,
     MediaItem,
+    MediaTooLarge,
     OutboundMessage,
 )
 
@@ -55,6 +63,9 @@ DEFAULT_ATTACHMENTS_DIR = "~/.local/share/signal-cli/attachments"
 
 _PHONE_RE = re.compile(r"^\+[0-9]{3,20}$")
 _UUID_RE = re.compile(r"^(PNI:)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_COPY_CHUNK = 64 * 1024
 
 _MEDIA_LABELS = {"image": "Image", "document": "File", "video": "Video", "audio": "Audio", "voice": "Voice"}
 
@@ -612,6 +623,9 @@ class SignalChannel(Channel):
         return text, mentioned
 
     def _attachments(self, items: list) -> tuple[list[MediaItem], list[str]]:
+        """Attachments as not-yet-fetched items: ``ref`` is signal-cli's stored file (its
+        ``storedFilename``, else the attachment id inside ``attachments_dir``).  No disk
+        access here: the sender has not been admitted yet."""
         out: list[MediaItem] = []
         notes: list[str] = []
         for att in items:
@@ -620,25 +634,45 @@ class SignalChannel(Channel):
             name = att.get("filename") or att.get("id") or "attachment"
             mime = att.get("contentType") or ""
             kind = _media_kind(mime, bool(att.get("voiceNote")))
-            stored = att.get("storedFilename") or (str(self.attachments_dir / att["id"]) if att.get("id") else "")
-            path = Path(stored) if stored else None
-            if path is None or not path.is_file():
-                log.warning("signal: attachment %s not found at %s (is attachments_dir right?)", name, stored)
+            ref = att.get("storedFilename") or att.get("id") or ""
+            if not isinstance(ref, str) or not ref:
                 notes.append(f"[attachment unavailable: {name}]")
                 continue
-            target = path
-            if self.media_dir is not None:
-                try:
-                    dest_dir = self.media_dir / "signal"
-                    dest_dir.mkdir(parents=True, exist_ok=True)
-                    target = dest_dir / path.name
-                    if not target.exists():
-                        shutil.copyfile(path, target)
-                except OSError as e:
-                    log.warning("signal: could not copy attachment %s to %s: %s", path, self.media_dir, e)
-                    target = path
-            out.append(MediaItem(kind=kind, target=str(target.resolve()), name=name, mime=mime))
+            try:
+                size = max(0, int(att.get("size") or 0))
+            except (TypeError, ValueError):
+                size = 0
+            out.append(MediaItem(kind=kind, target="", name=name, mime=mime,  # type: ignore[arg-type]
+                                 ref=ref, size=size))
         return out, notes
+
+    def _stored_path(self, ref: str) -> Path:
+        """Where signal-cli keeps the attachment ``ref``.  An absolute path is signal-cli's
+        own ``storedFilename``; anything else must be a bare attachment id (no directory
+        parts), looked up in ``attachments_dir``."""
+        path = Path(ref)
+        if path.is_absolute():
+            return path
+        if "/" in ref or "\\" in ref or ref in (".", "..") or "\x00" in ref:
+            raise ChannelError(f"signal: unusable attachment reference {ref!r}")
+        return self.attachments_dir / ref
+
+    async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
+        """Copy signal-cli's stored file into ``dest_dir`` (mode 0600), at most ``max_bytes``."""
+        if not item.ref:
+            return item
+        name = item.name or "attachment"
+        if item.size and item.size > max_bytes:
+            raise MediaTooLarge(f"signal: {name} is {item.size} bytes, over {max_bytes}")
+        src = self._stored_path(item.ref)
+        safe = _SAFE_NAME.sub("_", Path(name).name).strip("._")[:80] or "attachment"
+        dest = Path(dest_dir).absolute() / f"signal_{uuid.uuid4().hex[:12]}_{safe}"
+        try:
+            await asyncio.to_thread(_copy_capped, src, dest, max_bytes, name)
+        except OSError as e:                 # anything _copy_capped did not already translate
+            dest.unlink(missing_ok=True)
+            raise ChannelError(f"signal: copying attachment {name} failed ({e})") from None
+        return dataclasses.replace(item, target=str(dest))
 
     def _remember(self, chat_id: str, message_id: str, author: str, text: str = "") -> None:
         self._authors.put((chat_id, message_id), (author, text[:200]))
@@ -846,6 +880,46 @@ class SignalChannel(Channel):
                 )
             raise _RpcError(f"JSON-RPC error: {err}")
         return data.get("result")
+
+
+def _copy_capped(src: Path, dest: Path, max_bytes: int, name: str) -> None:
+    """Copy the regular file ``src`` (a symlink is refused, not followed) to the new file
+    ``dest`` (mode 0600), reading at most ``max_bytes`` + 1 bytes.  On any failure ``dest``
+    is removed.  Raises ``MediaTooLarge`` or ``ChannelError``."""
+    try:
+        # O_NONBLOCK: opening a FIFO planted there must not hang the worker thread
+        src_fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ChannelError(f"signal: attachment {name} not found at {src} (is attachments_dir right?)") from None
+    except OSError as e:
+        raise ChannelError(f"signal: cannot open attachment {name} ({e.strerror or e})") from None
+    with os.fdopen(src_fd, "rb", buffering=0) as source:
+        info = os.fstat(source.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ChannelError(f"signal: attachment {name} is not a regular file")
+        if info.st_size > max_bytes:
+            raise MediaTooLarge(f"signal: {name} is {info.st_size} bytes, over {max_bytes}")
+        try:
+            dest_fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise ChannelError(f"signal: cannot create {dest.name} ({e.strerror or e})") from None
+        try:
+            with os.fdopen(dest_fd, "wb") as out:
+                os.fchmod(out.fileno(), 0o600)
+                copied = 0
+                while True:
+                    chunk = source.read(_COPY_CHUNK)
+                    if not chunk:
+                        break
+                    copied += len(chunk)
+                    if copied > max_bytes:       # the file grew after the size check
+                        raise MediaTooLarge(f"signal: {name} is over {max_bytes} bytes")
+                    out.write(chunk)
+        except BaseException as e:
+            dest.unlink(missing_ok=True)
+            if isinstance(e, ChannelError) or not isinstance(e, Exception):
+                raise
+            raise ChannelError(f"signal: copying attachment {name} failed ({e})") from None
 
 
 class _Stalled(Exception):

@@ -10,8 +10,9 @@ Translation only (see ``channels/base.py``):
 * the app runs with ``process_before_response=True``: the listener awaits the sink (which
   only persists, so it is fast) and only then does bolt acknowledge -- the Socket Mode
   envelope ack, or the HTTP 200.  If the sink raises, bolt answers 500 / does not ack, so
-  Slack redelivers.  Slack wants the ack within 3 s; inbound file downloads happen before the
-  ack and are the only slow part (a late ack just makes Slack retry, which the de-dup absorbs);
+  Slack redelivers.  Slack wants the ack within 3 s.  Inbound files are NOT downloaded here:
+  each attachment carries its private URL as ``ref`` and the core calls ``fetch_media`` once
+  the sender is admitted (SPEC §9.4), which streams it with the bot token and a size cap;
 * ``send`` chunks the Markdown (``bot.replies.chunk_markdown``), renders each chunk to
   mrkdwn (``channels.formatting.markdown_to_slack_mrkdwn``) and posts with ``chat.postMessage``;
   local files go through ``files_upload_v2``; URLs are sent as ``<url|name>`` links;
@@ -30,8 +31,10 @@ import asyncio
 import dataclasses
 import logging
 import mimetypes
+import os
 import re
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -43,6 +46,7 @@ from channels.base import (
     InboundMessage,
     InboundSink,
     MediaItem,
+    MediaTooLarge,
     OutboundMessage,
 )
 from channels.formatting import markdown_to_slack_mrkdwn, slack_escape, slack_link
@@ -52,7 +56,7 @@ log = logging.getLogger("chela.channels.slack")
 
 SLACK_HARD_LIMIT = 40000
 _ALLOWED_SUBTYPES = {None, "", "file_share", "thread_broadcast", "bot_message", "me_message"}
-_MAX_DOWNLOAD = 25 * 1024 * 1024
+_DOWNLOAD_TIMEOUT = 120.0          # whole-file limit for one inbound download
 
 # A few unicode emoji the core uses, mapped to Slack's short names.
 EMOJI_NAMES: dict[str, str] = {
@@ -402,8 +406,6 @@ class SlackChannel(Channel):
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            if event.get("files"):
-                msg.attachments = await self._download_files(event.get("files") or [], msg.chat_id, msg.message_id)
             async with self._sink_lock:   # FIFO: hand messages over in the order they got here
                 await self._sink(msg)
         except BaseException:
@@ -450,7 +452,7 @@ class SlackChannel(Channel):
         except ValueError:
             timestamp = time.time()
 
-        attachments: list[MediaItem] = []
+        attachments = self._attachments(event.get("files") or [])
         return InboundMessage(
             channel=self.name,
             chat_id=channel,
@@ -488,40 +490,72 @@ class SlackChannel(Channel):
         api_host = (urlparse(self.api_base).hostname or "").lower()
         return host == api_host or host == "slack.com" or host.endswith(".slack.com")
 
-    async def _download_files(self, files: list[dict], chat_id: str, ts: str) -> list[MediaItem]:
-        if not files or self.media_dir is None:
-            return []
+    @staticmethod
+    def _attachments(files: list) -> list[MediaItem]:
+        """Event files as not-yet-downloaded attachments (``ref`` = the private URL)."""
+        items: list[MediaItem] = []
+        for f in files:
+            if not isinstance(f, dict):
+                continue
+            url = f.get("url_private_download") or f.get("url_private") or ""
+            if not url:
+                continue            # tombstoned / external files: nothing to fetch
+            name = f.get("name") or f.get("title") or f.get("id") or "file"
+            try:
+                size = max(0, int(f.get("size") or 0))
+            except (TypeError, ValueError):
+                size = 0
+            items.append(MediaItem(kind=_media_kind(f), target="", name=name,  # type: ignore[arg-type]
+                                   mime=f.get("mimetype") or mimetypes.guess_type(name)[0] or "",
+                                   ref=url, size=size))
+        return items
+
+    async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
+        """Stream a private file (bot-token auth) into ``dest_dir``, at most ``max_bytes``."""
         import aiohttp
 
-        items: list[MediaItem] = []
-        self.media_dir.mkdir(parents=True, exist_ok=True)
-        timeout = aiohttp.ClientTimeout(total=20)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            for f in files:
-                url = f.get("url_private_download") or f.get("url_private") or ""
-                name = f.get("name") or f.get("title") or f.get("id") or "file"
-                if not url or not self._token_allowed_for(url):
-                    continue
-                if int(f.get("size") or 0) > _MAX_DOWNLOAD:
-                    log.info("slack: skipping large file %s (%s bytes)", name, f.get("size"))
-                    continue
-                safe = _SAFE_NAME.sub("_", name)[:100] or "file"
-                dest = self.media_dir / f"slack-{_SAFE_NAME.sub('_', f.get('id') or ts)}-{safe}"
-                try:
-                    async with session.get(url, headers={"Authorization": f"Bearer {self.bot_token}"}) as r:
+        url = item.ref
+        if not url:
+            return item
+        name = item.name or "file"
+        if item.size and item.size > max_bytes:
+            raise MediaTooLarge(f"slack: {name} is {item.size} bytes, over {max_bytes}")
+        if not url.startswith(("https://", "http://")) or not self._token_allowed_for(url):
+            raise ChannelError(f"slack: refusing to fetch {name} from a non-Slack host")
+        safe = _SAFE_NAME.sub("_", Path(name).name).strip("._")[:80] or "file"
+        dest = Path(dest_dir).absolute() / f"slack_{uuid.uuid4().hex[:12]}_{safe}"
+        try:
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise ChannelError(f"slack: cannot create {dest.name}: {e}") from None
+        try:
+            with os.fdopen(fd, "wb") as out:
+                os.fchmod(out.fileno(), 0o600)
+                timeout = aiohttp.ClientTimeout(total=_DOWNLOAD_TIMEOUT, sock_connect=20)
+                async with aiohttp.ClientSession(timeout=timeout) as session:
+                    headers = {"Authorization": f"Bearer {self.bot_token}"}
+                    async with session.get(url, headers=headers) as r:
                         if r.status != 200:
-                            log.warning("slack: file download %s -> HTTP %s", name, r.status)
-                            continue
-                        data = await r.content.read(_MAX_DOWNLOAD + 1)
-                        if len(data) > _MAX_DOWNLOAD:
-                            continue
-                except Exception as e:
-                    log.warning("slack: file download %s failed: %s", name, e)
-                    continue
-                dest.write_bytes(data)
-                items.append(MediaItem(kind=_media_kind(f), target=str(dest.resolve()), name=name,
-                                       mime=f.get("mimetype") or mimetypes.guess_type(name)[0] or ""))
-        return items
+                            raise ChannelError(f"slack: downloading {name} answered HTTP {r.status}")
+                        ctype = (r.content_type or "").lower()
+                        if ctype == "text/html" and not (item.mime or "").lower().startswith("text/html"):
+                            # Slack answers a login page, not the file, when the token lacks files:read
+                            raise ChannelError(f"slack: downloading {name} returned an HTML page "
+                                               "(does the bot token have the files:read scope?)")
+                        if r.content_length is not None and r.content_length > max_bytes:
+                            raise MediaTooLarge(f"slack: {name} is {r.content_length} bytes, over {max_bytes}")
+                        got = 0
+                        async for chunk in r.content.iter_chunked(64 * 1024):
+                            got += len(chunk)
+                            if got > max_bytes:
+                                raise MediaTooLarge(f"slack: {name} is over {max_bytes} bytes")
+                            out.write(chunk)
+        except BaseException as e:
+            dest.unlink(missing_ok=True)
+            if isinstance(e, ChannelError) or not isinstance(e, Exception):
+                raise
+            raise ChannelError(f"slack: downloading {name} failed ({type(e).__name__}: {e})") from None
+        return dataclasses.replace(item, target=str(dest))
 
     # ------------------------------------------------------------------ outbound
 

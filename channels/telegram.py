@@ -13,11 +13,13 @@ import asyncio
 import dataclasses
 import logging
 import mimetypes
+import os
 import re
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, Awaitable, Callable
+from urllib.parse import urlsplit
 
 from telegram import Bot, InputFile, Message, ReactionTypeEmoji, ReplyParameters, Update
 from telegram.constants import ChatAction, MessageEntityType
@@ -40,6 +42,7 @@ from channels.base import (
     InboundMessage,
     InboundSink,
     MediaItem,
+    MediaTooLarge,
     OutboundMessage,
     wait_task_end,
 )
@@ -47,7 +50,6 @@ from channels.telegram_request import AiohttpRequest
 
 log = logging.getLogger("chela.channels.telegram")
 
-DOWNLOAD_FAILED_NOTE = "[attachment could not be downloaded]"
 _MAX_UPLOAD_BYTES = 50 * 1024 * 1024           # Bot API limit for uploads
 _HARD_TEXT_LIMIT = 4096
 _MEDIA_LABEL = {"image": "Image", "document": "Document", "video": "Video", "audio": "Audio", "voice": "Voice"}
@@ -94,13 +96,23 @@ def _safe_name(name: str) -> str:
     return name[:80] or "file"
 
 
+def _safe_suffix(*candidates: str | None) -> str:
+    """The first candidate that is a plain short extension (".jpg"), else ""."""
+    for suffix in candidates:
+        if suffix and re.fullmatch(r"\.[A-Za-z0-9]{1,10}", suffix):
+            return suffix
+    return ""
+
+
 class TelegramChannel(Channel):
     """Telegram Bot API channel.
 
     ``api_base`` points at the Bot API server (``https://api.telegram.org``, a self-hosted
-    server, or ``FakeTelegram.api_base`` in tests).  Inbound media is downloaded into
-    ``media_dir``.  A getUpdates taking longer than ``stall_timeout`` (default
-    ``poll_timeout + 15``) is cancelled and restarted.
+    server, or ``FakeTelegram.api_base`` in tests).  Inbound media is not downloaded at
+    intake: attachments carry their ``file_id`` as ``ref`` and the core calls
+    ``fetch_media`` once the sender is admitted (SPEC §9.4).  ``media_dir`` is accepted
+    for symmetry with the other adapters and unused.  A getUpdates taking longer than
+    ``stall_timeout`` (default ``poll_timeout + 15``) is cancelled and restarted.
     """
 
     name = "telegram"
@@ -125,7 +137,6 @@ class TelegramChannel(Channel):
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
         allowed_updates: tuple[str, ...] = ("message",),
-        download_media: bool = True,
     ) -> None:
         if not token:
             raise ValueError("telegram: a bot token is required")
@@ -147,7 +158,6 @@ class TelegramChannel(Channel):
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.allowed_updates = list(allowed_updates)
-        self.download_media = download_media
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._bot: Bot | None = None
@@ -419,16 +429,13 @@ class TelegramChannel(Channel):
         reply_to_bot = bool(reply is not None and reply.from_user is not None
                             and str(reply.from_user.id) == self._identity.get("id"))
 
-        attachments: list[MediaItem] = []
-        notes: list[str] = []
-        for kind, file_obj, name, mime in self._media_of(msg):
-            item = await self._download(kind, file_obj, name, mime, msg)
-            if item is None:
-                notes.append(DOWNLOAD_FAILED_NOTE)
-            else:
-                attachments.append(item)
-        if notes:
-            text = "\n".join([text, *notes]) if text else "\n".join(notes)
+        # Not downloaded here: the sender has not been admitted yet (SPEC §9.4).
+        attachments = [
+            MediaItem(kind=kind, target="", name=name,  # type: ignore[arg-type]
+                      mime=mime or (mimetypes.guess_type(name)[0] or ""),
+                      ref=file_obj.file_id, size=int(file_obj.file_size or 0))
+            for kind, file_obj, name, mime in self._media_of(msg)
+        ]
         if not text and not attachments:
             return None          # service messages, stickers, polls, …: nothing for the core
 
@@ -481,26 +488,52 @@ class TelegramChannel(Channel):
             out.append(("voice", v, f"voice_{mid}.ogg", v.mime_type or "audio/ogg"))
         return out
 
-    async def _download(self, kind: str, file_obj: Any, name: str, mime: str, msg: Message) -> MediaItem | None:
-        if not self.download_media or self._bot is None:
-            return None
+    async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
+        """getFile, then stream the file into ``dest_dir`` with the size cap.
+
+        The declared sizes (from the update, then from getFile) are checked before any
+        byte is fetched; the bytes actually received are counted as they arrive, so a
+        wrong or missing ``file_size`` cannot get past the cap either."""
+        if not item.ref:
+            return item
+        if item.size and item.size > max_bytes:
+            raise MediaTooLarge(f"telegram: {item.name or 'file'} is {item.size} bytes, over {max_bytes}")
+        bot = self._require_bot()
         try:
-            tg_file = await asyncio.wait_for(self._bot.get_file(file_obj.file_id), self.request_timeout)
-            suffix = Path(name).suffix or Path(tg_file.file_path or "").suffix
-            if not suffix and mime:
-                suffix = mimetypes.guess_extension(mime) or ""
-            stem = _safe_name(Path(name).stem)
-            self.media_dir.mkdir(parents=True, exist_ok=True)
-            target = (self.media_dir / f"tg_{uuid.uuid4().hex[:12]}_{stem}{suffix}").resolve()
-            await asyncio.wait_for(tg_file.download_to_drive(target), self.request_timeout * 4)
+            tg_file = await asyncio.wait_for(bot.get_file(item.ref), self.request_timeout)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a note in the text instead
-            log.warning("telegram[%s]: could not download %s of message %s in chat %s: %r",
-                        self.account, kind, msg.message_id, msg.chat_id, exc)
-            return None
-        return MediaItem(kind=kind, target=str(target), name=name,  # type: ignore[arg-type]
-                         mime=mime or (mimetypes.guess_type(name)[0] or ""))
+        except BadRequest as exc:
+            if "too big" in str(exc).lower():   # over the Bot API's own download limit
+                raise MediaTooLarge(f"telegram: {item.name or 'file'}: {exc}") from None
+            raise ChannelError(f"telegram: getFile failed for {item.name or 'file'}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - timeouts, network, API errors
+            raise ChannelError(f"telegram: getFile failed for {item.name or 'file'}: {exc!r}") from None
+        if tg_file.file_size and tg_file.file_size > max_bytes:
+            raise MediaTooLarge(f"telegram: {item.name or 'file'} is {tg_file.file_size} bytes, over {max_bytes}")
+        url = tg_file.file_path or ""
+        if not url.startswith(("http://", "https://")):
+            raise ChannelError(f"telegram: no download URL for {item.name or 'file'}")
+
+        name = item.name or "file"
+        suffix = _safe_suffix(Path(name).suffix, Path(urlsplit(url).path).suffix,
+                              mimetypes.guess_extension(item.mime) if item.mime else "")
+        stem = _safe_name(Path(name).stem)
+        dest = Path(dest_dir).absolute() / f"tg_{uuid.uuid4().hex[:12]}_{stem}{suffix}"
+        try:
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise ChannelError(f"telegram: cannot create {dest.name}: {exc}") from None
+        try:
+            with os.fdopen(fd, "wb") as out:
+                os.fchmod(out.fileno(), 0o600)        # whatever the umask
+                await self._requests[0].download_capped(url, out, max_bytes, self.request_timeout * 4)
+        except BaseException as exc:
+            dest.unlink(missing_ok=True)
+            if isinstance(exc, (MediaTooLarge, asyncio.CancelledError)) or not isinstance(exc, Exception):
+                raise
+            raise ChannelError(f"telegram: downloading {name} failed: {exc!r}") from None
+        return dataclasses.replace(item, target=str(dest))
 
     # ------------------------------------------------------------------ sending
     def _require_bot(self) -> Bot:

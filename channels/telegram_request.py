@@ -27,9 +27,10 @@ import urllib.request
 from typing import Any
 
 import aiohttp
-from telegram.error import NetworkError, TimedOut
+from telegram.error import NetworkError, TelegramError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
+from channels.base import MediaTooLarge
 from channels.util import is_loopback
 
 _TOKEN_IN_URL = re.compile(r"/bot[^/\s]+")
@@ -154,3 +155,37 @@ class AiohttpRequest(BaseRequest):
             raise NetworkError(_mask(f"aiohttp.{type(err).__name__}: {err}")) from None
         except aiohttp.ClientError as err:
             raise NetworkError(_mask(f"aiohttp.{type(err).__name__}: {err}")) from None
+
+    async def download_capped(self, url: str, out: Any, max_bytes: int, timeout: float) -> int:
+        """GET ``url`` and write the body to the binary file object ``out``, at most
+        ``max_bytes`` bytes.  Returns the number of bytes written.
+
+        PTB's own file download (``File.download_to_drive``) goes through ``do_request``,
+        which holds the whole body in memory and has no size limit; this streams instead
+        and stops at the cap.  Raises :class:`MediaTooLarge` past ``max_bytes`` (the caller
+        removes the partial file), :class:`TimedOut` / :class:`NetworkError` on transport
+        failures and :class:`TelegramError` on a non-200 answer.  Texts never carry the token.
+        """
+        session = self._session
+        if session is None or session.closed:
+            raise RuntimeError("This AiohttpRequest is not initialized!")
+        client_timeout = aiohttp.ClientTimeout(total=timeout, connect=self._connect_timeout,
+                                               sock_read=self._read_timeout)
+        written = 0
+        try:
+            async with session.get(url, timeout=client_timeout, proxy=self._proxy_for(url)) as resp:
+                if resp.status != 200:
+                    raise TelegramError(f"file download answered HTTP {resp.status}")
+                declared = resp.content_length
+                if declared is not None and declared > max_bytes:
+                    raise MediaTooLarge(f"file is {declared} bytes, over the {max_bytes}-byte limit")
+                async for chunk in resp.content.iter_chunked(64 * 1024):
+                    written += len(chunk)
+                    if written > max_bytes:
+                        raise MediaTooLarge(f"file is over the {max_bytes}-byte limit")
+                    out.write(chunk)
+        except asyncio.TimeoutError as err:
+            raise TimedOut(f"Timed out downloading a file ({type(err).__name__})") from None
+        except aiohttp.ClientError as err:
+            raise NetworkError(_mask(f"aiohttp.{type(err).__name__}: {err}")) from None
+        return written

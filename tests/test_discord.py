@@ -277,8 +277,9 @@ async def test_send_to_user_opens_dm(fake, connected):
     assert fake.sent[0]["channel_id"] == fake.add_dm_channel(USER_ID)
 
 
-async def test_inbound_attachment(fake, connected):
-    _, sink = connected
+async def test_inbound_attachment(fake, connected, tmp_path):
+    ch, sink = connected
+    before = sorted(tmp_path.rglob("*"))
     dm = fake.add_dm_channel(USER_ID, "alice")
     await fake.inject_message(dm, "see pic", author_id=USER_ID, username="alice",
                               attachments=[{"filename": "a.png", "content_type": "image/png"},
@@ -286,7 +287,15 @@ async def test_inbound_attachment(fake, connected):
     [msg] = await sink.wait(1)
     kinds = [(a.kind, a.name) for a in msg.attachments]
     assert kinds == [("image", "a.png"), ("document", "notes.txt")]
-    assert all(a.is_url for a in msg.attachments)
+    # Discord attachments stay CDN URLs: nothing is downloaded at intake (SPEC §9.4), and
+    # fetch_media (the base default) hands them back unchanged.
+    assert all(a.is_url and a.ref == "" for a in msg.attachments)
+    assert sorted(tmp_path.rglob("*")) == before
+    dest = tmp_path / "inbound"
+    dest.mkdir(mode=0o700)
+    for a in msg.attachments:
+        assert await ch.fetch_media(a, dest, 1) is a
+    assert list(dest.iterdir()) == []
 
 
 async def test_bad_token_raises_quickly(fake, tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, OutboundMessage
+from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
 from channels.signal import SSEParser, SignalChannel, _utf16_to_index
 from tests.fakes.signal import FakeSignalCli
 
@@ -152,22 +152,91 @@ async def test_ignores_receipts_typing_sync_reactions_and_own_messages(fake, cha
     assert [m.text for m in msgs] == ["real one"]
 
 
-async def test_inbound_attachment_is_local_media(fake, chan, tmp_path):
+def _files_in(path: Path) -> list[Path]:
+    return [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
+
+
+@pytest.fixture
+def dest(tmp_path) -> Path:
+    """The core's per-turn download directory (exists, 0700)."""
+    d = tmp_path / "inbound"
+    d.mkdir(mode=0o700)
+    return d
+
+
+async def test_inbound_attachment_is_a_ref_until_fetched(fake, chan, tmp_path, dest):
     fake.inject_message(ALICE, "look", attachments=[{"content": b"\x89PNGdata", "filename": "cat.png", "contentType": "image/png"}])
     [msg] = await chan.test_sink.wait(1)
     [item] = msg.attachments
     assert item.kind == "image" and item.name == "cat.png" and item.mime == "image/png"
-    path = Path(item.target)
-    assert path.is_absolute() and path.read_bytes() == b"\x89PNGdata"
-    assert (tmp_path / "media") in path.parents
+    # intake: signal-cli's id only -- nothing copied
+    assert item.target == "" and (fake.attachments_dir / item.ref).is_file() and item.size == 8
+    assert _files_in(tmp_path / "media") == [] and _files_in(dest) == []
+
+    got = await chan.fetch_media(item, dest, max_bytes=100)
+    path = Path(got.target)
+    assert path.is_absolute() and path.parent == dest and path.name.endswith("cat.png")
+    assert path.read_bytes() == b"\x89PNGdata" and path.stat().st_mode & 0o777 == 0o600
+    assert (fake.attachments_dir / item.ref).is_file()          # signal-cli's copy is left alone
 
 
-async def test_inbound_missing_attachment_becomes_note(fake, chan):
+async def test_inbound_stored_filename_is_the_ref(fake, chan, dest):
+    att = fake.write_attachment(b"%PDF", filename="doc.pdf", content_type="application/pdf")
+    att["storedFilename"] = str(fake.attachments_dir / att["id"])
+    fake.inject_message(ALICE, "", attachments=[att])
+    [msg] = await chan.test_sink.wait(1)
+    [item] = msg.attachments
+    assert item.ref == att["storedFilename"] and item.target == ""
+    got = await chan.fetch_media(item, dest, 100)
+    assert Path(got.target).read_bytes() == b"%PDF"
+
+
+async def test_fetch_refuses_declared_size_over_cap(fake, chan, dest):
+    fake.inject_message(ALICE, "big", attachments=[{"content": b"x" * 5000, "filename": "big.bin"}])
+    [msg] = await chan.test_sink.wait(1)
+    with pytest.raises(MediaTooLarge):
+        await chan.fetch_media(msg.attachments[0], dest, max_bytes=4999)
+    assert _files_in(dest) == []
+
+
+@pytest.mark.parametrize("declared", [10, None], ids=["lying-size", "no-size"])
+async def test_fetch_counts_bytes_when_the_size_lies(fake, chan, dest, declared):
+    att = fake.write_attachment(b"y" * 200_000, filename="lies.bin")
+    if declared is None:
+        del att["size"]
+    else:
+        att["size"] = declared
+    fake.inject_message(ALICE, "", attachments=[att])
+    [msg] = await chan.test_sink.wait(1)
+    [item] = msg.attachments
+    assert item.size == (declared or 0)
+    with pytest.raises(MediaTooLarge):
+        await chan.fetch_media(item, dest, max_bytes=100_000)
+    assert _files_in(dest) == []
+    got = await chan.fetch_media(item, dest, max_bytes=200_000)      # the legitimate twin
+    assert Path(got.target).read_bytes() == b"y" * 200_000
+
+
+async def test_fetch_does_not_follow_symlinks_or_escape(fake, chan, dest, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"top secret")
+    (fake.attachments_dir / "link.txt").symlink_to(secret)
+    for ref in ("link.txt", str(fake.attachments_dir / "link.txt"), "../secret.txt", "nope.pdf"):
+        item = MediaItem("document", "", name="x.txt", ref=ref)
+        with pytest.raises(ChannelError) as err:
+            await chan.fetch_media(item, dest, 100)
+        assert not isinstance(err.value, MediaTooLarge)
+    assert _files_in(dest) == []
+
+
+async def test_inbound_missing_attachment_fails_at_fetch(fake, chan, dest):
     att = {"contentType": "application/pdf", "filename": "doc.pdf", "id": "nope.pdf", "size": 3}
     fake.inject_message(ALICE, "", attachments=[att])
     [msg] = await chan.test_sink.wait(1)
-    assert msg.attachments == []
-    assert "attachment unavailable: doc.pdf" in msg.text
+    [item] = msg.attachments                     # intake does not look at the disk
+    assert item.ref == "nope.pdf" and msg.text == ""
+    with pytest.raises(ChannelError, match="not found"):
+        await chan.fetch_media(item, dest, 100)
 
 
 async def test_duplicate_envelope_delivered_once(fake, chan):

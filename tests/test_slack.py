@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, OutboundMessage
+from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
 from channels.slack import SlackChannel, slack_emoji_name
 from tests.fakes.slack import FakeSlack, post_http_event
 
@@ -240,16 +240,88 @@ async def test_reply_in_thread_the_bot_posted_in_counts_as_mention(socket_channe
     assert got["elsewhere"].mentioned is False and got["elsewhere"].thread_id == "1600000000.000009"
 
 
-async def test_inbound_file_is_downloaded(socket_channel, fake, tmp_path):
-    _, sink = socket_channel
+def _files_in(path) -> list:
+    return [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
+
+
+@pytest.fixture
+def dest(tmp_path):
+    """The core's per-turn download directory (exists, 0700)."""
+    d = tmp_path / "inbound"
+    d.mkdir(mode=0o700)
+    return d
+
+
+async def test_inbound_file_is_a_ref_until_fetched(socket_channel, fake, tmp_path, dest):
+    ch, sink = socket_channel
     f = fake.add_file("pic.png", b"\x89PNGdata", "image/png")
     env = await fake.push_event(fake.message_event("D1", "U1", "look", files=[f]))
     await fake.wait_for_ack(env)
     [m] = await sink.wait(1)
     [a] = m.attachments
     assert a.kind == "image" and a.name == "pic.png" and a.mime == "image/png"
-    assert open(a.target, "rb").read() == b"\x89PNGdata"
-    assert a.target.startswith(str(tmp_path / "media"))
+    # intake: the private URL only -- nothing fetched, nothing on disk
+    assert a.target == "" and a.ref == f["url_private_download"] and a.size == len(b"\x89PNGdata")
+    assert fake.downloads == []
+    assert _files_in(tmp_path / "media") == [] and _files_in(dest) == []
+
+    got = await ch.fetch_media(a, dest, max_bytes=1000)
+    path = dest / got.target.rsplit("/", 1)[-1]
+    assert got.target == str(path) and path.read_bytes() == b"\x89PNGdata"
+    assert path.name.endswith("pic.png") and path.stat().st_mode & 0o777 == 0o600
+    assert fake.downloads == [f["id"]]
+
+
+async def test_fetch_uses_a_safe_unique_name(socket_channel, fake, dest):
+    ch, _ = socket_channel
+    f = fake.add_file("../../x y.txt", b"one", "text/plain")
+    item = ch._attachments([f])[0]
+    a = await ch.fetch_media(item, dest, 100)
+    b = await ch.fetch_media(item, dest, 100)
+    assert a.target != b.target
+    for got in (a, b):
+        path = dest / got.target.rsplit("/", 1)[-1]
+        assert got.target == str(path) and path.read_bytes() == b"one" and "/" not in path.name[:-4]
+
+
+async def test_fetch_refuses_declared_size_over_cap_without_downloading(socket_channel, fake, dest):
+    ch, _ = socket_channel
+    f = fake.add_file("big.bin", b"x" * 5000)
+    [item] = ch._attachments([f])
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(item, dest, max_bytes=4999)
+    assert fake.downloads == [] and _files_in(dest) == []
+
+
+@pytest.mark.parametrize("declared", [10, None], ids=["lying-size", "no-size"])
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_fetch_counts_bytes_when_the_size_lies(socket_channel, fake, dest, declared, chunked):
+    ch, _ = socket_channel
+    fake.chunked_downloads = chunked
+    data = b"y" * 200_000
+    f = fake.add_file("lies.bin", data, declared_size=declared)
+    [item] = ch._attachments([f])
+    assert item.size == (declared or 0)
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(item, dest, max_bytes=100_000)
+    assert _files_in(dest) == []
+    got = await ch.fetch_media(item, dest, max_bytes=200_000)     # the legitimate twin
+    assert open(got.target, "rb").read() == data
+
+
+async def test_fetch_failures_are_channel_errors(socket_channel, fake, dest):
+    ch, _ = socket_channel
+    f = fake.add_file("gone.bin", b"x")
+    [item] = ch._attachments([f])
+    del fake.files[f["id"]]
+    with pytest.raises(ChannelError) as err:
+        await ch.fetch_media(item, dest, 100)
+    assert not isinstance(err.value, MediaTooLarge)
+    # the bot token never goes to a host that is not Slack's
+    foreign = MediaItem("document", "", name="x", ref="https://evil.example/files/F1/x")
+    with pytest.raises(ChannelError):
+        await ch.fetch_media(foreign, dest, 100)
+    assert _files_in(dest) == []
 
 
 # ------------------------------------------------------------------ outbound

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, OutboundMessage
-from channels.telegram import DOWNLOAD_FAILED_NOTE, TelegramChannel
+from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
+from channels.telegram import TelegramChannel
 from tests.fakes.telegram import FakeTelegram
 
 BOT_ID = 777000
@@ -292,39 +292,108 @@ async def test_stalled_poll_is_restarted(fake, make_channel, caplog):
         await ch.stop()
 
 
-async def test_inbound_photo_downloaded(fake, started, tmp_path):
-    _, sink = started
+def _files_in(path: Path) -> list[Path]:
+    return [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
+
+
+@pytest.fixture
+def dest(tmp_path) -> Path:
+    """The core's per-turn download directory (exists, 0700)."""
+    d = tmp_path / "inbound"
+    d.mkdir(mode=0o700)
+    return d
+
+
+async def test_inbound_photo_is_a_ref_until_fetched(fake, started, tmp_path, dest):
+    ch, sink = started
     data = b"\xff\xd8\xff" + b"JPEGDATA" * 100
     fake.inject_message(42, "look", from_id=42, photo=data)
     [m] = await sink.wait(1)
     assert m.text == "look"
     [item] = m.attachments
     assert item.kind == "image" and item.mime == "image/jpeg"
-    path = Path(item.target)
-    assert path.is_absolute() and path.parent == (tmp_path / "media").resolve()
+    # intake: a handle only -- nothing asked of the file API, nothing on disk
+    assert item.target == "" and item.ref.startswith("photo-") and item.size == len(data)
+    assert fake.calls_of("getFile") == [] and fake.downloads == []
+    assert _files_in(tmp_path / "media") == [] and _files_in(dest) == []
+
+    got = await ch.fetch_media(item, dest, max_bytes=10_000)
+    path = Path(got.target)
+    assert got.ref == item.ref and got.name == item.name
+    assert path.is_absolute() and path.parent == dest
     assert path.read_bytes() == data      # the largest size, not the thumbnail
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert _files_in(dest) == [path]
 
 
-async def test_inbound_document_and_voice(fake, started):
-    _, sink = started
-    fake.inject_message(42, "", from_id=42, document=b"%PDF-1.4", document_name="report.pdf",
+async def test_inbound_document_and_voice(fake, started, dest):
+    ch, sink = started
+    fake.inject_message(42, "", from_id=42, document=b"%PDF-1.4", document_name="../../etc/report.pdf",
                         mime_type="application/pdf")
     fake.inject_message(42, "", from_id=42, voice=b"OggS....")
     a, b = await sink.wait(2)
     assert a.text == "" and a.attachments[0].kind == "document"
-    assert a.attachments[0].name == "report.pdf" and a.attachments[0].mime == "application/pdf"
-    assert Path(a.attachments[0].target).read_bytes() == b"%PDF-1.4"
-    assert Path(a.attachments[0].target).name.endswith("report.pdf")
-    assert b.attachments[0].kind == "voice" and Path(b.attachments[0].target).read_bytes() == b"OggS...."
+    assert a.attachments[0].name == "../../etc/report.pdf" and a.attachments[0].mime == "application/pdf"
+    assert b.attachments[0].kind == "voice" and b.attachments[0].target == ""
+    doc = await ch.fetch_media(a.attachments[0], dest, 1000)
+    voice = await ch.fetch_media(b.attachments[0], dest, 1000)
+    assert Path(doc.target).read_bytes() == b"%PDF-1.4"
+    assert Path(doc.target).parent == dest and Path(doc.target).name.endswith("report.pdf")
+    assert Path(voice.target).read_bytes() == b"OggS...."
+    assert Path(voice.target).parent == dest and Path(voice.target) != Path(doc.target)
 
 
-async def test_inbound_download_failure_becomes_a_note(fake, started):
-    _, sink = started
-    fake.fail_next("getFile", status=400, description="Bad Request: file is too big")
-    fake.inject_message(42, "big one", from_id=42, document=b"x", document_name="huge.bin")
+async def test_fetch_refuses_declared_size_over_cap_without_downloading(fake, started, dest):
+    ch, sink = started
+    fake.inject_message(42, "big", from_id=42, document=b"x" * 5000, document_name="big.bin")
     [m] = await sink.wait(1)
-    assert m.attachments == []
-    assert m.text == f"big one\n{DOWNLOAD_FAILED_NOTE}"
+    [item] = m.attachments
+    assert item.size == 5000
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(item, dest, max_bytes=4999)
+    assert fake.calls_of("getFile") == [] and fake.downloads == []
+    assert _files_in(dest) == []
+
+
+@pytest.mark.parametrize("declared", [10, None], ids=["lying-size", "no-size"])
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_fetch_counts_bytes_when_the_size_lies(fake, started, dest, declared, chunked):
+    ch, sink = started
+    fake.chunked_downloads = chunked
+    data = b"y" * 200_000
+    fake.inject_message(42, "", from_id=42, document=data, document_name="lies.bin", file_size=declared)
+    [m] = await sink.wait(1)
+    [item] = m.attachments
+    assert item.size == (declared or 0)
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(item, dest, max_bytes=100_000)
+    assert _files_in(dest) == []
+    # the legitimate twin: the same lie under a cap it fits in
+    got = await ch.fetch_media(item, dest, max_bytes=200_000)
+    assert Path(got.target).read_bytes() == data
+    assert Path(got.target).stat().st_mode & 0o777 == 0o600
+
+
+async def test_fetch_failure_is_a_channel_error(fake, started, dest):
+    ch, sink = started
+    fake.inject_message(42, "gone", from_id=42, document=b"x", document_name="gone.bin")
+    [m] = await sink.wait(1)
+    assert m.text == "gone"
+    fake.fail_next("getFile", status=400, description="Bad Request: invalid file_id")
+    with pytest.raises(ChannelError) as err:
+        await ch.fetch_media(m.attachments[0], dest, 1000)
+    assert not isinstance(err.value, MediaTooLarge)
+    assert fake.token not in str(err.value)
+    fake.fail_next("getFile", status=400, description="Bad Request: file is too big")
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(m.attachments[0], dest, 1000)
+    assert _files_in(dest) == []
+
+
+async def test_fetch_media_leaves_non_ref_items_alone(started, dest):
+    ch, _ = started
+    item = MediaItem("image", "https://example.com/a.png")
+    assert await ch.fetch_media(item, dest, 10) is item
 
 
 # ---------------------------------------------------------------------------- outbound text

@@ -10,6 +10,11 @@ private file downloads and a Socket Mode websocket, all on 127.0.0.1 (aiohttp).
         posts = await fake.wait_for_posts(1)              # [{"channel": "D1", "text": "hello", ...}]
 
 HTTP mode: ``await post_http_event(url, secret, fake.event_callback(event))`` signs and posts.
+
+Private files: ``add_file(name, data, mime)`` returns the event's file object (its ``size`` is
+the real length unless ``declared_size=`` says otherwise, ``None`` leaves it out); every GET of
+a file is recorded in ``downloads`` (file ids); with ``chunked_downloads = True`` files are
+streamed without a Content-Length header.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import hmac
 import itertools
 import json
 import time
+import urllib.parse
 import uuid
 from typing import Any
 
@@ -57,6 +63,8 @@ class FakeSlack:
         self.envelopes: list[dict] = []               # envelopes sent
         self.socket_connections = 0
         self.files: dict[str, tuple[bytes, str]] = {}  # downloadable private files: id -> (bytes, mime)
+        self.downloads: list[str] = []                # file ids fetched (with the right token)
+        self.chunked_downloads = False
 
         self._failures: dict[str, list[dict]] = {}
         self._pending_uploads: dict[str, dict] = {}
@@ -137,13 +145,21 @@ class FakeSlack:
     async def wait_for_socket(self, timeout: float = 5.0) -> None:
         await self._wait(lambda: bool(self._ws), timeout, "a Socket Mode connection")
 
-    def add_file(self, name: str, data: bytes, mimetype: str = "application/octet-stream") -> dict:
-        """Register a private file and return its Slack file object (for ``files=[...]``)."""
+    def add_file(self, name: str, data: bytes, mimetype: str = "application/octet-stream",
+                 *, declared_size: Any = -1) -> dict:
+        """Register a private file and return its Slack file object (for ``files=[...]``).
+        ``declared_size``: the ``size`` the object claims (default the real length; ``None``
+        leaves the field out)."""
         fid = f"F{next(self._ids):04d}"
         self.files[fid] = (data, mimetype)
-        url = f"{self.url}/files/{fid}/{name}"
-        return {"id": fid, "name": name, "title": name, "mimetype": mimetype, "size": len(data),
-                "url_private": url, "url_private_download": url + "?download=1", "filetype": name.rsplit(".", 1)[-1]}
+        url = f"{self.url}/files/{fid}/{urllib.parse.quote(name, safe='')}"
+        obj = {"id": fid, "name": name, "title": name, "mimetype": mimetype, "size": len(data),
+               "url_private": url, "url_private_download": url + "?download=1", "filetype": name.rsplit(".", 1)[-1]}
+        if declared_size is None:
+            del obj["size"]
+        elif declared_size != -1:
+            obj["size"] = declared_size
+        return obj
 
     # ------------------------------------------------------------------ payload builders
 
@@ -373,7 +389,19 @@ class FakeSlack:
         item = self.files.get(request.match_info["file_id"])
         if item is None:
             return web.Response(status=404)
-        return web.Response(body=item[0], content_type=item[1])
+        self.downloads.append(request.match_info["file_id"])
+        if not self.chunked_downloads:
+            return web.Response(body=item[0], content_type=item[1])
+        resp = web.StreamResponse(headers={"Content-Type": item[1]})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for i in range(0, len(item[0]), 16 * 1024):
+            try:
+                await resp.write(item[0][i:i + 16 * 1024])
+            except (ConnectionError, RuntimeError):
+                return resp                      # the client hung up (e.g. at its size cap)
+        await resp.write_eof()
+        return resp
 
     # ------------------------------------------------------------------ Socket Mode
 

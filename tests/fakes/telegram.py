@@ -33,6 +33,7 @@ Records (plain attributes, read them freely):
 * ``chat_actions`` – ``(chat_id, action, message_thread_id)`` per sendChatAction.
 * ``messages`` – every message in the fake's world keyed by ``(chat_id, message_id)`` (Bot API
   JSON dicts: injected user messages and the bot's own messages).
+* ``downloads`` – the ``file_path`` of every file fetched under ``base_file_url``.
 
 Behaviour switches and failure injection:
 
@@ -41,6 +42,11 @@ Behaviour switches and failure injection:
   fail with that error (queued; each call consumes one).
 * ``reject_urls = True`` – sendPhoto & co. with an http(s) URL answer 400 "wrong file
   identifier/HTTP URL specified".
+* ``inject_message(..., file_size=N)`` / ``add_file(..., declared_size=N)`` – the file's
+  ``file_size`` (in the message and in getFile) claims N bytes whatever its real length;
+  ``None`` leaves the field out.
+* ``chunked_downloads = True`` – file downloads are streamed without a Content-Length header,
+  so a client can only learn the size by counting.
 * ``stall_next_poll(seconds)`` – the next getUpdates hangs that long without answering (then
   answers ``[]``), like a dead TCP connection.
 * ``validate_html = True`` (default) – ``parse_mode=HTML`` text is checked like Telegram does
@@ -61,6 +67,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from aiohttp import web
@@ -195,6 +202,9 @@ def _check_html(value: str) -> None:
             raise _ApiError(400, f"Bad Request: can't parse entities: unsupported HTML entity \"&{ent};\"")
 
 
+_REAL_SIZE: Any = object()      # add_file / inject_message default: declare the real length
+
+
 class FakeTelegram:
     """The fake Bot API server.  See the module docstring for a tour."""
 
@@ -229,6 +239,8 @@ class FakeTelegram:
         self.chat_actions: list[tuple[int | str, str, int | None]] = []
         self.messages: dict[tuple[int | str, int], dict] = {}
         self.webhook_deleted = 0
+        self.downloads: list[str] = []
+        self.chunked_downloads = False
 
         self._updates: list[dict] = []           # pending (not yet confirmed) updates
         self._update_ids = itertools.count(first_update_id)
@@ -239,6 +251,7 @@ class FakeTelegram:
         self._msg_ids: dict[int | str, int] = {}
         self._chats: dict[int | str, dict] = {}
         self._files: dict[str, tuple[bytes, str]] = {}    # file_id -> (bytes, file_path)
+        self._declared: dict[str, int | None] = {}        # file_id -> file_size it claims (None: absent)
         self._file_seq = itertools.count(1)
         self._sent_by_key: dict[tuple[int | str, int], SentMessage] = {}
         self._changed: asyncio.Event | None = None
@@ -332,6 +345,7 @@ class FakeTelegram:
         caption: str | None = None,
         date: int | None = None,
         edited: bool = False,
+        file_size: Any = _REAL_SIZE,
     ) -> int:
         """Queue a user message as an update; returns the update id.
 
@@ -339,7 +353,8 @@ class FakeTelegram:
         (e.g. one the bot sent: ``fake.sent[0].message_id``).  With any media, ``text`` becomes
         the caption (or pass ``caption=``).  ``entities`` use Bot API shape
         (``{"type": "mention", "offset": 0, "length": 10}``).  ``edited=True`` delivers it as
-        ``edited_message``.
+        ``edited_message``.  ``file_size`` makes the media (all of it) claim that size (``None``:
+        no ``file_size`` field), for testing clients that must not trust it.
         """
         from_id = chat_id if from_id is None else from_id
         chat = self._chat(chat_id, chat_type, title, username if chat_type == "private" else None,
@@ -368,23 +383,25 @@ class FakeTelegram:
         has_media = any(x is not None for x in (photo, document, video, audio, voice))
         if photo is not None:
             small = self.add_file(f"photo-small-{next(self._file_seq)}", photo[:64], "photos/small.jpg")
-            big = self.add_file(f"photo-{next(self._file_seq)}", photo, None)
+            big = self.add_file(f"photo-{next(self._file_seq)}", photo, None, declared_size=file_size)
             msg["photo"] = [
                 {**small, "width": 90, "height": 90},
                 {**big, "width": 1280, "height": 960},
             ]
         if document is not None:
-            info = self.add_file(f"doc-{next(self._file_seq)}", document, f"documents/{document_name}")
+            seq = next(self._file_seq)      # Telegram's own path, never the sender's file name
+            info = self.add_file(f"doc-{seq}", document, f"documents/file_{seq}{Path(document_name).suffix}",
+                                 declared_size=file_size)
             msg["document"] = {**info, "file_name": document_name,
                                "mime_type": mime_type or "application/octet-stream"}
         if video is not None:
-            info = self.add_file(f"video-{next(self._file_seq)}", video, None, ".mp4")
+            info = self.add_file(f"video-{next(self._file_seq)}", video, None, ".mp4", declared_size=file_size)
             msg["video"] = {**info, "width": 640, "height": 480, "duration": 1, "mime_type": "video/mp4"}
         if audio is not None:
-            info = self.add_file(f"audio-{next(self._file_seq)}", audio, None, ".mp3")
+            info = self.add_file(f"audio-{next(self._file_seq)}", audio, None, ".mp3", declared_size=file_size)
             msg["audio"] = {**info, "duration": 1, "mime_type": mime_type or "audio/mpeg"}
         if voice is not None:
-            info = self.add_file(f"voice-{next(self._file_seq)}", voice, None, ".oga")
+            info = self.add_file(f"voice-{next(self._file_seq)}", voice, None, ".oga", declared_size=file_size)
             msg["voice"] = {**info, "duration": 1, "mime_type": "audio/ogg"}
         body = caption if caption is not None else text
         if has_media:
@@ -399,11 +416,21 @@ class FakeTelegram:
         self.messages[(chat_id, msg["message_id"])] = msg
         return self.inject_raw_update({"edited_message" if edited else "message": msg})
 
-    def add_file(self, file_id: str, data: bytes, file_path: str | None = None, ext: str = ".jpg") -> dict:
-        """Make ``file_id`` downloadable through getFile; returns the Bot API File fields."""
+    def add_file(self, file_id: str, data: bytes, file_path: str | None = None, ext: str = ".jpg",
+                 *, declared_size: Any = _REAL_SIZE) -> dict:
+        """Make ``file_id`` downloadable through getFile; returns the Bot API File fields.
+        ``declared_size`` overrides the ``file_size`` it reports (``None``: left out)."""
         path = file_path or f"files/{file_id}{ext}"
         self._files[file_id] = (bytes(data), path)
-        return {"file_id": file_id, "file_unique_id": f"u-{file_id}", "file_size": len(data)}
+        self._declared[file_id] = len(data) if declared_size is _REAL_SIZE else declared_size
+        return self._file_fields(file_id)
+
+    def _file_fields(self, file_id: str) -> dict:
+        info: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u-{file_id}"}
+        size = self._declared.get(file_id, len(self._files[file_id][0]))
+        if size is not None:
+            info["file_size"] = size
+        return info
 
     def fail_next(
         self,
@@ -505,7 +532,7 @@ class FakeTelegram:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.match_info["tail"]
         if request.method == "GET" and path.startswith("file/bot"):
-            return self._download(path[len("file/bot"):])
+            return await self._download(request, path[len("file/bot"):])
         if not path.startswith("bot") or "/" not in path:
             return self._error(_ApiError(404, "Not Found"))
         token, method = path[3:].split("/", 1)
@@ -577,13 +604,25 @@ class FakeTelegram:
                 return value
         return value
 
-    def _download(self, rest: str) -> web.Response:
+    async def _download(self, request: web.Request, rest: str) -> web.StreamResponse:
         token, _, file_path = rest.partition("/")
         if token != self.token:
             return self._error(_ApiError(401, "Unauthorized"))
         for data, path in self._files.values():
             if path == file_path:
-                return web.Response(body=data, content_type="application/octet-stream")
+                self.downloads.append(file_path)
+                if not self.chunked_downloads:
+                    return web.Response(body=data, content_type="application/octet-stream")
+                resp = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+                resp.enable_chunked_encoding()
+                await resp.prepare(request)
+                for i in range(0, len(data), 16 * 1024):
+                    try:
+                        await resp.write(data[i:i + 16 * 1024])
+                    except (ConnectionError, RuntimeError):
+                        return resp          # the client hung up (e.g. at its size cap)
+                await resp.write_eof()
+                return resp
         return self._error(_ApiError(404, "Not Found"))
 
     def _check_text(self, text: Any, parse_mode: Any, *, caption: bool = False) -> str:
@@ -739,8 +778,7 @@ class FakeTelegram:
         file_id = params.get("file_id")
         if file_id not in self._files:
             raise _ApiError(400, "Bad Request: invalid file_id")
-        data, path = self._files[file_id]
-        return {"file_id": file_id, "file_unique_id": f"u-{file_id}", "file_size": len(data), "file_path": path}
+        return {**self._file_fields(file_id), "file_path": self._files[file_id][1]}
 
     async def _send_media(self, method: str, params: dict) -> dict:
         field_name, kind = _MEDIA_METHODS[method]
