@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from bot.agent.textproto import ParsedCall, format_tool_results, parse_tool_call
 from bot.agent.tools import ExecPolicy, ToolContext, build_registry
 from bot.agent.tools.exec_tool import check_allowlisted
 from bot.prompt.context import ToolSpec
+from tests.test_sandbox import PY, require_sandbox
 
 ALL = ["read", "write", "edit", "exec", "memory_search", "memory_get", "message", "session_status", "sessions_spawn", "cron"]
 
@@ -157,9 +157,17 @@ def test_exec_allowlist_parsing():
         check_allowlisted("echo 'unclosed", ["echo"])
 
 
-async def test_exec_allowlist_runs_in_workspace(reg, ws):
+@pytest.fixture(params=[True, False], ids=["sandbox", "no-sandbox"])
+def sandboxed(request):
+    """Each exec test runs sandboxed (the default; skipped without bwrap, failed on CI) and not."""
+    if request.param:
+        require_sandbox()
+    return request.param
+
+
+async def test_exec_allowlist_runs_in_workspace(reg, ws, sandboxed):
     (ws / "hello.txt").write_text("hi there")
-    ctx = ctx_for(ws)
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("allowlist", ["ls", "cat", "echo", "sleep", "sh"], 5, sandbox=sandboxed))
     out = await reg.execute("exec", {"command": "cat hello.txt"}, ctx)
     assert out.startswith("hi there\n[exit code 0")
     out = await reg.execute("exec", {"command": "ls"}, ctx)
@@ -170,22 +178,22 @@ async def test_exec_allowlist_runs_in_workspace(reg, ws):
     assert out.startswith("Error: command refused: 'python3' is not on the exec allow list")
 
 
-async def test_exec_deny_policy(reg, ws):
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("deny", ["ls"], 5))
+async def test_exec_deny_policy(reg, ws, sandboxed):
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("deny", ["ls"], 5, sandbox=sandboxed))
     out = await reg.execute("exec", {"command": "ls"}, ctx)
     assert out.startswith("Error:") and "disabled" in out
 
 
-async def test_exec_full_policy_uses_shell(reg, ws):
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 5))
+async def test_exec_full_policy_uses_shell(reg, ws, sandboxed):
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 5, sandbox=sandboxed))
     out = await reg.execute("exec", {"command": "echo one && echo two >&2; exit 3"}, ctx)
     assert out.startswith("one\ntwo\n[exit code 3")
 
 
-async def test_exec_children_do_not_get_secret_variables(reg, ws, monkeypatch):
+async def test_exec_children_do_not_get_secret_variables(reg, ws, monkeypatch, sandboxed):
     monkeypatch.setenv("CHELA_TEST_BOT_TOKEN", "123:very-secret-token")
     monkeypatch.setenv("CHELA_TEST_PLAIN", "visible")
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 5), secrets=("123:very-secret-token",))
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 5, sandbox=sandboxed), secrets=("123:very-secret-token",))
     out = await reg.execute("exec", {"command": "env"}, ctx)
     assert "CHELA_TEST_PLAIN=visible" in out
     assert "CHELA_TEST_BOT_TOKEN" not in out          # the variable itself, not only its value
@@ -193,8 +201,8 @@ async def test_exec_children_do_not_get_secret_variables(reg, ws, monkeypatch):
     assert out.startswith("[]")
 
 
-async def test_exec_timeout_kills_process_group(reg, ws):
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 0.5))
+async def test_exec_timeout_kills_process_group(reg, ws, sandboxed):
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 0.5, sandbox=sandboxed))
     t0 = time.monotonic()
     # the grandchild writes a marker after 1s unless it was killed with the group
     out = await reg.execute("exec", {"command": "echo started; (sleep 1; touch marker) & sleep 30"}, ctx)
@@ -205,17 +213,17 @@ async def test_exec_timeout_kills_process_group(reg, ws):
     assert not (ws / "marker").exists()
 
 
-async def test_exec_allowlist_timeout(reg, ws):
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("allowlist", ["sleep"], 0.3))
+async def test_exec_allowlist_timeout(reg, ws, sandboxed):
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("allowlist", ["sleep"], 0.3, sandbox=sandboxed))
     t0 = time.monotonic()
     out = await reg.execute("exec", {"command": "sleep 30"}, ctx)
     assert out.startswith("Error: the command timed out")
     assert time.monotonic() - t0 < 4
 
 
-async def test_exec_output_cap(reg, ws):
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 10, max_output=2000))
-    out = await reg.execute("exec", {"command": f"{sys.executable} -c \"print('y'*100000)\""}, ctx)
+async def test_exec_output_cap(reg, ws, sandboxed):
+    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 10, max_output=2000, sandbox=sandboxed))
+    out = await reg.execute("exec", {"command": f"{PY} -c \"print('y'*100000)\""}, ctx)
     assert "[... output cut at 2000 bytes of 100001]" in out
     assert len(out) < 2200
 

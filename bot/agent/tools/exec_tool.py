@@ -1,12 +1,23 @@
-"""exec: run a command in the workspace under the configured policy.
+"""exec: run a command in the turn's file root under the configured policy (SPEC §9.3).
 
 * ``deny``      - never runs anything.
 * ``allowlist`` - no shell: the command is split with shlex, shell operators are refused and
-  the program (argv[0]) must be on the allow list; run with ``create_subprocess_exec``.
-* ``full``      - the command goes to the shell as written.
+  the program (argv[0]) must be on the allow list; run without a shell.
+* ``ask``       - allow-listed commands run as in ``allowlist``; any other command is held
+  and the owner is asked (``ctx.request_approval``).  Approved: it runs once, as a shell
+  command.  Denied, expired (no answer in time) or no way to ask: refused, and the tool
+  result says which.
+* ``full``      - the command goes to the shell (``/bin/sh -c``) as written.
 
-Each command runs in its own process group; on timeout the whole group is killed.  Its
-environment is the daemon's without the variables holding a configured secret.
+With ``ExecPolicy.sandbox`` (the default) every command, in every mode, runs inside the
+bubblewrap sandbox of :mod:`.sandbox`: the file root is the only writable directory, the
+state dir and ``$HOME`` are invisible, ``/proc`` is private and there is no network unless
+``ExecPolicy.network``.  When the host cannot sandbox (no bwrap, no user namespaces) exec
+refuses and says how to fix it.  ``sandbox=False`` is the owner's explicit opt-out.
+
+Each command runs in its own process group; on timeout the whole group is killed (through
+bwrap: the group holds bwrap, whose sandbox dies with it).  Its environment is the
+daemon's without the variables holding a configured secret.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ import shutil
 import signal
 import time
 
+from . import sandbox
 from .base import Tool, ToolContext, ToolError, arg_str, schema
 
 # Operators and expansions a shell would interpret; refused in allowlist mode.
@@ -138,6 +150,26 @@ async def run_command(
     return (None if timed_out else proc.returncode), out, total, timed_out
 
 
+_APPROVAL_REFUSALS = {
+    "denied": "command refused: the owner denied it; it was not run",
+    "expired": "command refused: the owner did not answer in time (10 minutes); it was not run",
+    "unavailable": (
+        "command refused: it is not on the exec allow list and needs the owner's approval, "
+        "but approval cannot be asked for here"
+    ),
+}
+
+
+async def _ask(ctx: ToolContext, command: str, why: str) -> None:
+    """Hold a command that is not allow-listed until the owner answers; raise unless approved."""
+    if ctx.request_approval is None:
+        raise ToolError(f"{_APPROVAL_REFUSALS['unavailable']} ({why})")
+    answer = await ctx.request_approval(command)
+    if answer == "approved":
+        return
+    raise ToolError(_APPROVAL_REFUSALS.get(answer, f"command refused: unexpected approval answer {answer!r}"))
+
+
 async def _exec(ctx: ToolContext, args: dict) -> str:
     command = arg_str(args, "command").strip()
     if not command:
@@ -145,27 +177,61 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
     policy = ctx.exec_policy
     if policy.security == "deny":
         raise ToolError("running commands is disabled here (tools.exec.security = \"deny\")")
-    if policy.security == "allowlist":
-        argv: list[str] | None = check_allowlisted(command, policy.allow)
-        shell_cmd = None
-    elif policy.security == "full":
-        argv, shell_cmd = None, command
-    else:
+    if policy.security not in ("allowlist", "ask", "full"):
         raise ToolError(f"unknown exec policy {policy.security!r}")
+    if policy.sandbox:
+        # before asking anyone: an approved command could not run anyway
+        status = await sandbox.probe_async()
+        if not status.ok:
+            raise ToolError(f"cannot run commands: {status.message()}")
+
+    argv: list[str] | None
+    shell_cmd: str | None
+    if policy.security == "allowlist":
+        argv, shell_cmd = check_allowlisted(command, policy.allow), None
+    elif policy.security == "ask":
+        try:
+            argv, shell_cmd = check_allowlisted(command, policy.allow), None
+        except ToolError as e:
+            await _ask(ctx, command, str(e).removeprefix("command refused: "))
+            argv, shell_cmd = None, command  # approved: runs once, as written
+    else:
+        argv, shell_cmd = None, command
+
+    env = child_env(ctx.secrets)
+    try:
+        root = sandbox.prepare_root(ctx.file_root)
+    except OSError as e:
+        raise ToolError(f"cannot prepare the working directory {ctx.file_root}: {e.strerror or e}") from None
+    if argv is not None and shutil.which(argv[0], path=env.get("PATH")) is None:
+        raise ToolError(f"program not found: {argv[0]}")
+    if policy.sandbox:
+        try:
+            argv = sandbox.wrap(
+                argv if argv is not None else shell_cmd or "",
+                file_root=root, hidden=tuple(policy.hidden), network=policy.network,
+            )
+        except (ValueError, RuntimeError) as e:
+            raise ToolError(f"cannot run commands: {e}") from None
+        shell_cmd = None
 
     timeout = float(policy.timeout_seconds) if policy.timeout_seconds and policy.timeout_seconds > 0 else 60.0
     max_output = max(1000, int(policy.max_output))
     started = time.monotonic()
     try:
         code, out, total, timed_out = await run_command(
-            argv, shell_cmd, cwd=str(ctx.file_root), timeout=timeout, max_output=max_output,
-            env=child_env(ctx.secrets),
+            argv, shell_cmd, cwd=root, timeout=timeout, max_output=max_output, env=env,
         )
     except FileNotFoundError:
         raise ToolError(f"program not found: {argv[0] if argv else command.split()[0]}") from None
     except PermissionError as e:
         raise ToolError(f"cannot run the command: {e.strerror or e}") from None
     elapsed = time.monotonic() - started
+
+    if policy.sandbox and code == 1 and out.startswith("bwrap: "):
+        # bwrap itself failed (e.g. execvp of a program that is not visible in the sandbox)
+        first = out.splitlines()[0].removeprefix("bwrap: ")
+        raise ToolError(f"the sandbox could not start the command: {first}")
 
     body = out.rstrip("\n")
     cut = f"\n[... output cut at {max_output} bytes of {total}]" if total > max_output else ""
