@@ -499,10 +499,18 @@ def config_warnings(cfg: Config) -> list[str]:
             warns.append(f"channels.{name}.dm_policy = \"allowlist\" with an empty allow_from admits nobody")
         if ch.group_policy == "open":
             warns.append(f"channels.{name}.group_policy = \"open\": any group the bot is added to is served")
-    if cfg.tools.exec.security == "full" and "exec" in cfg.tools.enabled:
+    exec_on = "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest
+    if cfg.tools.exec.security == "full" and exec_on:
         warns.append("tools.exec.security = \"full\": the model may run any shell command")
+    if cfg.tools.exec.sandbox == "off" and exec_on:
+        warns.append("tools.exec.sandbox = \"off\": commands run as you, with your files, "
+                     "the state dir and the network")
+    if "exec" in cfg.tools.guest:
+        warns.append("tools.guest lists exec: paired friends and group members can run commands "
+                     "(in their own directory, sandboxed)")
     if chans.http.enabled:
         host, _ = parse_listen(chans.http.listen)
-        if not is_loopback(host) and not cfg.secret(chans.http.token_env):
-            warns.append(f"channels.http.listen = {chans.http.listen!r} is not loopback and no token is set")
+        if not is_loopback(host):
+            warns.append(f"channels.http.listen = {chans.http.listen!r} is reachable from other machines "
+                         "(the token is required, but it travels in clear text without TLS)")
     return warns

@@ -197,7 +197,25 @@ class CronService:
             self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="config")
         for job in self.store.cron_jobs():
             self._schedule(job["name"], job["schedule"], job["prompt"], job["target"], job["to"], source="tool")
+        # downloaded media older than media.retention_days goes (SPEC §9.4): soon after start, then hourly
+        self.scheduler.add_job(self.prune_media, "interval", hours=1, id="prune-media", max_instances=1,
+                               coalesce=True, next_run_time=datetime.now(self.scheduler.timezone))
         self.scheduler.start()
+
+    async def prune_media(self) -> int:
+        """Delete inbound media past its retention: the owner's media dir and each guest's."""
+        from bot.private import prune_older_than
+
+        days = self.cfg.media.retention_days
+        dirs = [self.cfg.media_dir, *sorted(self.cfg.guests_dir.glob("*/media"))]
+        try:
+            removed = sum([await asyncio.to_thread(prune_older_than, d, days) for d in dirs if d.is_dir()])
+        except Exception:
+            log.exception("pruning media failed")
+            return 0
+        if removed:
+            log.info("pruned %d media file(s) older than %g days", removed, days)
+        return removed
 
     def shutdown(self) -> None:
         if self._retry:

@@ -31,10 +31,16 @@ def pairing_message(channel: str, sender_id: str, code: str) -> str:
     )
 
 
+def approved_message() -> str:
+    return "The owner approved you: you can talk to me now. Here is my answer to your message."
+
+
 def request_pairing(store: Store, channel: str, sender_id: str, sender_name: str = "",
                     now: float | None = None) -> str | None:
     """Record a pairing request; return the text to send the sender, or None when we
-    must stay quiet (already told them within the hour, or too many pending)."""
+    must stay quiet (already told them within the hour).  With ``MAX_PENDING`` requests
+    pending on the channel, the oldest one makes room: a few throwaway accounts cannot
+    block pairing for everyone else."""
     now = time.time() if now is None else now
     live = [r for r in store.pairing_requests(channel) if now - r["created"] < CODE_TTL]
     mine = next((r for r in live if r["sender_id"] == sender_id), None)
@@ -43,8 +49,10 @@ def request_pairing(store: Store, channel: str, sender_id: str, sender_name: str
             return None
         store.upsert_pairing(channel, sender_id, sender_name, mine["code"], mine["created"], now)
         return pairing_message(channel, sender_id, mine["code"])
-    if len(live) >= MAX_PENDING:
-        return None
+    for old in live[: max(0, len(live) - MAX_PENDING + 1)]:   # live is oldest first
+        store.delete_pairing(channel, old["sender_id"])
+    for stale in (r for r in store.pairing_requests(channel) if now - r["created"] >= CODE_TTL):
+        store.delete_pairing(channel, stale["sender_id"])
     code = new_code()
     store.upsert_pairing(channel, sender_id, sender_name, code, now, now)
     return pairing_message(channel, sender_id, code)

@@ -13,15 +13,19 @@ import dataclasses
 import logging
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from bot import pairing
+from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
-from bot.sessions import SessionLanes, session_key_for
+from bot.sessions import SessionLanes
 from bot.store import Store
-from channels.base import Capabilities, Channel, ChannelError, InboundMessage, MediaItem, OutboundMessage
+from channels.base import (Capabilities, Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge,
+                           OutboundMessage)
 
 log = logging.getLogger("chela.router")
 
@@ -29,19 +33,61 @@ TYPING_EVERY = 4.0
 ACK_EMOJI = "👀"
 DELIVERY_ATTEMPTS = 3
 
-HELP_TEXT = """Commands:
-/new or /reset: start a fresh conversation
-/status: model, session and usage
-/context [list|detail|json]: what the system prompt is made of
-/activation mention|always: in a group, answer only when mentioned, or to everything (owner only)
-/help: this list"""
+
+# --------------------------------------------------------------------------- commands
+@dataclass(frozen=True)
+class Command:
+    """A chat command: handled by the core without calling the model (SPEC §4.4)."""
+
+    usage: str
+    help: str
+    owner_only: bool = False      # the *sender* must be the owner (by id)
+    where: str = "any"            # any | group | direct
+    immediate: bool = False       # answered on arrival, outside the session lane
 
 
-def _sender_matches(entries: list[str], msg: InboundMessage) -> bool:
-    ids = {msg.sender_id}
-    if msg.sender_username:
-        ids |= {"@" + msg.sender_username.lower(), msg.sender_username.lower()}
-    return any(e.lower() in ids or e in ids for e in entries)
+COMMANDS: dict[str, Command] = {
+    "new": Command("/new", "start a fresh conversation"),
+    "reset": Command("/reset", "start a fresh conversation"),
+    "status": Command("/status", "model, session and usage"),
+    "context": Command("/context [list|detail|json]", "what the system prompt is made of"),
+    "activation": Command("/activation mention|always",
+                          "in a group, answer only when mentioned, or to everything", owner_only=True, where="group"),
+    "approve": Command("/approve CODE", "run a held command once", owner_only=True, where="direct", immediate=True),
+    "deny": Command("/deny CODE", "refuse a held command", owner_only=True, where="direct", immediate=True),
+    "help": Command("/help", "this list"),
+}
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``/name@bot arg`` → (name, arg) when it is one of ours; None for ordinary text."""
+    text = (text or "").strip()
+    if not text.startswith("/"):
+        return None
+    first, _, rest = text.partition(" ")
+    name = first[1:].split("@", 1)[0].lower()
+    return (name, rest.strip()) if name in COMMANDS else None
+
+
+def help_text(owner: bool) -> str:
+    lines = ["Commands:"]
+    for name, c in COMMANDS.items():
+        if name == "reset" or (c.owner_only and not owner):
+            continue
+        usage = "/new or /reset" if name == "new" else c.usage
+        lines.append(f"{usage}: {c.help}" + (" (owner only)" if c.owner_only else ""))
+    return "\n".join(lines)
+
+
+class _Approved:
+    """The stored pairing approvals, as the container ``admit`` looks in."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def __contains__(self, item: object) -> bool:
+        channel, sender = item  # type: ignore[misc]
+        return self.store.is_approved(channel, sender)
 
 
 class Router:
@@ -53,14 +99,12 @@ class Router:
         self.lanes = lanes
         self.channels = channels
         self._name_re = re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE) if cfg.agent.name else None
+        self.approved = _Approved(store)
         self.accepting = True
 
     # ------------------------------------------------------------------------- policy
     def policy(self, channel: str) -> ChannelPolicy | None:
-        """The DM/group policy section of a channel; None for channels without one
-        (terminal, and HTTP whose callers authenticate with a token)."""
-        pol = getattr(self.cfg.channels, channel, None)
-        return pol if isinstance(pol, ChannelPolicy) else None
+        return channel_policy(self.cfg, channel)
 
     def channel_traits(self, channel: str) -> tuple[tuple[str, ...], str]:
         """What the prompt needs to know about a channel: capability names and reactions mode."""
@@ -68,29 +112,41 @@ class Router:
         pol = self.policy(channel)
         return (tuple(ch.capabilities.names()) if ch else ()), (pol.reactions if pol else "off")
 
-    def session_key(self, msg: InboundMessage) -> str:
-        return session_key_for(self.cfg.agent.id, self.cfg.session.dm_scope, msg)
+    def admit(self, msg: InboundMessage) -> Verdict:
+        return admit(msg, self.cfg, self.approved)
 
-    def is_owner(self, msg: InboundMessage) -> bool:
-        pol = self.policy(msg.channel)
-        if pol is None:
-            return True  # terminal and authenticated HTTP callers are the owner
-        return _sender_matches(pol.allow_from, msg) or msg.sender_id in self.cfg.owner.numbers
+    def session_key(self, msg: InboundMessage, verdict: Verdict | None = None) -> str:
+        verdict = verdict or self.admit(msg)
+        return session_key(msg, self.cfg, verdict.trust if verdict.served else "guest")
 
     # ------------------------------------------------------------------------ intake
     async def on_inbound(self, msg: InboundMessage) -> None:
-        """The sink: persist, then queue.  Returns once the message is stored."""
-        if msg.sender_is_bot:
+        """The sink: decide admission, persist, then queue.  Returns once the message is
+        stored (or deliberately dropped)."""
+        verdict = self.admit(msg)
+        if verdict.action == "drop":
+            log.info("not served channel=%s chat=%s sender=%s reason=%s",
+                     msg.channel, msg.chat_id, msg.sender_id, verdict.reason)
             return
-        key = self.session_key(msg)
+        key = self.session_key(msg, verdict)
         message_id = msg.message_id or msg.raw_id or f"t{time.time_ns()}"
         inbound_id = self.store.add_inbound(msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json())
         if inbound_id is None:
             log.info("duplicate message ignored channel=%s chat=%s id=%s", msg.channel, msg.chat_id, message_id)
             return
+        if verdict.action == "pair":
+            # kept so that the owner's approval can answer it; never processed before that
+            self.store.set_inbound_status(inbound_id, "pairing")
+            if self.accepting:
+                self.lanes.submit(key, lambda: self._pairing_reply(msg))
+            return
         if not self.accepting:
             return  # stored; processed after restart
-        self.lanes.submit(key, lambda: self._process(inbound_id, msg, key))
+        cmd = parse_command(msg.text)
+        if cmd and COMMANDS[cmd[0]].immediate:
+            await self._immediate(inbound_id, msg, key, cmd)
+            return
+        self.lanes.submit(key, lambda: self._process(inbound_id, msg, key, verdict))
 
     async def recover(self) -> int:
         """Queue stored messages that were never answered (crash or restart)."""
@@ -100,28 +156,57 @@ class Router:
             if row.status == "delivering" and row.outbound:
                 self.lanes.submit(row.session_key, lambda r=row, m=msg: self._deliver_stored(r.id, m, r.outbound))
             else:
-                self.lanes.submit(row.session_key, lambda r=row, m=msg: self._process(r.id, m, r.session_key))
+                self.lanes.submit(row.session_key, lambda r=row, m=msg: self._process(r.id, m, r.session_key, None))
         if rows:
             log.info("recovering %d unanswered message(s)", len(rows))
         return len(rows)
 
+    async def pairing_approved(self, channel: str, sender_id: str) -> bool:
+        """The owner approved a pairing request (``chela pairing approve``): tell the sender,
+        then answer the message that asked (the newest one; older ones are dropped)."""
+        rows = self.store.inbound_with_status("pairing", channel=channel, session_key=None)
+        mine = [r for r in rows if r.payload.get("sender_id") == sender_id]
+        if not mine:
+            return False
+        for r in mine[:-1]:
+            self.store.set_inbound_status(r.id, "skipped")
+        last = mine[-1]
+        msg = InboundMessage.from_json(last.payload)
+        verdict = self.admit(msg)
+        if not verdict.served:
+            return False
+        key = self.session_key(msg, verdict)
+        self.store.requeue_inbound(last.id, key)
+        with contextlib.suppress(Exception):
+            await self.deliver(msg.channel, OutboundMessage(chat_id=msg.chat_id, account=msg.account,
+                                                            text=pairing.approved_message()))
+        self.lanes.submit(key, lambda: self._process(last.id, msg, key, verdict))
+        return True
+
     # --------------------------------------------------------------------- processing
-    async def _process(self, inbound_id: int, msg: InboundMessage, key: str) -> None:
+    async def _pairing_reply(self, msg: InboundMessage) -> None:
+        text = pairing.request_pairing(self.store, msg.channel, msg.sender_id, msg.sender_name)
+        log.info("pairing requested channel=%s sender=%s replied=%s", msg.channel, msg.sender_id, bool(text))
+        if text:
+            with contextlib.suppress(Exception):
+                await self._send(msg.channel, OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account))
+
+    async def _process(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict | None) -> None:
         started = time.perf_counter()
         try:
-            verdict = await self._admit(msg)
-            if verdict != "serve":
+            if verdict is None:  # recovered after a restart: the config may have changed since
+                verdict = self.admit(msg)
+            if not verdict.served:
                 self.store.set_inbound_status(inbound_id, "skipped")
-                log.info("not served channel=%s session=%s reason=%s", msg.channel, key, verdict)
+                log.info("not served channel=%s session=%s reason=%s", msg.channel, key, verdict.reason)
                 return
-            text = (msg.text or "").strip()
-            if text.startswith("/"):
-                reply = await self._command(msg, key, text)
-                if reply is not None:
-                    out = OutboundMessage(chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account)
-                    self.store.commit_turn(key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)])
-                    await self._deliver_stored(inbound_id, msg, [_out_json(out)])
-                    return
+            cmd = parse_command(msg.text)
+            if cmd is not None:
+                reply = await self._command(msg, key, cmd, verdict)
+                out = OutboundMessage(chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account)
+                self.store.commit_turn(key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)])
+                await self._deliver_stored(inbound_id, msg, [_out_json(out)])
+                return
             if msg.chat_type == "group" and not self._addressed(msg, key):
                 ch = self.channels.get(msg.channel)
                 cap = (ch.capabilities if ch else Capabilities()).group_history
@@ -129,8 +214,9 @@ class Router:
                 self.store.add_group_history(key, label, msg.text or "", msg.timestamp or time.time(), cap)
                 self.store.set_inbound_status(inbound_id, "history")
                 return
-            await self._turn(inbound_id, msg, key)
-            log.info("turn done channel=%s session=%s ms=%.0f", msg.channel, key, (time.perf_counter() - started) * 1000)
+            await self._turn(inbound_id, msg, key, verdict)
+            log.info("turn done channel=%s session=%s trust=%s ms=%.0f", msg.channel, key, verdict.trust,
+                     (time.perf_counter() - started) * 1000)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -145,32 +231,6 @@ class Router:
             if ch is not None:
                 with contextlib.suppress(Exception):
                     await ch.turn_done(msg.chat_id, msg.message_id)
-
-    async def _admit(self, msg: InboundMessage) -> str:
-        pol = self.policy(msg.channel)
-        if pol is None:
-            return "serve"
-        if msg.chat_type == "group":
-            if pol.group_policy == "disabled":
-                return "groups disabled"
-            if pol.group_policy == "allowlist" and "*" not in pol.groups and msg.chat_id not in pol.groups:
-                return "group not allowlisted"
-            return "serve"
-        if _sender_matches(pol.allow_from, msg):
-            return "serve"
-        if pol.dm_policy == "disabled":
-            return "dms disabled"
-        if pol.dm_policy == "open":
-            return "serve"
-        if self.store.is_approved(msg.channel, msg.sender_id):
-            return "serve"
-        if pol.dm_policy == "pairing":
-            text = pairing.request_pairing(self.store, msg.channel, msg.sender_id, msg.sender_name)
-            if text:
-                with contextlib.suppress(Exception):
-                    await self._send(msg.channel, OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account))
-            return "unknown sender (pairing)"
-        return "sender not allowlisted"
 
     def _activation(self, msg: InboundMessage, key: str) -> str:
         act = self.store.session(key)["activation"]
@@ -187,15 +247,42 @@ class Router:
         return bool(self._name_re and self._name_re.search(msg.text or ""))
 
     # ----------------------------------------------------------------------- commands
-    async def _command(self, msg: InboundMessage, key: str, text: str) -> str | None:
-        first, _, rest = text.partition(" ")
-        name = first[1:].split("@", 1)[0].lower()
-        arg = rest.strip().lower()
+    def _command_refusal(self, msg: InboundMessage, name: str) -> str | None:
+        c = COMMANDS[name]
+        if c.where == "group" and msg.chat_type != "group":
+            return f"/{name} only applies in group chats."
+        if c.where == "direct" and msg.chat_type != "direct":
+            return f"/{name} only works in a direct chat with me."
+        if c.owner_only and not is_owner_sender(msg, self.cfg):
+            return f"Only the owner can use /{name}."
+        return None
+
+    async def _immediate(self, inbound_id: int, msg: InboundMessage, key: str, cmd: tuple[str, str]) -> None:
+        name, arg = cmd
+        reply = self._command_refusal(msg, name)
+        if reply is None:
+            approvals = self.agent.approvals
+            reply = (approvals.answer(arg, approve=name == "approve") if approvals is not None
+                     else "No command is waiting for approval.")
+        out = OutboundMessage(chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account)
+        self.store.commit_turn(key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)])
+        await self._deliver_stored(inbound_id, msg, [_out_json(out)])
+        ch = self.channels.get(msg.channel)
+        if ch is not None:
+            with contextlib.suppress(Exception):
+                await ch.turn_done(msg.chat_id, msg.message_id)
+
+    async def _command(self, msg: InboundMessage, key: str, cmd: tuple[str, str], verdict: Verdict) -> str:
+        name, raw_arg = cmd
+        refusal = self._command_refusal(msg, name)
+        if refusal:
+            return refusal
+        arg = raw_arg.lower()
         if name in ("new", "reset"):
             self.store.reset_session(key)
             return "Started a fresh conversation."
         if name == "help":
-            return HELP_TEXT
+            return help_text(is_owner_sender(msg, self.cfg))
         if name == "status":
             s = self.store.session(key)
             now = datetime.now(zone(self.cfg)).strftime("%Y-%m-%d %H:%M %Z")
@@ -205,23 +292,24 @@ class Router:
             from bot.prompt.report import context_report
 
             kind = arg if arg in ("list", "detail", "json") else "list"
-            req = self._turn_request(msg, key, "", include_intro=False)
+            req = self._turn_request(msg, key, "", verdict, include_intro=False)
             ctx = self.agent.prompt_context(req)
             return context_report(self.agent.cache.get(ctx), ctx, kind)
         if name == "activation":
-            if msg.chat_type != "group":
-                return "/activation only applies in group chats."
-            if not self.is_owner(msg):
-                return "Only the owner can change activation."
             if arg not in ("mention", "always"):
                 return "Usage: /activation mention|always"
             self.store.set_activation(key, arg)
             return ("I'll answer here only when mentioned." if arg == "mention"
                     else "I'll read everything here and answer when it's useful.")
-        return None  # not ours: an ordinary message that starts with "/"
+        # approve/deny reach here only from a recovered message: the wait they answered is gone
+        return "That approval code is no longer waiting."
 
     # --------------------------------------------------------------------------- turns
-    def _turn_request(self, msg: InboundMessage, key: str, user_text: str, *, include_intro: bool) -> TurnRequest:
+    def file_root(self, key: str, verdict: Verdict) -> Path | None:
+        return guest_dir(self.cfg, key) if verdict.trust == "guest" else None
+
+    def _turn_request(self, msg: InboundMessage, key: str, user_text: str, verdict: Verdict, *,
+                      include_intro: bool) -> TurnRequest:
         from bot.prompt.delivery import delivery_instructions
         from bot.prompt.group import group_chat_context
 
@@ -238,19 +326,54 @@ class Router:
             group_title=msg.chat_title if msg.chat_type == "group" else "", extra_context=extra,
             capabilities=caps, reactions=reactions,
             after_user_system=delivery_instructions(msg.channel),
-            route={"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account, "thread_id": msg.thread_id},
-            message_text=msg.text,
+            route={"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account,
+                   "thread_id": msg.thread_id, "chat_type": msg.chat_type},
+            message_text=msg.text, trust=verdict.trust or "guest", file_root=self.file_root(key, verdict),
         )
 
-    async def _turn(self, inbound_id: int, msg: InboundMessage, key: str) -> None:
+    async def _fetch_media(self, msg: InboundMessage, verdict: Verdict, key: str) -> list[str]:
+        """Download the attachments of an admitted message (SPEC §9.4): into the media dir
+        for the owner, into the guest's own directory otherwise; capped in size.  Returns
+        notes for the user turn about files that could not be fetched."""
+        ch = self.channels.get(msg.channel)
+        todo = [m for m in msg.attachments if m.ref and not m.target]
+        if ch is None or not todo:
+            return []
+        from bot.private import private_dir
+
+        root = self.file_root(key, verdict)
+        dest = private_dir(root / "media" if root is not None else self.cfg.media_dir)
+        cap_mb = self.cfg.media.max_download_mb
+        max_bytes = int(cap_mb * 1024 * 1024)
+        notes: list[str] = []
+        fetched: list[MediaItem] = []
+        for item in msg.attachments:
+            if item not in todo:
+                fetched.append(item)
+                continue
+            label = item.name or item.kind
+            try:
+                fetched.append(await ch.fetch_media(item, dest, max_bytes))
+            except MediaTooLarge:
+                notes.append(f"attachment not downloaded: {label} ({item.kind}) is larger than {cap_mb:g} MB")
+            except ChannelError as e:
+                log.warning("media fetch failed channel=%s chat=%s: %s", msg.channel, msg.chat_id, e)
+                notes.append(f"attachment could not be downloaded: {label} ({item.kind})")
+        msg.attachments = fetched
+        return notes
+
+    async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict) -> None:
         from bot.replies import parse_reply
 
         ch = self.channels.get(msg.channel)
         pol = self.policy(msg.channel)
+        notes = await self._fetch_media(msg, verdict, key)
         pending = self.store.peek_group_history(key) if msg.chat_type == "group" else []
-        user_text = format_user_turn(msg, tz=zone(self.cfg), pending=pending,
-                                     was_mentioned=True if msg.chat_type == "group" else None)
-        req = self._turn_request(msg, key, user_text, include_intro=True)
+        user_text = format_user_turn(msg, tz=zone(self.cfg), pending=pending, notes=notes,
+                                     was_mentioned=(msg.mentioned or msg.reply_to_bot
+                                                    or bool(self._name_re and self._name_re.search(msg.text or "")))
+                                     if msg.chat_type == "group" else None)
+        req = self._turn_request(msg, key, user_text, verdict, include_intro=True)
         typing = asyncio.create_task(self._keep_typing(ch, msg)) if ch and ch.capabilities.typing else None
         if ch and pol and pol.reactions == "ack" and msg.message_id:
             with contextlib.suppress(Exception):
@@ -261,15 +384,16 @@ class Router:
             if typing:
                 typing.cancel()
         plan = parse_reply(result.text)
-        outs = self._plan_to_outbound(plan, msg, pol.reply_to_mode if pol else "off")
+        outs = self._plan_to_outbound(plan, msg, pol.reply_to_mode if pol else "off", req)
         if pending:
             self.store.take_group_history(key)
         if req.extra_context and msg.chat_type == "group":
             self.store.mark_intro_done(key)
         self.store.commit_turn(key, result.turn_id, result.to_store, inbound_id=inbound_id,
                                outbound=[_out_json(o) for o in outs], usage=result.usage)
-        if msg.chat_type == "direct" and ch is not None and ch.capabilities.proactive:
-            # where heartbeats and cron jobs with target "last" / "<channel>" deliver
+        if (verdict.trust == "owner" and msg.chat_type == "direct" and ch is not None
+                and ch.capabilities.proactive):
+            # where heartbeats, cron jobs and approval requests reach the owner (never a guest)
             route = {"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account,
                      "thread_id": msg.thread_id, "at": time.time()}
             self.store.put("route:last", route)
@@ -277,12 +401,28 @@ class Router:
         if outs:
             await self._deliver_stored(inbound_id, msg, [_out_json(o) for o in outs])
 
-    def _plan_to_outbound(self, plan, msg: InboundMessage, reply_mode: str) -> list[OutboundMessage]:
+    def _plan_to_outbound(self, plan, msg: InboundMessage, reply_mode: str, req: TurnRequest) -> list[OutboundMessage]:
         if plan.silent:
             return []
+        roots = [req.file_root] if req.trust == "guest" and req.file_root else None
         return [build_outbound(self.cfg, self.channels.get(msg.channel), plan, chat_id=msg.chat_id,
                                thread_id=msg.thread_id, trigger_id=msg.message_id, reply_mode=reply_mode,
-                               account=msg.account)]
+                               account=msg.account, roots=roots)]
+
+    def owner_route(self, route: dict, trust: str) -> dict | None:
+        """Where to ask the owner something: this chat when it is the owner's direct chat on
+        a channel that can send on its own, else the owner's last direct chat."""
+        ch = self.channels.get(route.get("channel", ""))
+        if (trust == "owner" and route.get("chat_type") == "direct" and ch is not None
+                and ch.capabilities.proactive):
+            return route
+        last = self.store.get("route:last")
+        return last if last and last.get("channel") in self.channels else None
+
+    async def notify(self, route: dict, text: str) -> bool:
+        return await self.deliver(route["channel"], OutboundMessage(chat_id=route["chat_id"], text=text,
+                                                                    account=route.get("account", "default"),
+                                                                    thread_id=route.get("thread_id")))
 
     async def _keep_typing(self, ch: Channel, msg: InboundMessage) -> None:
         with contextlib.suppress(asyncio.CancelledError):
@@ -327,12 +467,14 @@ class Router:
 
 
 def build_outbound(cfg: Config, ch: Channel | None, plan, *, chat_id: str, thread_id: str | None = None,
-                   trigger_id: str = "", reply_mode: str = "off", account: str = "default") -> OutboundMessage:
-    """A reply plan → one OutboundMessage: reply threading resolved, media checked against
-    the workspace, and media the channel cannot carry turned into text."""
+                   trigger_id: str = "", reply_mode: str = "off", account: str = "default",
+                   roots: list[Path] | None = None) -> OutboundMessage:
+    """A reply plan → one OutboundMessage: reply threading resolved, local media checked
+    against ``roots`` (default: the owner's workspace and the media dir; a guest turn
+    passes its own directory), and media the channel cannot carry turned into text."""
     from bot.replies import resolve_media
 
-    media, notes = resolve_media(plan.media, [cfg.agent.workspace, cfg.media_dir])
+    media, notes = resolve_media(plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir])
     text = plan.text
     if notes:
         text = "\n".join([text, *notes]).strip()

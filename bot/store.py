@@ -12,11 +12,14 @@ readers and the writer out of each other's way.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
+
+from bot.private import private_dir, private_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbound (
@@ -84,6 +87,13 @@ CREATE TABLE IF NOT EXISTS approved_senders (
     PRIMARY KEY (channel, sender_id)
 );
 
+-- approvals the daemon has not acted on yet (the CLI writes, the daemon tells the sender)
+CREATE TABLE IF NOT EXISTS pairing_welcome (
+    channel     TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    PRIMARY KEY (channel, sender_id)
+);
+
 CREATE TABLE IF NOT EXISTS kv (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -118,10 +128,26 @@ def _is_tool_result(data: str) -> bool:
 class Store:
     def __init__(self, path: Path | str):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        on_disk = self.path not in (":memory:", "") and not self.path.startswith("file:")
+        if on_disk:
+            # SPEC §9.4: the state dir 0700, the database 0600.  SQLite gives the -wal,
+            # -shm and -journal files the mode of the database file, so creating (or
+            # fixing) the database as 0600 before connecting keeps them private too.
+            private_dir(Path(self.path).parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+            finally:
+                os.close(fd)
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
+        if on_disk:
+            # side files left by an older run (possibly created under a looser mode)
+            for suffix in ("-wal", "-shm", "-journal"):
+                try:
+                    private_file(self.path + suffix)
+                except FileNotFoundError:
+                    pass
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
@@ -149,6 +175,24 @@ class Store:
             " WHERE status IN ('pending','delivering') ORDER BY id"
         ).fetchall()
         return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
+
+    def inbound_with_status(self, status: str, *, channel: str | None = None,
+                            session_key: str | None = None) -> list[InboundRow]:
+        q = "SELECT id, session_key, payload, status, outbound FROM inbound WHERE status=?"
+        args: list = [status]
+        if channel is not None:
+            q += " AND channel=?"
+            args.append(channel)
+        if session_key is not None:
+            q += " AND session_key=?"
+            args.append(session_key)
+        rows = self.db.execute(q + " ORDER BY id", args).fetchall()
+        return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
+
+    def requeue_inbound(self, inbound_id: int, session_key: str) -> None:
+        """Make a held message pending again (e.g. after its sender's pairing was approved)."""
+        self.db.execute("UPDATE inbound SET status='pending', session_key=?, outbound=NULL WHERE id=?",
+                        (session_key, inbound_id))
 
     # ------------------------------------------------------------------------- sessions
     def _ensure_session(self, key: str) -> None:
@@ -296,7 +340,16 @@ class Store:
         with self._tx():
             self.db.execute("INSERT OR REPLACE INTO approved_senders(channel, sender_id, approved) VALUES (?,?,?)",
                             (channel, sender_id, time.time()))
+            self.db.execute("INSERT OR IGNORE INTO pairing_welcome(channel, sender_id) VALUES (?,?)",
+                            (channel, sender_id))
             self.db.execute("DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id))
+
+    def take_new_approvals(self) -> list[tuple[str, str]]:
+        """Approvals not acted on yet (the sender is told and their message answered)."""
+        with self._tx():
+            rows = self.db.execute("SELECT channel, sender_id FROM pairing_welcome").fetchall()
+            self.db.execute("DELETE FROM pairing_welcome")
+        return [(r[0], r[1]) for r in rows]
 
     # ------------------------------------------------------------------------------- kv
     def get(self, key: str, default: Any = None) -> Any:

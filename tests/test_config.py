@@ -68,7 +68,7 @@ def test_warnings_for_risky_settings():
                                      "http": {"enabled": True, "listen": "0.0.0.0:8787"}},
                         "tools": {"exec": {"security": "full"}}})
     w = "\n".join(config_warnings(cfg))
-    assert "empty allow_from" in w and "security = \"full\"" in w and "not loopback" in w
+    assert "empty allow_from" in w and "security = \"full\"" in w and "reachable from other machines" in w
 
 
 def test_check_command_exit_codes(tmp_path, capsys):

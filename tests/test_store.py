@@ -108,16 +108,24 @@ def test_pairing_flow(tmp_path):
     assert code in msg and "42" in msg and f"chela pairing approve telegram {code}" in msg
     assert pairing.request_pairing(s, "telegram", "42", "Eve", now=t0 + 60) is None  # once an hour
     for i in range(2):
-        assert pairing.request_pairing(s, "telegram", f"x{i}", "", now=t0)
-    assert pairing.request_pairing(s, "telegram", "x9", "", now=t0) is None  # at most 3 pending
+        assert pairing.request_pairing(s, "telegram", f"x{i}", "", now=t0 + 1 + i)
+    # a fourth sender makes room by evicting the oldest request instead of being refused
+    assert pairing.request_pairing(s, "telegram", "x9", "", now=t0 + 5)
+    assert [r["sender_id"] for r in s.pairing_requests("telegram")] == ["x0", "x1", "x9"]
+    with pytest.raises(pairing.PairingError):
+        pairing.approve(s, "telegram", code, now=t0 + 10)           # 42's code was evicted
     with pytest.raises(pairing.PairingError):
         pairing.approve(s, "telegram", "WRONG123", now=t0)
-    assert pairing.approve(s, "telegram", code.lower(), now=t0 + 10) == "42"
-    assert s.is_approved("telegram", "42")
-    assert pairing.request_pairing(s, "telegram", "late", "", now=t0 + 4000)  # expired ones free a slot
+    x9 = next(r["code"] for r in s.pairing_requests("telegram") if r["sender_id"] == "x9")
+    assert pairing.approve(s, "telegram", x9.lower(), now=t0 + 10) == "x9"
+    assert s.is_approved("telegram", "x9") and not s.is_approved("telegram", "42")
+    assert s.take_new_approvals() == [("telegram", "x9")]          # the daemon tells x9 once
+    assert s.take_new_approvals() == []
+    assert pairing.request_pairing(s, "telegram", "late", "", now=t0 + 4000)  # expired ones are cleared
+    assert [r["sender_id"] for r in s.pairing_requests("telegram")] == ["late"]
     expired = s.pairing_requests("telegram")[0]["code"]
     with pytest.raises(pairing.PairingError, match="expired"):
-        pairing.approve(s, "telegram", expired, now=t0 + 7200)
+        pairing.approve(s, "telegram", expired, now=t0 + 4000 + pairing.CODE_TTL)
 
 
 def test_history_never_starts_with_a_text_protocol_tool_result(tmp_path):

@@ -226,6 +226,7 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         return _finish(result, out)
 
     full = mode == "full"
+    guest = ctx.trust == "guest"
     per_file = COMPACT_MAX_CHARS if ctx.compact_context else ctx.bootstrap_max_chars
     tools = ordered_tools(ctx.tools)
     names = {t.name.strip().lower() for t in tools}
@@ -257,6 +258,7 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         default_soul=texts.DEFAULT_SOUL,
         deps=deps,
         replacement=replacement,
+        guest=guest,
     )
     by_name = {f.name: f for f in files}
 
@@ -313,7 +315,7 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         out.add("Chela CLI Quick Reference", list(texts.CLI_QUICK_REFERENCE), "## Chela CLI Quick Reference")
 
     # ---- 6. skills (full only)
-    if full:
+    if full and not guest:
         skills, listed = load_skills(workspace, deps)
         result.listed_dirs = tuple(listed)
         if skills:
@@ -348,7 +350,8 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         out.add("Date/Time Hint", [texts.DATE_TIME_HINT])
 
     # ---- 11. workspace
-    out.add("Workspace", [texts.WORKSPACE_LINE.format(path=workspace)] + texts.WORKSPACE_LINES, "## Workspace")
+    root = os.path.abspath(str(ctx.file_root)) if guest and ctx.file_root else workspace
+    out.add("Workspace", [texts.WORKSPACE_LINE.format(path=root)] + texts.WORKSPACE_LINES, "## Workspace")
 
     # ---- 12. documentation
     if full and ctx.docs_path.strip():
@@ -361,7 +364,7 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
 
     # ---- 14. authorized senders
     owners = [n for n in ctx.owner_numbers if n.strip()]
-    if full and owners:
+    if full and owners and not guest:
         lines = [texts.AUTHORIZED_SENDERS_INTRO]
         lines += [f"- {owner_label(n, ctx.owner_display, ctx.owner_hash_secret)}" for n in owners]
         if ctx.owner_display == "hash":
@@ -405,7 +408,7 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
     # ---- 23. project context
     exclude = {os.path.realpath(os.path.join(workspace, n)) for n in BOOTSTRAP_ORDER + ("memory.md",)}
     proj: list[LoadedFile] = []
-    if ctx.project_dir.strip():
+    if ctx.project_dir.strip() and not guest:
         proj = project_files(ctx.project_dir.strip(), per_file=per_file, exclude_real=exclude, deps=deps)
     injected = [f for f in files if f.content] + proj
     if injected:

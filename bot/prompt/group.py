@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from bot.untrusted import clean_inline
+
 from . import texts
 
 _PROVIDER_LABELS = {
@@ -40,12 +42,12 @@ def group_chat_context(
     include_activation: bool = False,
 ) -> str:
     label = provider_label(provider)
-    title = " ".join(title.split())
+    title = clean_inline(title, 120).replace("\\", "\\\\").replace('"', '\\"')
     lines = [texts.GROUP_LINE.format(provider=label, title=title) if title else texts.GROUP_LINE_UNTITLED.format(provider=label)]
     names: list[str] = []
     seen: set[str] = set()
     for p in participants:
-        p = " ".join(str(p).split())
+        p = clean_inline(str(p), 64)
         if p and p.lower() not in seen:
             seen.add(p.lower())
             names.append(p)

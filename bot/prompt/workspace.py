@@ -41,6 +41,7 @@ BOOTSTRAP_ORDER = (
     "MEMORY.md",
 )
 MINIMAL_FILES = BOOTSTRAP_ORDER[:5]           # sub-agent and cron sessions
+GUEST_FILES = BOOTSTRAP_ORDER[:4]             # guest turns (SPEC §9): no USER, HEARTBEAT, BOOTSTRAP, MEMORY
 MISSING_MARKED = frozenset({"AGENTS.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
 PROJECT_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 
@@ -218,8 +219,10 @@ class LoadedFile:
         return len(self.content)
 
 
-def bootstrap_names(workspace: str, session_kind: str, deps: Deps) -> list[str]:
+def bootstrap_names(workspace: str, session_kind: str, deps: Deps, *, guest: bool = False) -> list[str]:
     """The bootstrap file names considered for this session, in load order."""
+    if guest:
+        return list(GUEST_FILES)
     if session_kind in ("subagent", "cron"):
         return list(MINIMAL_FILES)
     names = list(BOOTSTRAP_ORDER[:7])
@@ -243,6 +246,7 @@ def load_bootstrap(
     default_soul: str,
     deps: Deps,
     replacement: tuple[str, LoadedFile] | None = None,
+    guest: bool = False,
 ) -> list[LoadedFile]:
     """Load the bootstrap files in order, applying the per-file and total budgets.
 
@@ -253,7 +257,7 @@ def load_bootstrap(
     remaining = total
     stopped = False
     out: list[LoadedFile] = []
-    for name in bootstrap_names(workspace, session_kind, deps):
+    for name in bootstrap_names(workspace, session_kind, deps, guest=guest):
         entries: list[LoadedFile] = []
         if replacement is not None and replacement[0] == name:
             entries.append(replacement[1])

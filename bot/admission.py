@@ -1,0 +1,97 @@
+"""Admission: who is served, and at which trust level (SPEC §4.2, §4.3, §9).
+
+A pure function of the message, the config and the stored pairing approvals.  It runs
+once per inbound message, before anything else looks at it; the trust level it returns
+decides the session, the tools, the file root and the Project Context files, and nothing
+downstream decides it again (the model never does).
+
+Identity is by immutable platform id only: ``allow_from``, ``owner.numbers`` and
+``owner_groups`` are compared with ``sender_id`` / ``chat_id``, never with a display
+name or username (anyone can pick the username ``1234`` or rename themselves).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Container, Literal
+
+from bot.config import ChannelPolicy, Config
+from channels.base import InboundMessage
+
+Trust = Literal["owner", "guest"]
+Action = Literal["serve", "pair", "drop"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action                 # serve | pair (unknown DM sender under dm_policy "pairing") | drop
+    trust: Trust | None = None     # set when served
+    reason: str = ""               # for the log
+
+    @property
+    def served(self) -> bool:
+        return self.action == "serve"
+
+
+def channel_policy(cfg: Config, channel: str) -> ChannelPolicy | None:
+    """The DM/group policy section of a messaging channel; None for the terminal and the
+    HTTP API, whose callers are the owner by construction (a local user at the keyboard;
+    a caller that presented the API token)."""
+    pol = getattr(cfg.channels, channel, None)
+    return pol if isinstance(pol, ChannelPolicy) else None
+
+
+def is_owner_sender(msg: InboundMessage, cfg: Config) -> bool:
+    """The sender is the owner on this channel: by id, in ``allow_from`` or ``owner.numbers``.
+    Says nothing about the *turn*: in a group that is not an owner group, even the owner's
+    message runs as a guest turn."""
+    pol = channel_policy(cfg, msg.channel)
+    if pol is None:
+        return True
+    sid = msg.sender_id.strip()
+    return bool(sid) and (sid in pol.allow_from or sid in cfg.owner.numbers)
+
+
+def admit(msg: InboundMessage, cfg: Config, approved: Container[tuple[str, str]]) -> Verdict:
+    """The verdict for one inbound message.  ``approved`` holds the (channel, sender id)
+    pairs the owner approved with ``chela pairing approve``."""
+    if msg.sender_is_bot:
+        return Verdict("drop", reason="sent by a bot")
+    pol = channel_policy(cfg, msg.channel)
+    if pol is None:
+        return Verdict("serve", "owner", "local or token-authenticated channel")
+    if msg.chat_type == "group":
+        if pol.group_policy == "disabled":
+            return Verdict("drop", reason="groups disabled")
+        if msg.chat_id in pol.owner_groups:
+            return Verdict("serve", "owner", "owner group")
+        if pol.group_policy == "allowlist" and "*" not in pol.groups and msg.chat_id not in pol.groups:
+            return Verdict("drop", reason="group not allowlisted")
+        return Verdict("serve", "guest", "group")
+    if is_owner_sender(msg, cfg):
+        return Verdict("serve", "owner", "owner id")
+    if pol.dm_policy == "disabled":
+        return Verdict("drop", reason="direct messages disabled")
+    if pol.dm_policy == "open":
+        return Verdict("serve", "guest", "open direct messages")
+    if (msg.channel, msg.sender_id) in approved:
+        return Verdict("serve", "guest", "paired")
+    if pol.dm_policy == "pairing":
+        return Verdict("pair", reason="unknown sender (pairing)")
+    return Verdict("drop", reason="sender not allowlisted")
+
+
+def session_key(msg: InboundMessage, cfg: Config, trust: Trust | None) -> str:
+    """SPEC §4.1 with §9: an owner's DM follows ``session.dm_scope``; anyone else's DM is
+    always their own ``agent:<id>:<channel>:direct:<peer>`` session."""
+    from bot.sessions import session_key_for
+
+    scope = cfg.session.dm_scope if trust == "owner" else "per-channel-peer"
+    return session_key_for(cfg.agent.id, scope, msg)
+
+
+def guest_dir(cfg: Config, key: str) -> Path:
+    """A guest session's own file root: ``<state_dir>/guests/<hash of the session key>``."""
+    return cfg.guests_dir / hashlib.sha256(key.encode()).hexdigest()[:16]

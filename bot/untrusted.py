@@ -1,0 +1,36 @@
+"""Text that did not come from the current sender, made safe to show the model (SPEC §9.2).
+
+Group titles, display names, pending group history and file names are data.  Rendered
+through these helpers they cannot imitate Chela's framing: no line breaks (so no fake
+``[Message]`` block, section heading or closing marker can start a line), no invisible or
+control characters (bidi overrides, zero-width joiners), quotes escaped, length capped.
+Pure functions, used by the prompt builder and the user-turn formatter alike.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+_DROP = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}   # controls, format chars, private use, separators
+
+
+def clean_inline(text: str, max_len: int = 200) -> str:
+    """One line: control/format characters dropped, whitespace runs folded, capped."""
+    kept = "".join(" " if unicodedata.category(ch) in _DROP or ch.isspace() else ch for ch in str(text))
+    out = " ".join(kept.split())
+    return out if len(out) <= max_len else out[: max_len - 1] + "…"
+
+
+def quoted(text: str, max_len: int = 200) -> str:
+    """``clean_inline`` inside double quotes, with ``"`` and ``\\`` escaped."""
+    return json.dumps(clean_inline(text, max_len), ensure_ascii=False)
+
+
+def data_line(text: str, max_len: int = 2000) -> str:
+    """A multi-line untrusted body as one JSON string literal: newlines become ``\\n``, so
+    the text stays inside its line whatever it contains."""
+    text = str(text)
+    if len(text) > max_len:
+        text = text[:max_len] + "…"
+    return json.dumps(text, ensure_ascii=False)
