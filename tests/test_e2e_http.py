@@ -61,7 +61,7 @@ async def test_chat_completions_plain_and_streaming(tmp_path, llm, monkeypatch):
             async with s.post(url, json=body, headers=auth) as r:
                 data = await r.json()
             assert data["choices"][0]["message"]["content"] == ""
-            async with s.post(url, data=b"{not json", headers=auth) as r:
+            async with s.post(url, data=b"{not json", headers={**auth, "Content-Type": "application/json"}) as r:
                 assert r.status == 400
         # a request/response channel is never a heartbeat target
         assert d.store.get("route:last") is None and d.store.get("route:last:http") is None
@@ -70,11 +70,12 @@ async def test_chat_completions_plain_and_streaming(tmp_path, llm, monkeypatch):
     assert d.store is None  # closed on stop
 
 
-async def test_http_refuses_public_address_without_token(tmp_path, llm, monkeypatch):
+@pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])
+async def test_http_adapter_refuses_to_serve_without_token(host):
     from channels.base import ChannelError
     from channels.http import HttpChannel
 
-    ch = HttpChannel(host="0.0.0.0", port=0, token="")
+    ch = HttpChannel(host=host, port=0, token="")     # loopback is no exception (SPEC §9.4)
     with pytest.raises(ChannelError, match="without a token"):
         await ch.start(lambda m: None)
 

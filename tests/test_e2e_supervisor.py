@@ -24,8 +24,9 @@ async def test_channel_failing_to_start_is_retried_while_others_serve(tmp_path, 
         async with running(cfg) as d:
             # HTTP serves while Telegram is still failing
             url = f"http://127.0.0.1:{d.channels['http'].bound_port}/v1/chat/completions"
+            auth = {"Authorization": f"Bearer {cfg.http_token_path.read_text().strip()}"}
             async with aiohttp.ClientSession() as s:
-                async with s.post(url, json={"messages": [{"role": "user", "content": "hi"}]}) as r:
+                async with s.post(url, json={"messages": [{"role": "user", "content": "hi"}]}, headers=auth) as r:
                     assert (await r.json())["choices"][0]["message"]["content"] == "from http"
             assert not d.channels["telegram"].running
             # retried after 1 s and then 2 s: up on the third attempt
