@@ -63,11 +63,11 @@ async def _timed_complete(self, messages, tools=None):
             acc[1] += 1
 
 
-async def _timed_process(self, inbound_id, msg, key):
+async def _timed_process(self, inbound_id, msg, key, verdict):
     acc = [0.0, 0, time.perf_counter()]  # llm seconds, llm calls, process start
     _turn_acc.set(acc)
     LLM_BY_MID[msg.message_id] = acc
-    return await _orig_process(self, inbound_id, msg, key)
+    return await _orig_process(self, inbound_id, msg, key, verdict)
 
 
 llm_mod.LLMClient.complete = _timed_complete

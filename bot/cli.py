@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -41,7 +42,12 @@ def cmd_run(args) -> int:
 
     cfg = _load(args)
     setup_logging(cfg, args.log_level)
-    return asyncio.run(Daemon(cfg).run())
+    os.umask(0o077)   # whatever Chela or its commands create is private (SPEC §9.4)
+    try:
+        return asyncio.run(Daemon(cfg).run())
+    except ConfigError as e:
+        print(f"chela: {e}", file=sys.stderr)
+        return 1
 
 
 def cmd_chat(args) -> int:
@@ -177,6 +183,25 @@ def cmd_check(args) -> int:
         print(f"channel {name}: {state}" + (f" ({secrets})" if secrets else ""))
         if name in enabled and any(env and not cfg.secret(env) for env in needs[name]):
             missing = True
+    if cfg.channels.http.enabled:
+        from bot.http_token import describe_http_token
+
+        print(describe_http_token(cfg))
+        if cfg.channels.http.token_env and not cfg.secret(cfg.channels.http.token_env).strip():
+            missing = True
+    if "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest:
+        ex = cfg.tools.exec
+        if ex.sandbox == "on":
+            from bot.agent.tools.sandbox import probe
+
+            status = probe()
+            if status.ok:
+                print(f"exec sandbox: {status.backend}: OK ({'network allowed' if ex.network else 'no network'})")
+            else:
+                print(f"exec sandbox: NOT AVAILABLE: {status.detail}")
+                print(f"warning: exec will refuse every command until this is fixed: {status.fix}")
+        else:
+            print("exec sandbox: off")
     for w in config_warnings(cfg):
         print(f"warning: {w}")
     if missing:
@@ -207,7 +232,8 @@ def cmd_pairing(args) -> int:
         except pairing.PairingError as e:
             print(f"chela: {e}", file=sys.stderr)
             return 1
-        print(f"approved {args.channel} sender {sender}")
+        print(f"approved {args.channel} sender {sender}: they can talk to the assistant now, as a guest. "
+              "A running daemon tells them and answers the message that asked.")
         return 0
     finally:
         store.close()

@@ -21,6 +21,7 @@ from channels.base import Channel, ChannelError, OutboundMessage
 log = logging.getLogger("chela.daemon")
 
 SHUTDOWN_GRACE = 10.0
+PAIRING_POLL = 2.0        # seconds between looks for approvals made by `chela pairing approve`
 RETRY_MAX = 60.0
 
 
@@ -74,9 +75,15 @@ def build_channel(cfg: Config, name: str) -> Channel:
         return cls(account=g.account, http_url=g.api_base or g.http_url, media_dir=media,
                    chunk_limit=g.text_chunk_limit)
     if name == "http":
+        from bot.http_token import ensure_http_token
+
         h = ch.http
         host, port = parse_listen(h.listen)
-        return cls(host=host, port=port, token=cfg.secret(h.token_env), model_name=f"chela/{cfg.agent.id}")
+        # always a token (SPEC §9.4); an unset token_env raises ConfigError, which start() lets through
+        token = ensure_http_token(cfg)
+        hint = f"in ${h.token_env}" if h.token_env else f"in {cfg.http_token_path}"
+        return cls(host=host, port=port, token=token, model_name=f"chela/{cfg.agent.id}",
+                   allowed_origins=h.allowed_origins, token_hint=hint)
     raise ValueError(f"channel {name} is not built from the config")
 
 
@@ -107,6 +114,7 @@ class Daemon:
 
     # -------------------------------------------------------------------------- build
     def _build(self) -> None:
+        from bot.private import private_dir
         from bot.prompt.hooks import load_plugins
         from bot.prompt.init import init_workspace
 
@@ -115,10 +123,15 @@ class Daemon:
         if not ws.exists():
             created = init_workspace(ws)
             log.info("created workspace %s with %d starter file(s)", ws, len(created))
-        cfg.media_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(cfg.agent.state_dir)
+        private_dir(cfg.media_dir)
         self.store = Store(cfg.db_path)
         self.lanes = SessionLanes(cfg.session.max_concurrent_turns)
         hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
+        if cfg.channels.http.enabled and self._given_channels is None:
+            from bot.http_token import ensure_http_token
+
+            ensure_http_token(cfg)   # before the agent reads the secrets it scrubs; ConfigError stops start()
         self.agent = Agent(cfg, self.store, hooks=hooks, send_message=self._message_tool)
         if self._given_channels is not None:
             self.channels = dict(self._given_channels)
@@ -129,6 +142,10 @@ class Daemon:
                 except SecretMissing as e:
                     log.error("channel %s not started: %s", name, e)
         self.router = Router(cfg, self.store, self.agent, self.lanes, self.channels)
+        if cfg.tools.exec.security == "ask":
+            from bot.approvals import Approvals
+
+            self.agent.approvals = Approvals(self.router.notify, self.router.owner_route)
         self.scheduled = Scheduled(cfg, self.store, self.agent, self.lanes, self.router)
         self.cron = CronService(cfg, self.store, self.scheduled)
         if "cron" in cfg.tools.enabled:
@@ -161,6 +178,7 @@ class Daemon:
             if self._started:
                 await asyncio.wait([asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15)
             await self.router.recover()
+            self._supervisors.append(asyncio.create_task(self._watch_pairing(), name="pairing-approvals"))
         if self.use_scheduler:
             self.cron.start()
         # import litellm off the start-up path so the first turn does not pay for it
@@ -204,6 +222,21 @@ class Daemon:
             except asyncio.TimeoutError:
                 pass
             delay = min(delay * 2, RETRY_MAX)
+
+    async def _watch_pairing(self) -> None:
+        """Act on pairing approvals made with ``chela pairing approve`` (another process):
+        tell the sender and answer the message that asked."""
+        while not self._stop.is_set():
+            try:
+                for channel, sender in self.store.take_new_approvals():
+                    if not await self.router.pairing_approved(channel, sender):
+                        log.info("pairing approved channel=%s sender=%s (no held message to answer)", channel, sender)
+            except Exception:  # noqa: BLE001 - keep watching; the next round retries
+                log.exception("pairing approvals check failed")
+            try:
+                await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
+            except asyncio.TimeoutError:
+                pass
 
     def request_stop(self) -> None:
         self._stop.set()

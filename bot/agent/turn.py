@@ -116,7 +116,7 @@ class Agent:
         # them too; this keeps a hand-built Config honest)
         self.guest_registry = build_registry([t for t in cfg.tools.guest if t not in OWNER_ONLY_TOOLS])
         self.runtime = gather_runtime_info(cfg)
-        self.secrets = tuple(cfg.secret_values())
+        self.secrets = tuple(cfg.secret_values()) + _generated_secrets(cfg)
         api_key = cfg.secret(cfg.agent.api_key_env)
         if not api_key and cfg.agent.api_base:
             api_key = "sk-local"
@@ -285,6 +285,17 @@ class Agent:
         res = await self.run_turn(req)
         self.store.commit_turn(key, res.turn_id, res.to_store, kind="subagent", usage=res.usage)
         return res.text
+
+
+def _generated_secrets(cfg: Config) -> tuple[str, ...]:
+    """Secrets Chela keeps in files rather than the environment: the generated HTTP token."""
+    if not cfg.channels.http.enabled or cfg.channels.http.token_env:
+        return ()
+    try:
+        token = cfg.http_token_path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ()
+    return (token,) if len(token) >= 16 else ()
 
 
 # ------------------------------------------------------------------------ user turn text
