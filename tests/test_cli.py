@@ -68,3 +68,40 @@ def test_context_report(cfg, capsys):
     assert "- AGENTS.md: OK | raw " in out and "- MEMORY.md: MISSING | raw 0 chars | injected 0 chars" in out
     rc, out, _ = run(["context", "json", "--config", str(cfg)], capsys)
     assert rc == 0 and json.loads(out)
+
+
+def _check_config(tmp_path, extra: str) -> str:
+    p = tmp_path / "check.toml"
+    p.write_text(f'[agent]\nworkspace = "{tmp_path / "ws"}"\nstate_dir = "{tmp_path / "state"}"\n' + extra)
+    return str(p)
+
+
+def test_check_reports_the_sandbox_and_refuses_nothing_when_it_works(tmp_path, capsys, monkeypatch):
+    from bot.agent.tools import sandbox
+
+    sandbox.reset_cache()
+    monkeypatch.setenv("CHELA_BWRAP", "/nonexistent/bwrap")
+    rc, out, _ = run(["check", "--config", _check_config(tmp_path, "")], capsys)
+    assert rc == 0 and "exec sandbox: NOT AVAILABLE" in out and "apt-get install bubblewrap" in out
+    sandbox.reset_cache()
+    monkeypatch.delenv("CHELA_BWRAP")
+    if sandbox.probe().ok:   # twin: where bwrap works (CI installs it), check says so
+        rc, out, _ = run(["check", "--config", _check_config(tmp_path, "")], capsys)
+        assert rc == 0 and "exec sandbox: bwrap: OK (no network)" in out
+
+
+def test_check_warns_when_the_owner_turns_the_sandbox_off(tmp_path, capsys):
+    rc, out, _ = run(["check", "--config", _check_config(tmp_path, '[tools.exec]\nsandbox = "off"\n')], capsys)
+    assert rc == 0 and "exec sandbox: off" in out and 'warning: tools.exec.sandbox = "off"' in out
+
+
+def test_check_says_where_the_http_token_is(tmp_path, capsys, monkeypatch):
+    rc, out, _ = run(["check", "--config", _check_config(tmp_path, "[channels.http]\nenabled = true\n")], capsys)
+    assert rc == 0 and f"http token: file {tmp_path / 'state' / 'http-token'}" in out
+    monkeypatch.delenv("CHELA_TEST_UNSET_TOKEN", raising=False)
+    cfg = _check_config(tmp_path, '[channels.http]\nenabled = true\ntoken_env = "CHELA_TEST_UNSET_TOKEN"\n')
+    rc, out, _ = run(["check", "--config", cfg], capsys)
+    assert rc == 1 and "CHELA_TEST_UNSET_TOKEN (MISSING" in out
+    monkeypatch.setenv("CHELA_TEST_UNSET_TOKEN", "a-long-enough-token-value")
+    rc, out, _ = run(["check", "--config", cfg], capsys)
+    assert rc == 0 and "CHELA_TEST_UNSET_TOKEN (set)" in out and "a-long-enough-token-value" not in out
