@@ -44,7 +44,7 @@ from typing import Any, Iterator
 import aiohttp
 from yarl import URL
 
-from channels.util import BoundedLRU
+from channels.util import BoundedLRU, capped_file
 from channels.base import (
     Capabilities,
     Channel,
@@ -899,27 +899,9 @@ def _copy_capped(src: Path, dest: Path, max_bytes: int, name: str) -> None:
             raise ChannelError(f"signal: attachment {name} is not a regular file")
         if info.st_size > max_bytes:
             raise MediaTooLarge(f"signal: {name} is {info.st_size} bytes, over {max_bytes}")
-        try:
-            dest_fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as e:
-            raise ChannelError(f"signal: cannot create {dest.name} ({e.strerror or e})") from None
-        try:
-            with os.fdopen(dest_fd, "wb") as out:
-                os.fchmod(out.fileno(), 0o600)
-                copied = 0
-                while True:
-                    chunk = source.read(_COPY_CHUNK)
-                    if not chunk:
-                        break
-                    copied += len(chunk)
-                    if copied > max_bytes:       # the file grew after the size check
-                        raise MediaTooLarge(f"signal: {name} is over {max_bytes} bytes")
-                    out.write(chunk)
-        except BaseException as e:
-            dest.unlink(missing_ok=True)
-            if isinstance(e, ChannelError) or not isinstance(e, Exception):
-                raise
-            raise ChannelError(f"signal: copying attachment {name} failed ({e})") from None
+        with capped_file(dest, max_bytes, f"signal: copying attachment {name}") as out:
+            while chunk := source.read(_COPY_CHUNK):
+                out.write(chunk)                 # raises past the cap if the file grew after the check
 
 
 class _Stalled(Exception):

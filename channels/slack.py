@@ -31,7 +31,6 @@ import asyncio
 import dataclasses
 import logging
 import mimetypes
-import os
 import re
 import time
 import uuid
@@ -50,7 +49,7 @@ from channels.base import (
     OutboundMessage,
 )
 from channels.formatting import markdown_to_slack_mrkdwn, slack_escape, slack_link
-from channels.util import BoundedLRU, parse_listen
+from channels.util import BoundedLRU, capped_file, parse_listen
 
 log = logging.getLogger("chela.channels.slack")
 
@@ -524,37 +523,22 @@ class SlackChannel(Channel):
             raise ChannelError(f"slack: refusing to fetch {name} from a non-Slack host")
         safe = _SAFE_NAME.sub("_", Path(name).name).strip("._")[:80] or "file"
         dest = Path(dest_dir).absolute() / f"slack_{uuid.uuid4().hex[:12]}_{safe}"
-        try:
-            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as e:
-            raise ChannelError(f"slack: cannot create {dest.name}: {e}") from None
-        try:
-            with os.fdopen(fd, "wb") as out:
-                os.fchmod(out.fileno(), 0o600)
-                timeout = aiohttp.ClientTimeout(total=_DOWNLOAD_TIMEOUT, sock_connect=20)
-                async with aiohttp.ClientSession(timeout=timeout) as session:
-                    headers = {"Authorization": f"Bearer {self.bot_token}"}
-                    async with session.get(url, headers=headers) as r:
-                        if r.status != 200:
-                            raise ChannelError(f"slack: downloading {name} answered HTTP {r.status}")
-                        ctype = (r.content_type or "").lower()
-                        if ctype == "text/html" and not (item.mime or "").lower().startswith("text/html"):
-                            # Slack answers a login page, not the file, when the token lacks files:read
-                            raise ChannelError(f"slack: downloading {name} returned an HTML page "
-                                               "(does the bot token have the files:read scope?)")
-                        if r.content_length is not None and r.content_length > max_bytes:
-                            raise MediaTooLarge(f"slack: {name} is {r.content_length} bytes, over {max_bytes}")
-                        got = 0
-                        async for chunk in r.content.iter_chunked(64 * 1024):
-                            got += len(chunk)
-                            if got > max_bytes:
-                                raise MediaTooLarge(f"slack: {name} is over {max_bytes} bytes")
-                            out.write(chunk)
-        except BaseException as e:
-            dest.unlink(missing_ok=True)
-            if isinstance(e, ChannelError) or not isinstance(e, Exception):
-                raise
-            raise ChannelError(f"slack: downloading {name} failed ({type(e).__name__}: {e})") from None
+        timeout = aiohttp.ClientTimeout(total=_DOWNLOAD_TIMEOUT, sock_connect=20)
+        with capped_file(dest, max_bytes, f"slack: downloading {name}") as out:
+            async with aiohttp.ClientSession(timeout=timeout) as session:
+                headers = {"Authorization": f"Bearer {self.bot_token}"}
+                async with session.get(url, headers=headers) as r:
+                    if r.status != 200:
+                        raise ChannelError(f"slack: downloading {name} answered HTTP {r.status}")
+                    ctype = (r.content_type or "").lower()
+                    if ctype == "text/html" and not (item.mime or "").lower().startswith("text/html"):
+                        # Slack answers a login page, not the file, when the token lacks files:read
+                        raise ChannelError(f"slack: downloading {name} returned an HTML page "
+                                           "(does the bot token have the files:read scope?)")
+                    if r.content_length is not None and r.content_length > max_bytes:
+                        raise MediaTooLarge(f"slack: {name} is {r.content_length} bytes, over {max_bytes}")
+                    async for chunk in r.content.iter_chunked(64 * 1024):
+                        out.write(chunk)
         return dataclasses.replace(item, target=str(dest))
 
     # ------------------------------------------------------------------ outbound

@@ -13,7 +13,6 @@ import asyncio
 import dataclasses
 import logging
 import mimetypes
-import os
 import re
 import tempfile
 import uuid
@@ -47,6 +46,7 @@ from channels.base import (
     wait_task_end,
 )
 from channels.telegram_request import AiohttpRequest
+from channels.util import capped_file
 
 log = logging.getLogger("chela.channels.telegram")
 
@@ -520,19 +520,8 @@ class TelegramChannel(Channel):
                               mimetypes.guess_extension(item.mime) if item.mime else "")
         stem = _safe_name(Path(name).stem)
         dest = Path(dest_dir).absolute() / f"tg_{uuid.uuid4().hex[:12]}_{stem}{suffix}"
-        try:
-            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as exc:
-            raise ChannelError(f"telegram: cannot create {dest.name}: {exc}") from None
-        try:
-            with os.fdopen(fd, "wb") as out:
-                os.fchmod(out.fileno(), 0o600)        # whatever the umask
-                await self._requests[0].download_capped(url, out, max_bytes, self.request_timeout * 4)
-        except BaseException as exc:
-            dest.unlink(missing_ok=True)
-            if isinstance(exc, (MediaTooLarge, asyncio.CancelledError)) or not isinstance(exc, Exception):
-                raise
-            raise ChannelError(f"telegram: downloading {name} failed: {exc!r}") from None
+        with capped_file(dest, max_bytes, f"telegram: downloading {name}") as out:
+            await self._requests[0].download_capped(url, out, max_bytes, self.request_timeout * 4)
         return dataclasses.replace(item, target=str(dest))
 
     # ------------------------------------------------------------------ sending

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import ipaddress
-from typing import Any
+import os
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from channels.base import ChannelError, MediaTooLarge
 
 
 class BoundedLRU:
@@ -53,3 +58,36 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+@contextlib.contextmanager
+def capped_file(dest: Path, max_bytes: int, label: str) -> Iterator[_CappedWriter]:
+    """Write an inbound download to ``dest``: created exclusively without following links,
+    mode 0600 whatever the umask, at most ``max_bytes`` (``MediaTooLarge`` past that).  On
+    any failure, cancellation included, the partial file is removed; errors other than
+    channel errors come out as ``ChannelError`` naming ``label``."""
+    try:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        raise ChannelError(f"{label}: cannot create {dest.name} ({e.strerror or e})") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), 0o600)
+            yield _CappedWriter(out, max_bytes, label)
+    except BaseException as e:
+        dest.unlink(missing_ok=True)
+        if isinstance(e, ChannelError) or not isinstance(e, Exception):
+            raise
+        raise ChannelError(f"{label} failed ({type(e).__name__}: {e})") from None
+
+
+class _CappedWriter:
+    def __init__(self, out: BinaryIO, max_bytes: int, label: str):
+        self._out, self._max, self._label = out, max_bytes, label
+        self.written = 0
+
+    def write(self, chunk: bytes) -> int:
+        self.written += len(chunk)
+        if self.written > self._max:
+            raise MediaTooLarge(f"{self._label} is over {self._max} bytes")
+        return self._out.write(chunk)
