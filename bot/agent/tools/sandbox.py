@@ -135,34 +135,9 @@ def probe() -> SandboxStatus:
 
 
 async def probe_async() -> SandboxStatus:
-    """:func:`probe` for async code: the one real trial run does not block the loop."""
-    key = _cache_key()
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit
-    bwrap = _locate()
-    if bwrap is None:
-        status = _missing()
-    else:
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *_trial_argv(bwrap), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
-            try:
-                _, err = await asyncio.wait_for(proc.communicate(), _PROBE_TIMEOUT)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
-                status = _failure(bwrap, None, "timed out")
-            else:
-                rc = proc.returncode
-                status = _ok(bwrap) if rc == 0 else _failure(bwrap, rc, err.decode(errors="replace"))
-        except OSError as e:
-            status = _failure(bwrap, None, str(e))
-    _cache[key] = status
-    return status
+    """:func:`probe` for async code: the one real trial run happens in a worker thread."""
+    hit = _cache.get(_cache_key())
+    return hit if hit is not None else await asyncio.to_thread(probe)
 
 
 def _ok(bwrap: str) -> SandboxStatus:
