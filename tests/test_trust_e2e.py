@@ -466,3 +466,22 @@ async def test_the_generated_http_token_is_scrubbed_from_tool_output(tmp_path, l
     result = tool_results(llm.requests[1])[0]
     assert "visible-line" in result and "[REDACTED]" in result   # the command ran ...
     assert token not in result                                    # ... and the token did not reach the model
+
+
+async def test_a_symlink_planted_at_the_temp_path_cannot_redirect_a_write(tmp_path, llm, tg):
+    cfg = cfg_for(tmp_path, llm, tg)
+    cfg.agent.workspace.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("untouched\n")
+    # what an earlier `exec ln -s` (or a guest's write) could have left behind
+    (cfg.agent.workspace / ".notes.md.chela-tmp").symlink_to(outside)
+    (cfg.agent.workspace / "AGENTS.md.link").symlink_to(outside)
+    llm.script(tool_calls([("write", {"path": "notes.md", "content": "owner notes"}),
+                           ("write", {"path": "AGENTS.md.link", "content": "pwned"})]), text("saved"))
+    async with running(cfg):
+        tg.inject_message(OWNER, "save my notes", from_id=OWNER)
+        await tg.wait_for_sent(1, timeout=15)
+    results = tool_results(llm.requests[1])
+    assert outside.read_text() == "untouched\n"
+    assert results[0].startswith("Wrote") and (cfg.agent.workspace / "notes.md").read_text() == "owner notes"
+    assert results[1].startswith("Error")
