@@ -4,7 +4,7 @@
 
 The real daemon (python-telegram-bot client, litellm, SQLite store) against the wire-level
 fakes, all in this one process and event loop (so the fakes' own CPU is included: their
-handler time is reported).  ``dm_policy = "open"``, ``dm_scope = "per-channel-peer"`` (one
+handler time is reported).  Every sender is an owner (``allow_from``), ``dm_scope = "per-channel-peer"`` (one
 session per chat), ``poll_timeout = 1``.  A message's latency runs from ``inject_message`` to
 the fake recording the matching ``sendMessage`` (the k-th reply in a chat answers the k-th
 message of that chat: sessions keep order).
@@ -138,7 +138,10 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
 
     tg = TimedTelegram(token=TG_TOKEN, bot_username="chela_bot")
     await tg.start()
-    cfg = make_config(tmp, llm, channels=telegram_section(tg, dm_policy="open", allow_from=[], poll_timeout=1),
+    # every bench sender is an owner (by id), so turns carry the owner's tools and prompt,
+    # as in a real day's use; "open" DMs would make them guests with a smaller request
+    owners = [str(1_000_000 + k) for k in (*range(50), *range(1000, 1000 + chats), *range(5000, 5000 + chats))]
+    cfg = make_config(tmp, llm, channels=telegram_section(tg, dm_policy="open", allow_from=owners, poll_timeout=1),
                       session={"dm_scope": "per-channel-peer"})
     rss_before = rss_mb()
 
