@@ -167,8 +167,13 @@ def _map_prose(text: str, fn) -> str:
 # --------------------------------------------------------------------------------------------
 # Silent replies (§3.1)
 
-_SILENT_TRAILING_RE = re.compile(r"(?<!\w)NO_REPLY\W{0,4}$", re.IGNORECASE)
-_SILENT_LEADING_RE = re.compile(r"^\s*NO_REPLY(?!_)", re.IGNORECASE)
+# Markdown that may wrap the token (``**NO_REPLY**``, `` `NO_REPLY` ``) counts as part of it.
+_MD_WRAP = r"[*_~`]*"
+_SILENT_WHOLE_RE = re.compile(r"\s*" + _MD_WRAP + r"\s*NO_REPLY\s*" + _MD_WRAP + r"\s*", re.IGNORECASE)
+_SILENT_TRAILING_RE = re.compile(r"(?<!\w)" + _MD_WRAP + r"NO_REPLY" + _MD_WRAP + r"\W{0,4}$", re.IGNORECASE)
+# a leading token goes with the separator after it: "NO_REPLY: x", "NO_REPLY - x", "NO_REPLY—x"
+_SILENT_LEADING_RE = re.compile(r"^\s*" + _MD_WRAP + r"NO_REPLY(?!_)" + _MD_WRAP + r"(?:\s*[:\-\u2013\u2014]+)?\s*",
+                                re.IGNORECASE)
 
 
 def is_silent(text: str) -> bool:
@@ -176,7 +181,7 @@ def is_silent(text: str) -> bool:
     if text is None:
         return True
     stripped = text.strip()
-    if stripped.upper() == SILENT_TOKEN:
+    if _SILENT_WHOLE_RE.fullmatch(stripped):
         return True
     if stripped.startswith("{") and stripped.endswith("}"):
         try:

@@ -48,6 +48,11 @@ def test_tokens():
         ("NO_REPLY_X", False),
         ("", False),
         ("Hello", False),
+        ("**NO_REPLY**", True),          # Markdown around the token is part of it
+        ("`NO_REPLY`", True),
+        ("_NO_REPLY_", True),
+        ("** NO_REPLY **", True),
+        ("**NO_REPLY** then", False),
     ],
 )
 def test_is_silent(text, silent):
@@ -68,6 +73,14 @@ def test_is_silent(text, silent):
         ("NO_REPLY", ""),
         ("NO_REPLY.", ""),
         ("NO_REPLY NO_REPLY", ""),
+        ("text **NO_REPLY", "text"),                  # markup goes with the token, not left behind
+        ("text **NO_REPLY**", "text"),
+        ("Done. `NO_REPLY`", "Done."),
+        ("NO_REPLY: not needed", "not needed"),       # a leading separator goes with the token
+        ("NO_REPLY—note", "note"),
+        ("NO_REPLY - x", "x"),
+        ("NO_REPLY -- x", "x"),
+        ("**NO_REPLY**: fine", "fine"),
     ],
 )
 def test_strip_silent_token(text, expected):
@@ -88,6 +101,10 @@ def test_strip_silent_token(text, expected):
         ("NO_REPLY.", None),
         ("", None),
         ("   \n ", None),
+        ("**NO_REPLY**", None),
+        ("`NO_REPLY`", None),
+        ("text **NO_REPLY", "text"),
+        ("NO_REPLY: not needed", "not needed"),
     ],
 )
 def test_parse_reply_silence(text, text_out):
