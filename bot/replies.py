@@ -423,16 +423,16 @@ def parse_reply(text: str, *, heartbeat: bool = False, ack_max_chars: int = 300)
 # Chunking (§3.5)
 
 
-def _open_fence_at_end(text: str) -> tuple[str, str, int] | None:
-    """``(marker, info, line_start)`` of the fence still open at the end of ``text``."""
-    fence: tuple[str, str, int] | None = None
+def _open_fence_at_end(text: str) -> tuple[str, str, int, str] | None:
+    """``(marker, info, line_start, indent)`` of the fence still open at the end of ``text``."""
+    fence: tuple[str, str, int, str] | None = None
     pos = 0
     for line in text.splitlines(keepends=True):
         bare = line.rstrip("\r\n")
         if fence is None:
             opened = _fence_open(bare)
             if opened:
-                fence = (opened[0], opened[1], pos)
+                fence = (opened[0], opened[1], pos, bare[: len(bare) - len(bare.lstrip(" "))])
         elif _fence_closes(bare, fence[0]):
             fence = None
         pos += len(line)
@@ -502,7 +502,7 @@ def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[
             if _fence_closes(first, fence[0]):
                 rest = after.lstrip("\n")  # the closer we added stands for this line
             else:
-                prefix = fence[0] + fence[1] + "\n"
+                prefix = fence[3] + fence[0] + fence[1] + "\n"   # reopened with its indentation
     return chunks
 
 
@@ -530,7 +530,7 @@ def chunk_rendered(text: str, limit: int, render: Callable[[str], R],
 
 def _next_chunk(
     rest: str, prefix: str, limit: int, max_lines: int | None
-) -> tuple[str, int, tuple[str, str, int] | None]:
+) -> tuple[str, int, tuple[str, str, int, str] | None]:
     """One chunk from the start of ``rest``: ``(chunk, next_start, fence_left_open)``."""
     window = limit - len(prefix)
     line_budget = None if max_lines is None else max_lines - _line_count(prefix) + 1
@@ -566,7 +566,18 @@ def _next_chunk(
                 piece = rest[:end].rstrip()
                 body = prefix + piece
                 fence = _open_fence_at_end(body)
-        chunk = body + ("\n" + fence[0] if fence is not None else "")
+            else:
+                # the opener starts the chunk and the line after it is longer than the
+                # window (minified JSON): cut inside that line, never send an empty block
+                inner = len(body) - len(prefix) + 1
+                room = w - inner - len(fence[3]) - len(fence[0]) - 1
+                if room >= 1 and len(rest) > inner:
+                    cut, after = _find_cut(rest[inner:], room) if len(rest) - inner > room else (room, room)
+                    end, nxt = inner + cut, inner + after
+                    piece = rest[:end]
+                    body = prefix + piece
+                    fence = _open_fence_at_end(body)
+        chunk = body + ("\n" + fence[3] + fence[0] if fence is not None else "")
         over = len(chunk) - limit
         extra_lines = 0 if max_lines is None else _line_count(chunk) - max_lines
         if over <= 0 and extra_lines <= 0:

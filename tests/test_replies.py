@@ -610,3 +610,21 @@ def test_chunk_rendered_rechunks_what_renders_too_long():
     # the measure is the caller's: here the first element of a (text, extra) pair
     pairs = chunk_rendered("x " * 600, 500, lambda md: (md.strip(), None), lambda r: len(r[0]))
     assert all(len(t) <= 500 for t, _ in pairs)
+
+
+@pytest.mark.parametrize("before", ["", "intro\n"])
+def test_a_fence_whose_first_line_is_over_the_limit_never_yields_an_empty_block(before):
+    long_line = '{"k":"' + "v" * 150 + '"}'          # minified JSON in tool output
+    chunks = chunk_markdown(f"{before}```json\n{long_line}\n```\n", 50)
+    assert all(len(c) <= 50 for c in chunks)
+    assert not [c for c in chunks if c.strip() in ("```json\n```", "```\n```")]
+    inner = "".join(c.removeprefix("```json\n").removesuffix("\n```") for c in chunks if c.startswith("```json"))
+    assert inner.replace("\n", "") == long_line       # nothing lost, nothing added
+
+
+def test_an_indented_fence_is_reopened_with_its_indentation():
+    md = "- item\n  ```py\n" + "  a = 1\n" * 30 + "  ```\n"
+    chunks = chunk_markdown(md, 70)
+    assert len(chunks) > 2
+    for c in chunks[1:]:
+        assert c.startswith("  ```py\n") and c.endswith("\n  ```")
