@@ -205,6 +205,30 @@ def test_symlink_escape_counts_as_missing(ws: Path, tmp_path: Path) -> None:
     assert str(ws / "sub" / "tools.md") in r.deps
 
 
+def test_hard_link_to_an_outside_file_counts_as_missing(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "id_rsa"
+    outside.write_text("PRIVATE KEY MATERIAL")
+    import os
+
+    os.link(outside, ws / "AGENTS.md")
+    (ws / "TOOLS.md").write_text("plain tools file")      # twin: a normal file is injected
+    r = build_prompt(PromptContext(workspace=ws))
+    assert "PRIVATE KEY MATERIAL" not in r.text
+    assert files(r)["AGENTS.md"].status == "missing"
+    assert files(r)["TOOLS.md"].status == "ok" and "plain tools file" in r.text
+
+
+@pytest.mark.parametrize("name, fm, expected", [
+    ("IDENTITY.md", "name: Ada\nemoji: 🦀\nvibe: dry: mostly\n", ["Your name is Ada 🦀.", "Your vibe: dry: mostly."]),
+    ("USER.md", "name: Sam\nnote: IMPORTANT: short answers\n", ["The user's name is Sam."]),
+])
+def test_front_matter_values_with_colons_keep_the_whole_block(ws: Path, name, fm, expected) -> None:
+    (ws / name).write_text(f"---\n{fm}---\nbody text\n")
+    r = build_prompt(PromptContext(workspace=ws))
+    for line in expected:
+        assert line in r.text
+
+
 def test_oversized_file_counts_as_missing(ws: Path) -> None:
     (ws / "AGENTS.md").write_bytes(b"a" * (2 * 1024 * 1024 + 1))
     (ws / "TOOLS.md").write_bytes(b"t" * (2 * 1024 * 1024))  # exactly 2 MiB is fine

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import stat as _stat
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,9 +77,43 @@ def parse_front_matter(text: str) -> dict[str, Any]:
     try:
         data = yaml.load(src, Loader=_Loader)  # noqa: S506 - a SafeLoader variant
     except yaml.YAMLError as exc:
-        log.warning("ignoring invalid YAML front matter: %s", str(exc).splitlines()[0] if str(exc) else exc)
-        return {}
+        # People write front matter as "key: value" lines, not YAML: an unquoted value with
+        # ": " in it ("description: Use X. IMPORTANT: keep it short") is invalid YAML.  Read
+        # such lines as plain key/value pairs rather than dropping the whole block.
+        data = _simple_front_matter(src)
+        if not data:
+            log.warning("ignoring invalid YAML front matter: %s", str(exc).splitlines()[0] if str(exc) else exc)
+        return data
     return data if isinstance(data, dict) else {}
+
+
+_SIMPLE_KEY_RE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*))?$")
+
+
+def _simple_front_matter(src: str) -> dict[str, Any]:
+    """``key: value`` per line (the value taken literally after the first ``: ``); indented
+    lines continue the previous value.  ``{}`` when any other line shape appears, or a
+    value starts like YAML syntax (``[``, ``{``, an unbalanced quote …)."""
+    out: dict[str, Any] = {}
+    key = None
+    for line in src.split("\n"):
+        line = line.rstrip("\r")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _SIMPLE_KEY_RE.match(line)
+        if m:
+            key = m.group(1)
+            value = (m.group(2) or "").strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            elif value[:1] in tuple("[]{}&*!|>%@`'\""):
+                return {}        # YAML syntax gone wrong, not a plain value with a colon in it
+            out[key] = value
+        elif key is not None and line[:1] in (" ", "\t"):
+            out[key] = f"{out[key]} {line.strip()}".strip()
+        else:
+            return {}
+    return out
 
 
 def strip_leading_comments(text: str) -> str:
@@ -163,7 +198,8 @@ def read_text(path: str, deps: Deps, *, root_real: str | None = None) -> str | N
     """Read a UTF-8 text file (bad bytes replaced) or return None when it counts as missing.
 
     Missing means: absent, not a regular file, larger than 2 MiB, or (with ``root_real``)
-    a symlink whose target lies outside that directory.
+    a symlink whose target lies outside that directory, or a file with more than one hard
+    link.
     """
     try:
         lst = os.lstat(path)
@@ -188,6 +224,11 @@ def read_text(path: str, deps: Deps, *, root_real: str | None = None) -> str | N
         return None
     if st.st_size > MAX_FILE_BYTES:
         log.warning("ignoring %s: larger than 2 MiB", path)
+        return None
+    if root_real is not None and st.st_nlink > 1:
+        # a hard link may be a second name of any file of the same user (~/.ssh/id_rsa):
+        # unlike a symlink, nothing says where else it lives, so it counts as missing
+        log.warning("ignoring %s: it is a hard link (%d names); copy the file instead", path, st.st_nlink)
         return None
     try:
         with open(real, "rb") as fh:
