@@ -93,6 +93,7 @@ class _Style:
     code: Callable[[str], str]          # raw content → rendered
     link: Callable[[str, str], str]     # (rendered text, raw url) → rendered
     url: Callable[[str], str]           # bare raw url → rendered
+    native: re.Pattern[str] | None = None   # the platform's own markup, passed through as written
 
 
 _PH_OPEN, _PH_CLOSE = "\ue000", "\ue001"
@@ -143,6 +144,8 @@ def _protect(text: str, style: _Style, saved: list[str]) -> str:
     out.append(text[start:])
     text = "".join(out)
 
+    if style.native is not None:
+        text = style.native.sub(lambda m: hold(m.group(0)), text)
     text = _LINK_RE.sub(
         lambda m: hold(style.link(_emphasis(m.group("text"), style), m.group("url"))), text
     )
@@ -261,12 +264,9 @@ def _render(md: str, style: _Style, *, code_block: Callable[[_Code], str],
 
 
 def _join_blocks(parts: list[str]) -> str:
-    out = ""
-    for part in parts:
-        if out and not out.endswith("\n"):
-            out += "\n"
-        out += part
-    return out.strip("\n")
+    # one line break between blocks; a part that ends with an empty line (the blank line
+    # before a code block) keeps it, so plain text and Signal's style offsets stay right
+    return "\n".join(parts).strip("\n")
 
 
 # Telegram HTML ------------------------------------------------------------------------------
@@ -331,6 +331,16 @@ def _slack_link(rendered_text: str, url: str) -> str:
     return f"<{_slack_url(url)}|{rendered_text.replace('|', '¦')}>" if rendered_text else f"<{_slack_url(url)}>"
 
 
+# Slack's own markup, as the model may write it: user/channel mentions (<@U123>, <#C123|x>),
+# special mentions (<!here>, <!channel>, <!everyone>, <!subteam^S123>, <!date^…|…>) and
+# labelled links (<https://x|label>, <mailto:a@b|label>).  Escaping them would kill them.
+_SLACK_NATIVE = re.compile(
+    r"<(?:[@#][UWCGS][A-Z0-9]{2,}(?:\|[^<>\n]*)?"
+    r"|!(?:here|channel|everyone)(?:\|[^<>\n]*)?"
+    r"|!(?:subteam|date)\^[^<>\n]+"
+    r"|(?:https?|mailto):[^\s<>|]+\|[^<>\n]+)>"
+)
+
 _SLACK = _Style(
     escape=slack_escape,
     bold=lambda t: f"*{t}*",
@@ -339,6 +349,7 @@ _SLACK = _Style(
     code=lambda c: f"`{slack_escape(c)}`",
     link=_slack_link,
     url=lambda u: f"<{_slack_url(u)}>",
+    native=_SLACK_NATIVE,
 )
 
 
@@ -346,8 +357,9 @@ def markdown_to_slack_mrkdwn(md: str) -> str:
     """Markdown → Slack mrkdwn.
 
     ``&``, ``<``, ``>`` are escaped everywhere (code included — Slack shows ``&lt;`` as ``<``
-    inside code) except in the ``<url|text>`` links generated here and the leading ``>`` of
-    quote lines.  Code spans and blocks keep their backtick syntax and content.
+    inside code) except in the ``<url|text>`` links generated here, Slack markup the text
+    already contains (mentions, ``<!here>``, labelled links) and the leading ``>`` of quote
+    lines.  Code spans and blocks keep their backtick syntax and content.
     """
     return _render(
         md,

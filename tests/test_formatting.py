@@ -141,7 +141,7 @@ def test_telegram_html_always_well_formed(seed):
         ("_italic_", "_italic_"),
         ("~~strike~~", "~strike~"),
         ("a & b < c > d", "a &amp; b &lt; c &gt; d"),
-        ("<!channel> hi", "&lt;!channel&gt; hi"),
+        ("<!channel> hi", "<!channel> hi"),       # Slack markup the model writes passes (issue 18)
         ("[text](https://ex.com/a?b=1&c=2)", "<https://ex.com/a?b=1&amp;c=2|text>"),
         ("[a|b](https://ex.com)", "<https://ex.com|a¦b>"),
         ("see https://ex.com/x now", "see <https://ex.com/x> now"),
@@ -235,3 +235,28 @@ def test_signal_rendering_never_grows_a_chunk(md):
     from channels.formatting import markdown_to_signal
 
     assert len(markdown_to_signal(md)[0]) <= len(md)
+
+
+@pytest.mark.parametrize("md, out", [
+    ("hi <@U123ABC>", "hi <@U123ABC>"),
+    ("ping <!here> now", "ping <!here> now"),
+    ("see <https://example.com/a?b=1|the page>", "see <https://example.com/a?b=1|the page>"),
+    ("in <#C0123|general>", "in <#C0123|general>"),
+    ("mail <mailto:a@b.c|me>", "mail <mailto:a@b.c|me>"),
+    # the twin: anything else in angle brackets is still escaped, and code stays literal
+    ("a <b> c", "a &lt;b&gt; c"),
+    ("`<@U123ABC>`", "`&lt;@U123ABC&gt;`"),
+    ("<https://x.y>", "<https://x.y>"),
+])
+def test_slack_markup_written_by_the_model_reaches_slack(md, out):
+    assert markdown_to_slack_mrkdwn(md) == out
+
+
+def test_signal_keeps_the_blank_line_before_a_code_block_and_its_offsets():
+    from channels.formatting import markdown_to_signal
+
+    text, styles = markdown_to_signal("para\n\n```\ncode\n```\nend")
+    assert text == "para\n\ncode\nend"
+    start, length, style = styles[0].split(":")
+    assert text[int(start):int(start) + int(length)] == "code" and style == "MONOSPACE"
+    assert markdown_to_plain("para\n\n```\ncode\n```") == "para\n\ncode"
