@@ -234,3 +234,19 @@ async def test_exec_through_loop(fake, ws):
     assert tm[0]["content"].startswith("hello from exec\n[exit code 0")
     assert tm[1]["content"].startswith("Error: command refused: 'rm' is not on the exec allow list")
     assert (ws / "f.txt").exists()
+
+
+@pytest.mark.parametrize("reply, visible, names", [
+    ('<tool_call>{"name": "read", "arguments": {}}\nDone', "Done", ["read"]),
+    ('Checking.\n<tool_call>\n```json\n{"name": "read", "arguments": {"path": "a"}}\n```\nAfter', "Checking.\n\nAfter",
+     ["read"]),
+    ('<tool_call>{"name": "read", "arguments": {}}</tool_call>\nDone', "Done", ["read"]),   # the closed twin
+    ('<tool_call>{"name": "a", "arguments": {}}<tool_call>{"name": "b", "arguments": {}}</tool_call> tail', "tail",
+     ["a", "b"]),
+])
+def test_text_after_an_unclosed_tool_call_is_kept(reply, visible, names):
+    from bot.agent.textproto import parse_tool_calls
+
+    text, calls = parse_tool_calls(reply)
+    assert text == visible
+    assert [c.name for c in calls] == names and all(c.error is None for c in calls)

@@ -82,6 +82,21 @@ def _guess_name(raw: str) -> str:
     return m.group(1).strip() if m else ""
 
 
+def _json_object_end(body: str) -> int | None:
+    """Where the JSON object at the start of ``body`` (after blanks or a code fence
+    opener) ends, including a closing fence right after it; None when there is none."""
+    m = re.match(r"\s*(?:```[\w-]*\s*)?", body)
+    start = m.end() if m else 0
+    if not body.startswith("{", start):
+        return None
+    try:
+        _, end = json.JSONDecoder().raw_decode(body, start)
+    except ValueError:
+        return None
+    close = re.match(r"\s*```", body[end:])
+    return end + close.end() if close and "```" in body[:start] else end
+
+
 def parse_tool_calls(text: str) -> tuple[str, list[ParsedCall]]:
     """Split a reply into (visible text, tool calls) per the Tool Use Protocol."""
     if not text:
@@ -100,10 +115,12 @@ def parse_tool_calls(text: str) -> tuple[str, list[ParsedCall]]:
         nxt = _OPEN.search(text, body_start)
         if close and (not nxt or close.start() < nxt.start()):
             body, pos = text[body_start : close.start()], close.end()
-        elif nxt:  # missing close tag, another call follows
-            body, pos = text[body_start : nxt.start()], nxt.start()
-        else:  # missing close tag: to end of text
-            body, pos = text[body_start:], len(text)
+        else:  # missing close tag: the call is the JSON object; what follows it is text
+            end = nxt.start() if nxt else len(text)
+            body, pos = text[body_start:end], end
+            obj_end = _json_object_end(body)
+            if obj_end is not None:
+                body, pos = body[:obj_end], body_start + obj_end
         calls.append(_decode(body))
     out = "".join(visible)
     out = _CLOSE.sub("", out)  # stray closing tags
