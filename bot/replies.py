@@ -310,6 +310,14 @@ _KINDS = {
 _HOLE = "\x00"  # where a directive was removed; tidied afterwards
 
 
+def _unquote_target(target: str) -> str:
+    """``"/path/My File.png"`` → ``/path/My File.png`` (models quote paths with spaces)."""
+    for a, b in (('"', '"'), ("'", "'"), ("`", "`"), ("<", ">"), ("\u201c", "\u201d"), ("\u2018", "\u2019")):
+        if len(target) >= 2 and target.startswith(a) and target.endswith(b):
+            return target[1:-1].strip()
+    return target
+
+
 def _is_media_target(target: str) -> bool:
     """An http(s) URL or something that looks like a local path."""
     if not target:
@@ -342,7 +350,7 @@ def _extract_directives(text: str) -> tuple[str, str | None, str | None, bool, l
         elif m.group("voice"):
             voice = True
         else:
-            target = m.group("target").strip()
+            target = _unquote_target(m.group("target").strip())
             if not _is_media_target(target):
                 return m.group(0)
             media.append(MediaItem(kind=_KINDS[m.group("kind").lower()], target=target))

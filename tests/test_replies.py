@@ -628,3 +628,14 @@ def test_an_indented_fence_is_reopened_with_its_indentation():
     assert len(chunks) > 2
     for c in chunks[1:]:
         assert c.startswith("  ```py\n") and c.endswith("\n  ```")
+
+
+@pytest.mark.parametrize("marker, target", [
+    ('[FILE:"/tmp/My File.png"]', "/tmp/My File.png"),
+    ("[IMAGE:'/tmp/a b.png']", "/tmp/a b.png"),
+    ("[IMAGE:<https://x.y/a.png>]", "https://x.y/a.png"),
+    ("[IMAGE:/tmp/plain.png]", "/tmp/plain.png"),          # the unquoted twin
+])
+def test_quoted_media_targets_lose_their_quotes(marker, target):
+    plan = parse_reply(f"here {marker}")
+    assert [m.target for m in plan.media] == [target] and plan.text == "here"
