@@ -42,3 +42,19 @@ async def test_commands_in_the_wrong_place_say_so(tmp_path, llm, tg):
     assert "only applies in group chats" in tg.sent[0].visible_text
     assert "only works in a direct chat" in tg.sent[1].visible_text
     assert llm.requests == []
+
+
+async def test_activation_always_does_not_claim_every_message_mentions_the_bot(tmp_path, llm, tg):
+    cfg = make_config(tmp_path, llm, channels=telegram_section(tg, groups=[str(GUEST_GROUP)]))
+    llm.script(text("NO_REPLY"), text("hello"))
+    async with running(cfg):
+        tg.inject_message(GUEST_GROUP, "/activation always", from_id=OWNER, chat_type="supergroup", title="G")
+        await tg.wait_for_sent(1, timeout=15)
+        tg.inject_message(GUEST_GROUP, "nice weather today", from_id=555, chat_type="supergroup", title="G")
+        await llm.wait_for_requests(1, timeout=15)
+        tg.inject_message(GUEST_GROUP, "@chela_bot hi", from_id=555, chat_type="supergroup", title="G",
+                          entities=[{"type": "mention", "offset": 0, "length": 10}])
+        await tg.wait_for_sent(2, timeout=15)
+    first, second = (r["messages"][-2]["content"] for r in llm.requests)
+    assert "mentioned_you: no" in first          # answered (always-on), but not addressed
+    assert "mentioned_you: yes" in second        # the twin: a real mention
