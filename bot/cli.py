@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from bot.agent.scrub import RedactSecrets
+from channels.redact import RedactSecrets
 from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
 
 

@@ -11,8 +11,8 @@ The pipeline (:func:`parse_reply`):
 4. ``HEARTBEAT_OK`` tokens at the edges are stripped (ack handling on heartbeat runs);
 5. whitespace left by removed markers is tidied; an empty result without media is silent.
 
-Chunking (:func:`chunk_markdown`) works on the Markdown text; adapters render each chunk for
-their platform afterwards (``channels.formatting``).
+Chunking (``channels.chunking``, re-exported here for the core) works on the Markdown text;
+adapters render each chunk for their platform afterwards (``channels.formatting``).
 """
 
 from __future__ import annotations
@@ -23,12 +23,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
 from urllib.parse import unquote, urlparse
 
 from channels.base import MediaItem
-
-R = TypeVar("R")
+from channels.chunking import chunk_markdown, chunk_rendered, fence_closes, fence_open
 
 __all__ = [
     "SILENT_TOKEN",
@@ -72,26 +70,6 @@ class ReplyPlan:
 # --------------------------------------------------------------------------------------------
 # Code detection (fenced blocks and inline code spans are never touched by directives)
 
-_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
-
-
-def _fence_open(line: str) -> tuple[str, str] | None:
-    """``(marker, info)`` when ``line`` (without newline) opens a fenced code block."""
-    m = _FENCE_OPEN_RE.match(line)
-    if not m:
-        return None
-    marker, info = m.group(1), m.group(2)
-    if marker[0] == "`" and "`" in info:
-        return None
-    return marker, info.strip()
-
-
-def _fence_closes(line: str, marker: str) -> bool:
-    m = _FENCE_CLOSE_RE.match(line)
-    return bool(m) and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker)
-
-
 def _split_fences(text: str) -> list[tuple[bool, str]]:
     """Split into ``(is_code, part)``; fenced blocks (fence lines included) are code.
 
@@ -103,7 +81,7 @@ def _split_fences(text: str) -> list[tuple[bool, str]]:
     for line in text.splitlines(keepends=True):
         bare = line.rstrip("\r\n")
         if fence is None:
-            opened = _fence_open(bare)
+            opened = fence_open(bare)
             if opened:
                 if buf:
                     parts.append((False, "".join(buf)))
@@ -113,7 +91,7 @@ def _split_fences(text: str) -> list[tuple[bool, str]]:
                 buf.append(line)
         else:
             buf.append(line)
-            if _fence_closes(bare, fence):
+            if fence_closes(bare, fence):
                 parts.append((True, "".join(buf)))
                 buf = []
                 fence = None
@@ -425,183 +403,6 @@ def parse_reply(text: str, *, heartbeat: bool = False, ack_max_chars: int = 300)
         media=media,
         ack=ack,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Chunking (§3.5)
-
-
-def _open_fence_at_end(text: str) -> tuple[str, str, int, str] | None:
-    """``(marker, info, line_start, indent)`` of the fence still open at the end of ``text``."""
-    fence: tuple[str, str, int, str] | None = None
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        bare = line.rstrip("\r\n")
-        if fence is None:
-            opened = _fence_open(bare)
-            if opened:
-                fence = (opened[0], opened[1], pos, bare[: len(bare) - len(bare.lstrip(" "))])
-        elif _fence_closes(bare, fence[0]):
-            fence = None
-        pos += len(line)
-    return fence
-
-
-def _line_count(text: str) -> int:
-    return text.count("\n") + 1
-
-
-def _find_cut(s: str, window: int) -> tuple[int, int]:
-    """Where to cut ``s`` (longer than ``window``): ``(piece_end, next_start)``.
-
-    Prefers the last paragraph break, then line break, then space within the window (when it
-    does not leave a tiny chunk), then falls back to any such break, then a hard cut.
-    """
-    region = s[: window + 1]
-    floor = max(1, int(window * 0.3))
-    candidates: list[tuple[int, int]] = []
-    i = region.rfind("\n\n")
-    if i > 0:
-        j = i
-        while j < len(s) and s[j] == "\n":
-            j += 1
-        candidates.append((i, j))
-    else:
-        candidates.append((-1, -1))
-    i = region.rfind("\n")
-    candidates.append((i, i + 1) if i > 0 else (-1, -1))
-    i = max(region.rfind(" "), region.rfind("\t"))
-    candidates.append((i, i + 1) if i > 0 else (-1, -1))
-    for end, nxt in candidates:
-        if end >= floor and s[:end].strip():
-            return end, nxt
-    for end, nxt in candidates:
-        if end > 0 and s[:end].strip():
-            return end, nxt
-    return window, window
-
-
-def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[str]:
-    """Split Markdown into chunks of at most ``limit`` characters (SPEC §3.5).
-
-    Breaks at a paragraph break, else a line break, else a space, else a hard cut.  A code
-    fence open at a cut is closed at the end of the chunk and reopened (same fence and info
-    string) at the start of the next; the added characters count against ``limit``.  With
-    ``max_lines`` (Discord's soft 17 lines) no chunk has more lines than that.  Every chunk
-    leaves its fences balanced; no chunk is empty.
-    """
-    if limit < 1:
-        raise ValueError("limit must be positive")
-    if max_lines is not None and max_lines < 1:
-        raise ValueError("max_lines must be positive")
-    rest = (text or "").lstrip("\n").rstrip()
-    chunks: list[str] = []
-    prefix = ""  # fence reopened at the start of the next chunk
-    while rest.strip():
-        if prefix and (len(prefix) + 8 > limit // 2 or (max_lines is not None and max_lines < 4)):
-            prefix = ""  # fence too long to carry for this limit; degrade to plain cuts
-        chunk, nxt, fence = _next_chunk(rest, prefix, limit, max_lines)
-        if chunk.strip():
-            chunks.append(chunk)
-        rest = rest[nxt:].lstrip("\n")
-        prefix = ""
-        if fence is not None:
-            first, _, after = rest.partition("\n")
-            if _fence_closes(first, fence[0]):
-                rest = after.lstrip("\n")  # the closer we added stands for this line
-            else:
-                prefix = fence[3] + fence[0] + fence[1] + "\n"   # reopened with its indentation
-    return chunks
-
-
-def chunk_rendered(text: str, limit: int, render: Callable[[str], R],
-                   size: Callable[[R], int] = len, *, floor: int = 100) -> list[R]:
-    """Chunk Markdown, then render each chunk for a platform, keeping every rendering
-    within ``limit`` as ``size`` measures it.
-
-    Rendering can grow a chunk (Slack escapes ``&`` as ``&amp;``; plain text spells a link
-    as ``text (url)``).  A chunk that renders too long is chunked again, finer, from its
-    Markdown, so a cut never falls inside an entity or a formatting span.  A piece of at
-    most ``floor`` characters is returned as rendered.
-    """
-
-    def fit(chunk: str) -> list[R]:
-        rendered = render(chunk)
-        n = size(rendered)
-        if n <= limit or len(chunk) <= floor:
-            return [rendered]
-        finer = max(floor, min(len(chunk) - 1, int(len(chunk) * limit / n * 0.9)))
-        return [r for piece in chunk_markdown(chunk, finer) for r in fit(piece)]
-
-    return [r for chunk in chunk_markdown(text, limit) for r in fit(chunk)]
-
-
-def _next_chunk(
-    rest: str, prefix: str, limit: int, max_lines: int | None
-) -> tuple[str, int, tuple[str, str, int, str] | None]:
-    """One chunk from the start of ``rest``: ``(chunk, next_start, fence_left_open)``."""
-    window = limit - len(prefix)
-    line_budget = None if max_lines is None else max_lines - _line_count(prefix) + 1
-    for _attempt in range(64):
-        if window < 1 or (line_budget is not None and line_budget < 1):
-            if not prefix:
-                break
-            prefix, window = "", limit  # nothing fits next to the reopened fence: drop it
-            line_budget = max_lines
-        w = window
-        if line_budget is not None:
-            nl = -1
-            for _ in range(line_budget):
-                nl = rest.find("\n", nl + 1)
-                if nl < 0:
-                    break
-            if nl >= 0:
-                w = min(w, nl)
-        if len(rest) <= w:
-            end = nxt = len(rest)
-        else:
-            end, nxt = _find_cut(rest, max(w, 1))
-        piece = rest[:end].rstrip()
-        if not piece.strip():
-            piece = rest[:end]
-        body = prefix + piece
-        fence = _open_fence_at_end(body)
-        # do not end a chunk on a bare fence opener: cut before it instead
-        if fence is not None and fence[2] >= len(prefix) and "\n" not in body[fence[2]:]:
-            opener_at = fence[2] - len(prefix)
-            if rest[:opener_at].strip():
-                end = nxt = opener_at
-                piece = rest[:end].rstrip()
-                body = prefix + piece
-                fence = _open_fence_at_end(body)
-            else:
-                # the opener starts the chunk and the line after it is longer than the
-                # window (minified JSON): cut inside that line, never send an empty block
-                inner = len(body) - len(prefix) + 1
-                room = w - inner - len(fence[3]) - len(fence[0]) - 1
-                if room >= 1 and len(rest) > inner:
-                    cut, after = _find_cut(rest[inner:], room) if len(rest) - inner > room else (room, room)
-                    end, nxt = inner + cut, inner + after
-                    piece = rest[:end]
-                    body = prefix + piece
-                    fence = _open_fence_at_end(body)
-        chunk = body + ("\n" + fence[3] + fence[0] if fence is not None else "")
-        over = len(chunk) - limit
-        extra_lines = 0 if max_lines is None else _line_count(chunk) - max_lines
-        if over <= 0 and extra_lines <= 0:
-            return chunk, nxt, fence
-        if over > 0:
-            window = min(window, end) - over
-        if extra_lines > 0 and line_budget is not None:
-            line_budget = min(line_budget, _line_count(piece)) - extra_lines
-    # safety net (tiny limits): a plain cut that honours the limits, fences not carried
-    end = min(len(rest), limit)
-    if max_lines is not None:
-        lines = rest[:end].split("\n")
-        if len(lines) > max_lines:
-            end = len("\n".join(lines[:max_lines]))
-    end = max(end, 1)
-    return rest[:end], end, None
 
 
 # --------------------------------------------------------------------------------------------

@@ -402,7 +402,7 @@ class DiscordChannel(Channel):
     def _chunks(self, text: str) -> list[str]:
         if not text.strip():
             return []
-        from bot.replies import chunk_markdown  # lazy: bot.replies is optional at import time
+        from channels.chunking import chunk_markdown
 
         return [c for c in chunk_markdown(text, self.chunk_limit, max_lines=self.max_lines) if c.strip()]
 

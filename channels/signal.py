@@ -727,7 +727,7 @@ class SignalChannel(Channel):
         chunks: list[str] = []
         styles: dict[int, list[str]] = {}      # chunk index → signal-cli text styles
         if msg.text and msg.text.strip():
-            from bot.replies import chunk_markdown
+            from channels.chunking import chunk_markdown
             from channels.formatting import markdown_to_signal
 
             # rendering only removes markup ("[t](u)" becomes "t (u)"), so chunks stay in the limit

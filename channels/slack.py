@@ -545,7 +545,7 @@ class SlackChannel(Channel):
 
     def _render(self, text: str) -> list[str]:
         """Markdown → mrkdwn posts, each within the chunk limit after escaping."""
-        from bot.replies import chunk_rendered
+        from channels.chunking import chunk_rendered
 
         text = (text or "").strip()
         if not text:

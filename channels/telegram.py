@@ -33,7 +33,7 @@ from telegram.error import (
     TimedOut,
 )
 
-from bot.agent.scrub import RedactSecrets
+from channels.redact import RedactSecrets
 from channels.base import (
     Capabilities,
     Channel,
@@ -596,7 +596,7 @@ class TelegramChannel(Channel):
             return await self._send_plain(chat_id, chunk, reply_to, thread_id)
 
     async def send(self, msg: OutboundMessage) -> list[str]:
-        from bot.replies import chunk_markdown
+        from channels.chunking import chunk_markdown
 
         self._require_bot()
         chat_id = _to_chat_id(msg.chat_id)

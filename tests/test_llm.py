@@ -31,7 +31,7 @@ def test_import_is_lazy():
     import subprocess
 
     code = (
-        "import sys, bot.agent.llm, bot.agent.loop, bot.agent.tools, bot.agent.textproto, bot.agent.scrub\n"
+        "import sys, bot.agent.llm, bot.agent.loop, bot.agent.tools, bot.agent.textproto, channels.redact\n"
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(Path(__file__).resolve().parents[1]), timeout=60)

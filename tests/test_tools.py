@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.scrub import scrub
+from channels.redact import scrub
 from bot.agent.textproto import ParsedCall, format_tool_results, parse_tool_calls, split_reasoning
 from bot.agent.tools import ExecPolicy, ToolContext, build_registry
 from bot.agent.tools.exec_tool import check_allowlisted
@@ -454,7 +454,7 @@ def test_scrub_is_fast_on_long_runs():
 def test_log_filter_redacts_messages_and_tracebacks(caplog):
     import logging
 
-    from bot.agent.scrub import RedactSecrets
+    from channels.redact import RedactSecrets
 
     logger = logging.getLogger("chela.test.redact")
     flt = RedactSecrets(["tok-123456", "abc"])          # "abc" is too short to redact

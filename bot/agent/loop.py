@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from .llm import Completion, LLMClient, LLMError
-from .scrub import scrub
+from channels.redact import scrub
 from .textproto import format_tool_results, parse_tool_calls, split_reasoning, strip_thinking
 from .tools import ToolContext, ToolRegistry
 

@@ -1,5 +1,8 @@
 """Redact secrets from text before a model (or a log) sees it.
 
+Used by the core (tool output, logs) and by adapters (a library's own logger), so it
+lives on the channels side: ``channels/`` never imports ``bot/``.
+
 Two rules:
 
 * every configured secret value of 4+ characters, wherever it appears;
