@@ -210,6 +210,8 @@ class CronService:
         dirs = [self.cfg.media_dir, *sorted(self.cfg.guests_dir.glob("*/media"))]
         try:
             removed = sum([await asyncio.to_thread(prune_older_than, d, days) for d in dirs if d.is_dir()])
+        except asyncio.CancelledError:
+            return 0              # shutting down: the next start prunes again
         except Exception:
             log.exception("pruning media failed")
             return 0

@@ -101,6 +101,12 @@ class Router:
         self._name_re = re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE) if cfg.agent.name else None
         self.approved = _Approved(store)
         self.accepting = True
+        self._tasks: set[asyncio.Task] = set()
+
+    def _background(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # ------------------------------------------------------------------------- policy
     def policy(self, channel: str) -> ChannelPolicy | None:
@@ -135,8 +141,9 @@ class Router:
             log.info("duplicate message ignored channel=%s chat=%s id=%s", msg.channel, msg.chat_id, message_id)
             return
         if verdict.action == "pair":
-            # kept so that the owner's approval can answer it; never processed before that
-            self.store.set_inbound_status(inbound_id, "pairing")
+            # kept so that the owner's approval can answer it; never processed before that.
+            # Only the newest one per sender is kept: a stranger cannot fill the database.
+            self.store.hold_for_pairing(inbound_id, key)
             if self.accepting:
                 self.lanes.submit(key, lambda: self._pairing_reply(msg))
             return
@@ -144,7 +151,9 @@ class Router:
             return  # stored; processed after restart
         cmd = parse_command(msg.text)
         if cmd and COMMANDS[cmd[0]].immediate:
-            await self._immediate(inbound_id, msg, key, cmd)
+            # answered now (a turn waiting for it may hold this session's lane); the reply
+            # is delivered in the background so the platform's intake never waits on it
+            self._background(self._immediate(inbound_id, msg, key, cmd))
             return
         self.lanes.submit(key, lambda: self._process(inbound_id, msg, key, verdict))
 
@@ -164,13 +173,11 @@ class Router:
     async def pairing_approved(self, channel: str, sender_id: str) -> bool:
         """The owner approved a pairing request (``chela pairing approve``): tell the sender,
         then answer the message that asked (the newest one; older ones are dropped)."""
-        rows = self.store.inbound_with_status("pairing", channel=channel, session_key=None)
-        mine = [r for r in rows if r.payload.get("sender_id") == sender_id]
-        if not mine:
+        probe = InboundMessage(channel=channel, chat_id=sender_id, sender_id=sender_id, text="")
+        held = self.store.inbound_with_status("pairing", session_key=session_key(probe, self.cfg, "guest"))
+        if not held:
             return False
-        for r in mine[:-1]:
-            self.store.set_inbound_status(r.id, "skipped")
-        last = mine[-1]
+        last = held[-1]          # on_inbound keeps only the newest one
         msg = InboundMessage.from_json(last.payload)
         verdict = self.admit(msg)
         if not verdict.served:

@@ -189,6 +189,14 @@ class Store:
         rows = self.db.execute(q + " ORDER BY id", args).fetchall()
         return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
 
+    def hold_for_pairing(self, inbound_id: int, session_key: str) -> None:
+        """Keep this message of an unknown sender for after their pairing is approved, and
+        forget their older held ones (only the newest is answered)."""
+        with self._tx():
+            self.db.execute("UPDATE inbound SET status='pairing' WHERE id=?", (inbound_id,))
+            self.db.execute("DELETE FROM inbound WHERE session_key=? AND status='pairing' AND id<?",
+                            (session_key, inbound_id))
+
     def requeue_inbound(self, inbound_id: int, session_key: str) -> None:
         """Make a held message pending again (e.g. after its sender's pairing was approved)."""
         self.db.execute("UPDATE inbound SET status='pending', session_key=?, outbound=NULL WHERE id=?",

@@ -485,3 +485,12 @@ async def test_a_symlink_planted_at_the_temp_path_cannot_redirect_a_write(tmp_pa
     assert outside.read_text() == "untouched\n"
     assert results[0].startswith("Wrote") and (cfg.agent.workspace / "notes.md").read_text() == "owner notes"
     assert results[1].startswith("Error")
+
+
+async def test_a_stranger_cannot_pile_up_held_messages(tmp_path, llm, tg):
+    async with running(cfg_for(tmp_path, llm, tg)) as d:
+        for i in range(30):
+            tg.inject_message(STRANGER, f"spam {i}", from_id=STRANGER)
+        await eventually(lambda: any(r.payload["text"] == "spam 29" for r in d.store.inbound_with_status("pairing")))
+        held = d.store.inbound_with_status("pairing")
+    assert [r.payload["text"] for r in held] == ["spam 29"]   # only the newest is kept for after approval
