@@ -137,6 +137,8 @@ class DiscordChannel(Channel):
             allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=True),
         )
 
+        _tolerate_bad_events(client, self.account)
+
         @client.event
         async def on_ready() -> None:  # noqa: ANN202 - discord.py event
             user = client.user
@@ -295,7 +297,7 @@ class DiscordChannel(Channel):
             chat_id, thread_id = str(parent_id), str(channel.id)
         else:
             chat_id, thread_id = str(channel.id), None
-        content = message.content or ""
+        content = message.content if isinstance(message.content, str) else str(message.content or "")
         mentioned = any(u.id == bot_id for u in message.mentions) or (
             bool(bot_id) and (f"<@{bot_id}>" in content or f"<@!{bot_id}>" in content))
         title = ""
@@ -515,3 +517,25 @@ class DiscordChannel(Channel):
             await client.get_partial_messageable(channel_id).get_partial_message(mid).add_reaction(emoji)
         except Exception as exc:
             log.warning("discord[%s]: reaction %r on %s failed: %s", self.account, emoji, message_id, exc)
+
+
+def _tolerate_bad_events(client: discord.Client, account: str) -> None:
+    """One malformed gateway event (author null, a missing channel_id, non-numeric ids,
+    garbage attachments) must not end the connection.  discord.py runs its event parsers
+    unguarded, so a parser's exception closes the gateway and the next login drops what was
+    queued.  Each parser of *this* client (``client._connection.parsers``, built per client:
+    nothing global is patched) now logs and skips an event it cannot parse."""
+    parsers = client._connection.parsers
+
+    def tolerant(event: str, parse):
+        def run(data):
+            try:
+                return parse(data)
+            except Exception as exc:  # noqa: BLE001 - skip the event, keep the connection
+                log.warning("discord[%s]: skipped a malformed %s event: %s: %s",
+                            account, event, type(exc).__name__, exc)
+                return None
+        return run
+
+    for event, parse in list(parsers.items()):
+        parsers[event] = tolerant(event, parse)

@@ -211,3 +211,28 @@ async def test_a_username_equal_to_the_owners_id_is_not_the_owner(cfg, llm, dc):
         await dc.inject_message(alice, "hi", author_id=ALICE, username="someone-else")
         sent = await dc.wait_for_sent(2, timeout=15)
     assert sent[1]["content"] == "hello owner" and sent[1]["channel_id"] == alice
+
+
+@pytest.mark.parametrize("breakage", ["author null", "no channel_id", "non-numeric channel_id",
+                                      "garbage attachments", "garbage mentions", "content not a string"])
+async def test_a_malformed_gateway_event_is_skipped_and_the_connection_lives_on(cfg, llm, dc, breakage):
+    mutate = {
+        "author null": lambda m: m.update(author=None),
+        "no channel_id": lambda m: m.pop("channel_id"),
+        "non-numeric channel_id": lambda m: m.update(channel_id="not-a-number"),
+        "garbage attachments": lambda m: m.update(attachments=[{"garbage": 1}]),
+        "garbage mentions": lambda m: m.update(mentions=[{"id": "x"}]),
+        "content not a string": lambda m: m.update(content=12345),
+    }[breakage]
+    echo = lambda req: text("answered: " + req["messages"][-1]["content"][-40:])  # noqa: E731
+    llm.script(echo, echo)      # some of these discord.py still parses: then both are answered
+    async with running(cfg):
+        await dc.wait_for_clients(1)
+        dm = dc.add_dm_channel(ALICE, "alice")
+        bad = dc._message_payload(dm, "bad one", dc.user_payload(ALICE, "alice"))
+        mutate(bad)
+        await dc.dispatch("MESSAGE_CREATE", bad)
+        await dc.inject_message(dm, "good one", author_id=ALICE, username="alice")   # the twin
+        await eventually(lambda: any("good one" in m["content"] for m in dc.sent), timeout=15)
+    assert not any("Sorry" in m["content"] for m in dc.sent)          # no turn crashed
+    assert len(dc.identifies) == 1                                    # the gateway never dropped
