@@ -59,6 +59,25 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+def valid_text(msg: InboundMessage) -> InboundMessage:
+    """The message with lone UTF-16 surrogates (which some clients send, and which SQLite
+    cannot store) replaced by U+FFFD in every text field; the same object when clean."""
+
+    def fix(s: str) -> str:
+        try:
+            s.encode("utf-8")
+            return s
+        except UnicodeEncodeError:
+            return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    changed = {}
+    for f in ("text", "sender_name", "sender_username", "chat_title", "chat_id", "sender_id", "message_id"):
+        value = getattr(msg, f)
+        if isinstance(value, str) and (fixed := fix(value)) is not value:
+            changed[f] = fixed
+    return dataclasses.replace(msg, **changed) if changed else msg
+
+
 def parse_command(text: str) -> tuple[str, str] | None:
     """``/name@bot arg`` → (name, arg) when it is one of ours; None for ordinary text."""
     text = (text or "").strip()
@@ -129,6 +148,7 @@ class Router:
     async def on_inbound(self, msg: InboundMessage) -> None:
         """The sink: decide admission, persist, then queue.  Returns once the message is
         stored (or deliberately dropped)."""
+        msg = valid_text(msg)
         verdict = self.admit(msg)
         if verdict.action == "drop":
             log.info("not served channel=%s chat=%s sender=%s reason=%s",

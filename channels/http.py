@@ -202,14 +202,20 @@ class HttpChannel(Channel):
         raw = await request.read()      # over client_max_size raises 413, turned into JSON by _guard
         try:
             body = json.loads(raw)
+        except RecursionError:
+            return _error(400, "the body is nested too deeply", "invalid_request_error")
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
             return _error(400, "the body is not valid JSON", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "the body must be a JSON object with a messages list", "invalid_request_error")
         text = _last_user_text(body.get("messages"))
-        if text is None:
-            return _error(400, "messages must contain a user message with text content", "invalid_request_error")
-        user = str(body.get("user") or "")[:128]
+        if not text:
+            return _error(400, "messages must end with a user message whose content is a string or a list of "
+                               "{\"type\": \"text\", \"text\": \"...\"} parts", "invalid_request_error")
+        user = body.get("user")
+        if user is not None and not isinstance(user, str):
+            return _error(400, "user must be a string", "invalid_request_error")
+        user = (user or "")[:128]
         rid = uuid.uuid4().hex
         chat_id = f"req-{rid}"
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -300,7 +306,9 @@ def _last_user_text(messages) -> str | None:
             if isinstance(c, str):
                 return c
             if isinstance(c, list):
-                parts = [p.get("text", "") for p in c if isinstance(p, dict) and p.get("type") == "text"]
+                parts = [p.get("text") for p in c if isinstance(p, dict) and p.get("type") == "text"]
+                if not all(isinstance(t, str) for t in parts):
+                    return None
                 return "\n".join(parts) if parts else None
             return None
     return None

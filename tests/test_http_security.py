@@ -279,3 +279,38 @@ def test_token_file_private_under_a_strict_umask(tmp_path):
     finally:
         os.umask(old)
     assert mode(cfg.http_token_path) == 0o600 and mode(cfg.http_token_path.parent) == 0o700
+
+
+@pytest.mark.parametrize("body, says", [
+    ('{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}', "list of"),
+    ('{"messages": [{"role": "user", "content": [{"type": "text"}]}]}', "list of"),
+    ('{"messages": [{"role": "user", "content": null}]}', "list of"),
+    ('{"messages": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
+    ('{"messages": [{"role": "user", "content": "hi"}], "user": {"id": 1}}', "user must be a string"),
+])
+async def test_bad_input_gets_a_400_and_the_daemon_keeps_serving(tmp_path, llm, body, says):
+    cfg = http_cfg(tmp_path, llm)
+    llm.script(text("still here"))
+    async with running(cfg) as d:
+        base, _ = urls(d)
+        async with aiohttp.ClientSession(headers={**bearer(cfg), "Content-Type": "application/json"}) as s:
+            async with s.post(f"{base}/v1/chat/completions", data=body) as r:
+                assert says in (await error_of(r, 400))["message"]
+            assert llm.requests == []
+            ok = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}
+            async with s.post(f"{base}/v1/chat/completions", json=ok) as r:     # the twin: parts as text
+                assert r.status == 200 and (await r.json())["choices"][0]["message"]["content"] == "still here"
+    assert llm.requests[0]["messages"][-1]["content"].endswith("a\nb")
+
+
+async def test_a_lone_surrogate_is_stored_and_answered(tmp_path, llm):
+    cfg = http_cfg(tmp_path, llm)
+    llm.script(text("answered"))
+    async with running(cfg) as d:
+        base, _ = urls(d)
+        async with aiohttp.ClientSession(headers={**bearer(cfg), "Content-Type": "application/json"}) as s:
+            body = '{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}'
+            async with s.post(f"{base}/v1/chat/completions", data=body) as r:
+                assert (await r.json())["choices"][0]["message"]["content"] == "answered"
+        assert [row[0] for row in d.store.db.execute("SELECT status FROM inbound")] == ["done"]
+    assert "hi \ufffd there" in llm.requests[0]["messages"][-1]["content"]
