@@ -43,9 +43,11 @@ def cmd_run(args) -> int:
     cfg = _load(args)
     setup_logging(cfg, args.log_level)
     os.umask(0o077)   # whatever Chela or its commands create is private (SPEC §9.4)
+    from bot.store import StoreError
+
     try:
         return asyncio.run(Daemon(cfg).run())
-    except ConfigError as e:
+    except (ConfigError, StoreError) as e:      # named and explained; never a traceback
         print(f"chela: {e}", file=sys.stderr)
         return 1
 

@@ -15,7 +15,7 @@ from channels.util import parse_listen
 from bot.heartbeat import CronService, Scheduled
 from bot.router import Router
 from bot.sessions import SessionLanes
-from bot.store import Store
+from bot.store import Store, StoreError
 from channels.base import Channel, ChannelError, OutboundMessage
 
 log = logging.getLogger("chela.daemon")
@@ -120,11 +120,16 @@ class Daemon:
 
         cfg = self.cfg
         ws = cfg.agent.workspace
-        if not ws.exists():
-            created = init_workspace(ws)
-            log.info("created workspace %s with %d starter file(s)", ws, len(created))
-        private_dir(cfg.agent.state_dir)
-        private_dir(cfg.media_dir)
+        try:
+            if not ws.exists():
+                created = init_workspace(ws)
+                log.info("created workspace %s with %d starter file(s)", ws, len(created))
+            private_dir(cfg.agent.state_dir)
+            private_dir(cfg.media_dir)
+        except OSError as e:
+            where = e.filename or cfg.agent.state_dir
+            raise StoreError(f"cannot create or use {where}: {e.strerror or e}. agent.workspace and "
+                             "agent.state_dir must be directories Chela can write") from None
         self.store = Store(cfg.db_path)
         self.lanes = SessionLanes(cfg.session.max_concurrent_turns)
         hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None

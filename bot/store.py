@@ -119,15 +119,38 @@ class InboundRow:
     outbound: list | None
 
 
+def _unusable(path: str, e: BaseException) -> str:
+    """Why the database at ``path`` cannot be used, and what to do about it."""
+    what = getattr(e, "strerror", None) or str(e)
+    if isinstance(e, sqlite3.DatabaseError) and "not a database" in str(e):
+        return (f"{path} is not a Chela database (SQLite says: {e}). Move it away, or point "
+                "agent.state_dir at another directory; Chela creates a new database there.")
+    if isinstance(e, PermissionError) or "readonly" in str(e).lower() or "read-only" in str(e).lower():
+        return (f"cannot write the state database {path}: {what}. Chela needs a writable state directory "
+                "(agent.state_dir); fix its owner or mode, or choose another directory.")
+    return (f"cannot open the state database {path}: {what}. Check that agent.state_dir is a directory "
+            "Chela can create and write.")
+
+
 def _is_tool_result(data: str) -> bool:
     """A text-protocol turn carries tool results back as a user message."""
     content = json.loads(data).get("content")
     return isinstance(content, str) and content.lstrip().startswith("<tool_result")
 
 
+class StoreError(Exception):
+    """The state database cannot be used; the message names the path and what to do."""
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = str(path)
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(_unusable(self.path, e)) from None
+
+    def _open(self) -> None:
         on_disk = self.path not in (":memory:", "") and not self.path.startswith("file:")
         if on_disk:
             # SPEC §9.4: the state dir 0700, the database 0600.  SQLite gives the -wal,
