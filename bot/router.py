@@ -121,6 +121,7 @@ class Router:
         self.approved = _Approved(store)
         self.accepting = True
         self._tasks: set[asyncio.Task] = set()
+        self._queued: set[int] = set()       # inbound ids queued or running now
 
     def _background(self, coro) -> None:
         task = asyncio.create_task(coro)
@@ -175,20 +176,37 @@ class Router:
             # is delivered in the background so the platform's intake never waits on it
             self._background(self._immediate(inbound_id, msg, key, cmd))
             return
-        self.lanes.submit(key, lambda: self._process(inbound_id, msg, key, verdict))
+        self._queue(key, inbound_id, lambda: self._process(inbound_id, msg, key, verdict))
+
+    def _queue(self, key: str, inbound_id: int, job) -> bool:
+        """Queue the work of one stored message, at most once: live intake and ``recover``
+        (channels start before it runs) may both see a message that arrives during start-up."""
+        if inbound_id in self._queued:
+            return False
+        self._queued.add(inbound_id)
+
+        async def run():
+            try:
+                return await job()
+            finally:
+                self._queued.discard(inbound_id)
+
+        self.lanes.submit(key, run)
+        return True
 
     async def recover(self) -> int:
         """Queue stored messages that were never answered (crash or restart)."""
-        rows = self.store.unfinished_inbound()
-        for row in rows:
+        queued = 0
+        for row in self.store.unfinished_inbound():
             msg = InboundMessage.from_json(row.payload)
             if row.status == "delivering" and row.outbound:
-                self.lanes.submit(row.session_key, lambda r=row, m=msg: self._deliver_stored(r.id, m, r.outbound))
+                job = (lambda r=row, m=msg: self._deliver_stored(r.id, m, r.outbound))
             else:
-                self.lanes.submit(row.session_key, lambda r=row, m=msg: self._process(r.id, m, r.session_key, None))
-        if rows:
-            log.info("recovering %d unanswered message(s)", len(rows))
-        return len(rows)
+                job = (lambda r=row, m=msg: self._process(r.id, m, r.session_key, None))
+            queued += self._queue(row.session_key, row.id, job)
+        if queued:
+            log.info("recovering %d unanswered message(s)", queued)
+        return queued
 
     async def pairing_approved(self, channel: str, sender_id: str) -> bool:
         """The owner approved a pairing request (``chela pairing approve``): tell the sender,
@@ -207,7 +225,7 @@ class Router:
         with contextlib.suppress(Exception):
             await self.deliver(msg.channel, OutboundMessage(chat_id=msg.chat_id, account=msg.account,
                                                             text=pairing.approved_message()))
-        self.lanes.submit(key, lambda: self._process(last.id, msg, key, verdict))
+        self._queue(key, last.id, lambda: self._process(last.id, msg, key, verdict))
         return True
 
     # --------------------------------------------------------------------- processing
@@ -248,11 +266,15 @@ class Router:
             raise
         except Exception:
             log.exception("turn failed channel=%s session=%s", msg.channel, key)
-            self.store.set_inbound_status(inbound_id, "failed")
+            # the apology first: it must not depend on the store (the failure may be a full disk)
             with contextlib.suppress(Exception):
                 await self._send(msg.channel, OutboundMessage(chat_id=msg.chat_id, thread_id=msg.thread_id,
                                                               text="Sorry, something went wrong on my side. Please try again.",
                                                               account=msg.account))
+            try:
+                self.store.set_inbound_status(inbound_id, "failed")
+            except Exception:  # noqa: BLE001 - logged; the message stays pending and is retried after a restart
+                log.exception("could not record the failed turn channel=%s session=%s", msg.channel, key)
         finally:
             ch = self.channels.get(msg.channel)
             if ch is not None:

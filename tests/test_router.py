@@ -45,3 +45,55 @@ async def test_typing_call_in_flight_is_not_cancelled_when_the_turn_ends(tmp_pat
         term.gate.set()
         await asyncio.sleep(0.05)
     assert (term.completed, term.cancelled) == (1, 0)
+
+
+async def test_a_message_arriving_during_start_up_is_answered_once(tmp_path, llm, capsys):
+    # channels start before recover() runs: the same stored row must not be queued twice
+    from channels.base import InboundMessage
+
+    term = SlowTypingTerminal()
+    term.gate.set()
+    llm.script(text("one answer"), text("a second answer would be a duplicate"))
+    async with running(make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False) as d:
+        msg = InboundMessage(channel="terminal", chat_id="local", sender_id="me", text="hi", message_id="m-1")
+        await d.router.on_inbound(msg)
+        assert await d.router.recover() == 0            # already queued by the live intake
+        await asyncio.sleep(0.5)
+    assert len(llm.requests) == 1
+
+
+async def test_recover_still_queues_what_nobody_queued(tmp_path, llm, capsys):
+    # the twin: a message stored before a crash is answered after the restart
+    from bot.store import Store
+    from channels.base import InboundMessage
+
+    cfg = make_config(tmp_path, llm)
+    msg = InboundMessage(channel="terminal", chat_id="local", sender_id="me", text="left over", message_id="m-2")
+    s = Store(cfg.db_path)
+    s.add_inbound("terminal", "default", "local", "m-2", "agent:main:main", msg.to_json())
+    s.close()
+    term = SlowTypingTerminal()
+    term.gate.set()
+    llm.script(text("answered after restart"))
+    async with running(cfg, channels={"terminal": term}, scheduler=False):
+        await llm.wait_for_requests(1, timeout=10)
+        await asyncio.sleep(0.2)
+    assert len(llm.requests) == 1 and "left over" in str(llm.requests[0]["messages"])
+
+
+async def test_the_apology_goes_out_even_when_the_store_cannot_write(tmp_path, llm, capsys):
+    term = TerminalChannel()
+    holder = {}
+
+    def disk_fills_up(request):
+        holder["d"].store.db.execute("PRAGMA query_only = ON")   # every write fails from now, like a full disk
+        return text("this answer cannot be stored")
+
+    llm.script(disk_fills_up, text("fine again"))
+    async with running(make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False) as d:
+        holder["d"] = d
+        await term.ask("hello")
+        assert "Sorry, something went wrong" in capsys.readouterr().out
+        d.store.db.execute("PRAGMA query_only = OFF")             # the twin: space is back, turns work
+        await term.ask("again")
+        assert "fine again" in capsys.readouterr().out
