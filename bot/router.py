@@ -24,6 +24,7 @@ from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
 from bot.sessions import SessionLanes
 from bot.store import Store
+from bot.untrusted import valid_utf8
 from channels.base import (Capabilities, Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge,
                            OutboundMessage)
 
@@ -63,17 +64,10 @@ def valid_text(msg: InboundMessage) -> InboundMessage:
     """The message with lone UTF-16 surrogates (which some clients send, and which SQLite
     cannot store) replaced by U+FFFD in every text field; the same object when clean."""
 
-    def fix(s: str) -> str:
-        try:
-            s.encode("utf-8")
-            return s
-        except UnicodeEncodeError:
-            return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
     changed = {}
     for f in ("text", "sender_name", "sender_username", "chat_title", "chat_id", "sender_id", "message_id"):
         value = getattr(msg, f)
-        if isinstance(value, str) and (fixed := fix(value)) is not value:
+        if isinstance(value, str) and (fixed := valid_utf8(value)) is not value:
             changed[f] = fixed
     return dataclasses.replace(msg, **changed) if changed else msg
 

@@ -34,3 +34,14 @@ def data_line(text: str, max_len: int = 2000) -> str:
     if len(text) > max_len:
         text = text[:max_len] + "…"
     return json.dumps(text, ensure_ascii=False)
+
+
+def valid_utf8(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates replaced by U+FFFD, so it can be stored and
+    sent (some clients send them; a provider's JSON may carry ``"\\ud800"``); the same
+    object when clean."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

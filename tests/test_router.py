@@ -97,3 +97,13 @@ async def test_the_apology_goes_out_even_when_the_store_cannot_write(tmp_path, l
         d.store.db.execute("PRAGMA query_only = OFF")             # the twin: space is back, turns work
         await term.ask("again")
         assert "fine again" in capsys.readouterr().out
+
+
+async def test_a_lone_surrogate_from_the_model_is_stored_and_delivered(tmp_path, llm, capsys):
+    term = TerminalChannel()
+    llm.script(text("odd \ud800 answer"), text("plain answer"))
+    async with running(make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False):
+        await term.ask("hello")
+        assert "odd \ufffd answer" in capsys.readouterr().out
+        await term.ask("again")                                   # the twin: ordinary text as before
+        assert "plain answer" in capsys.readouterr().out

@@ -18,6 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.untrusted import valid_utf8
+
 log = logging.getLogger(__name__)
 
 _litellm: Any = None
@@ -205,6 +207,7 @@ def _parse_response(resp: Any) -> Completion:
     text = _get(msg, "content") or ""
     if not isinstance(text, str):  # content parts
         text = "".join(_get(p, "text", "") or "" for p in text)
+    text = valid_utf8(text)
     calls: list[ToolCall] = []
     for tc in _get(msg, "tool_calls") or []:
         fn = _get(tc, "function")
@@ -216,7 +219,8 @@ def _parse_response(resp: Any) -> Completion:
             import json  # noqa: PLC0415
 
             args = json.dumps(args)
-        calls.append(ToolCall(id=_get(tc, "id") or f"call_{uuid.uuid4().hex[:16]}", name=name, arguments=args))
+        calls.append(ToolCall(id=_get(tc, "id") or f"call_{uuid.uuid4().hex[:16]}", name=valid_utf8(name),
+                              arguments=valid_utf8(args)))
     u = _get(resp, "usage")
     usage: dict[str, int] = {}
     for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
