@@ -49,6 +49,24 @@ def _check_zone(value: str) -> str:
 
 
 # --------------------------------------------------------------------------------- agent
+class CompactionConfig(_Model):
+    """``[agent.compaction]``: token-budgeted history and summaries (SPEC §10)."""
+
+    enabled: bool = True
+    context_window: int = Field(0, ge=0)      # 0 = from the model's metadata, else 32000
+    threshold: float = Field(0.8, gt=0.1, le=1.0)
+    keep_recent_tokens: int = Field(8000, ge=0)
+    summary_max_tokens: int = Field(1200, ge=64)
+    model: str = ""                           # "" = agent.model
+
+    @field_validator("context_window")
+    @classmethod
+    def _window(cls, v: int) -> int:
+        if 0 < v < 1000:
+            raise ValueError("use 0 (from the model's metadata) or at least 1000 tokens")
+        return v
+
+
 class AgentConfig(_Model):
     id: str = "main"
     name: str = "Chela"
@@ -76,6 +94,7 @@ class AgentConfig(_Model):
     llm_timeout_seconds: float = Field(120, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
     models: dict[str, str] = Field(default_factory=dict)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @field_validator("id")
     @classmethod

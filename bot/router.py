@@ -52,6 +52,7 @@ COMMANDS: dict[str, Command] = {
     "reset": Command("/reset", "start a fresh conversation"),
     "status": Command("/status", "model, session and usage"),
     "context": Command("/context [list|detail|json]", "what the system prompt is made of"),
+    "compact": Command("/compact [focus]", "summarize the older part of this conversation now"),
     "activation": Command("/activation mention|always",
                           "in a group, answer only when mentioned, or to everything", owner_only=True, where="group"),
     "approve": Command("/approve CODE", "run a held command once", owner_only=True, where="direct", immediate=True),
@@ -225,7 +226,9 @@ class Router:
     # --------------------------------------------------------------------- processing
     async def _pairing_reply(self, msg: InboundMessage) -> None:
         text = pairing.request_pairing(self.store, msg.channel, msg.sender_id, msg.sender_name)
-        log.info("pairing requested channel=%s sender=%s replied=%s", msg.channel, msg.sender_id, bool(text))
+        code = next((r["code"] for r in self.store.pairing_requests(msg.channel) if r["sender_id"] == msg.sender_id), "?")
+        log.info("pairing requested channel=%s sender=%s code=%s replied=%s; to admit them run: chela pairing approve %s %s",
+                 msg.channel, msg.sender_id, code, bool(text), msg.channel, code)
         if text:
             with contextlib.suppress(Exception):
                 await self._send(msg.channel, OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account))
@@ -329,15 +332,21 @@ class Router:
         if name == "status":
             s = self.store.session(key)
             now = datetime.now(zone(self.cfg)).strftime("%Y-%m-%d %H:%M %Z")
+            u = await self.agent.context_usage(self._turn_request(msg, key, "", verdict, include_intro=False))
             return (f"Model: {self.cfg.agent.model}\nSession: {key}\nMessages: {self.store.message_count(key)}\n"
-                    f"Tokens: {s['usage_in']} in / {s['usage_out']} out\nTime: {now}")
+                    f"Tokens: {s['usage_in']} in / {s['usage_out']} out\n"
+                    f"Context: {u['used']} / {u['budget']} tokens of history (window {u['window']}, "
+                    f"compactions {u['compactions']})\nTime: {now}")
+        if name == "compact":
+            req = self._turn_request(msg, key, "", verdict, include_intro=False)
+            return await self.agent.compact_now(req, raw_arg)
         if name == "context":
             from bot.prompt.report import context_report
 
             kind = arg if arg in ("list", "detail", "json") else "list"
             req = self._turn_request(msg, key, "", verdict, include_intro=False)
             ctx = self.agent.prompt_context(req)
-            return context_report(self.agent.cache.get(ctx), ctx, kind)
+            return context_report(self.agent.cache.get(ctx), ctx, kind, usage=await self.agent.context_usage(req))
         if name == "activation":
             if arg not in ("mention", "always"):
                 return "Usage: /activation mention|always"

@@ -17,7 +17,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from bot.private import private_dir, private_file
 
@@ -50,6 +50,21 @@ CREATE TABLE IF NOT EXISTS messages (
     created     REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_session ON messages(session_key, epoch, id);
+
+-- compaction (SPEC §10): a summary replaces a session's messages up to upto_id; those
+-- messages stay (summary_id set) for audit, out of the model's view
+CREATE TABLE IF NOT EXISTS summaries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    epoch       INTEGER NOT NULL,
+    upto_id     INTEGER NOT NULL,                  -- last message id the summary covers
+    text        TEXT NOT NULL,
+    tokens      INTEGER NOT NULL,
+    source      TEXT NOT NULL DEFAULT 'model',     -- model | fallback
+    reason      TEXT NOT NULL DEFAULT '',
+    created     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS summaries_session ON summaries(session_key, epoch, id);
 
 CREATE TABLE IF NOT EXISTS sessions (
     key         TEXT PRIMARY KEY,
@@ -138,6 +153,24 @@ def _is_tool_result(data: str) -> bool:
     return isinstance(content, str) and content.lstrip().startswith("<tool_result")
 
 
+def estimate_tokens(message: dict) -> int:
+    """A rough count (4 characters a token) for when no tokenizer is at hand."""
+    return len(json.dumps(message, ensure_ascii=False)) // 4 + 4
+
+
+@dataclass
+class WindowRow:
+    id: int
+    role: str
+    message: dict
+    tokens: int
+
+
+def _tool_result_content(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, str) and content.lstrip().startswith("<tool_result")
+
+
 class StoreError(Exception):
     """The state database cannot be used; the message names the path and what to do."""
 
@@ -174,6 +207,15 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(messages)")}
+        # databases from before compaction: the token count (cached once per message) and
+        # the summary that replaced a message
+        if "tokens" not in cols:
+            self.db.execute("ALTER TABLE messages ADD COLUMN tokens INTEGER")
+        if "summary_id" not in cols:
+            self.db.execute("ALTER TABLE messages ADD COLUMN summary_id INTEGER")
+        # how a message's tokens are counted; the agent installs litellm's counter
+        self.token_counter: Callable[[dict], int] = estimate_tokens
 
     def close(self) -> None:
         self.db.close()
@@ -288,11 +330,13 @@ class Store:
         'delivering' (with the reply to deliver) or 'done' in the same transaction."""
         now = time.time()
         epoch = self.session(key)["epoch"]
+        rows = [(key, epoch, turn, kind, m.get("role", ""), s, len(s), self._count(m), now)
+                for m in messages for s in (json.dumps(m, ensure_ascii=False),)]
         with self._tx():
             self.db.executemany(
-                "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, created) VALUES (?,?,?,?,?,?,?,?)",
-                [(key, epoch, turn, kind, m.get("role", ""), s, len(s), now)
-                 for m in messages for s in (json.dumps(m, ensure_ascii=False),)],
+                "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                rows,
             )
             usage = usage or {}
             self.db.execute(
@@ -305,6 +349,68 @@ class Store:
                                     (json.dumps(outbound), inbound_id))
                 else:
                     self.db.execute("UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,))
+
+    def _count(self, message: dict) -> int:
+        try:
+            return int(self.token_counter(message))
+        except Exception:  # noqa: BLE001 - a tokenizer problem must not lose a turn
+            return estimate_tokens(message)
+
+    # ------------------------------------------------------------------- compaction
+    def summary(self, key: str) -> dict | None:
+        """The session's current summary (of its current epoch), or None."""
+        epoch = self.session(key)["epoch"]
+        r = self.db.execute(
+            "SELECT id, upto_id, text, tokens, source, created FROM summaries WHERE session_key=? AND epoch=?"
+            " ORDER BY id DESC LIMIT 1", (key, epoch)).fetchone()
+        return None if r is None else {"id": r[0], "upto_id": r[1], "text": r[2], "tokens": r[3],
+                                       "source": r[4], "created": r[5]}
+
+    def summary_count(self, key: str) -> int:
+        epoch = self.session(key)["epoch"]
+        return self.db.execute("SELECT COUNT(*) FROM summaries WHERE session_key=? AND epoch=?",
+                               (key, epoch)).fetchone()[0]
+
+    def window(self, key: str, *, limit: int) -> list[WindowRow]:
+        """The messages in the model's view: those after the current summary, newest
+        ``limit`` of them, oldest first, never starting with a tool result.  The query
+        reads only rows after the summary, so its cost does not grow with the session."""
+        epoch = self.session(key)["epoch"]
+        s = self.summary(key)
+        after = s["upto_id"] if s else 0
+        rows = self.db.execute(
+            "SELECT id, role, data, tokens FROM messages WHERE session_key=? AND epoch=? AND id>?"
+            " ORDER BY id DESC LIMIT ?", (key, epoch, after, limit)).fetchall()
+        out: list[WindowRow] = []
+        missing: list[tuple[int, int]] = []
+        for mid, role, data, tokens in reversed(rows):
+            msg = json.loads(data)
+            if tokens is None:       # stored before token counts existed: count once, keep it
+                tokens = self._count(msg)
+                missing.append((tokens, mid))
+            out.append(WindowRow(mid, role, msg, tokens))
+        if missing:
+            self.db.executemany("UPDATE messages SET tokens=? WHERE id=?", missing)
+        while out and (out[0].role != "user" or _tool_result_content(out[0].message)):
+            out.pop(0)
+        return out
+
+    def save_summary(self, key: str, upto_id: int, text: str, tokens: int, *, source: str = "model",
+                     reason: str = "", epoch: int | None = None) -> int:
+        """Replace the session's messages up to ``upto_id`` by a summary, in one
+        transaction: either both the summary and the marks are there, or neither."""
+        if epoch is None:
+            epoch = self.session(key)["epoch"]
+        with self._tx():
+            prev = self.db.execute("SELECT MAX(upto_id) FROM summaries WHERE session_key=? AND epoch=?",
+                                   (key, epoch)).fetchone()[0] or 0
+            cur = self.db.execute(
+                "INSERT INTO summaries(session_key, epoch, upto_id, text, tokens, source, reason, created)"
+                " VALUES (?,?,?,?,?,?,?,?)", (key, epoch, upto_id, text, tokens, source, reason, time.time()))
+            sid = int(cur.lastrowid or 0)
+            self.db.execute("UPDATE messages SET summary_id=? WHERE session_key=? AND epoch=? AND id<=?"
+                            " AND id>?", (sid, key, epoch, upto_id, prev))
+        return sid
 
     def _tx(self):
         db = self.db

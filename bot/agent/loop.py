@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 from .llm import Completion, LLMClient, LLMError
 from channels.redact import scrub
@@ -48,6 +49,19 @@ def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
     for k, v in usage.items():
         if isinstance(v, int):
             total[k] = total.get(k, 0) + v
+
+
+def is_context_overflow(e: LLMError) -> bool:
+    """The provider refused the request because it does not fit the model's window."""
+    from . import llm as llm_mod
+
+    cause = e.cause
+    lit = llm_mod._litellm  # noqa: SLF001
+    if cause is not None and lit is not None and isinstance(cause, getattr(lit, "ContextWindowExceededError", ())):
+        return True
+    text = str(cause or "").lower()
+    return any(s in text for s in ("context_length_exceeded", "maximum context length", "context window",
+                                   "prompt is too long"))
 
 
 def _limit_text(n: int) -> str:
@@ -89,8 +103,13 @@ async def run_agent_loop(
     native_tools: bool = True,
     max_iterations: int = 20,
     reasoning_tags: bool = False,
+    fit: Callable[[list[dict], bool], Awaitable[list[dict]]] | None = None,
 ) -> LoopResult:
-    """Drive one turn.  Never raises for model or tool failures (cancellation propagates)."""
+    """Drive one turn.  Never raises for model or tool failures (cancellation propagates).
+
+    ``fit(messages, overflow)`` (compaction, SPEC §10) returns the messages to send: it is
+    called before every model request, and after the provider reports a context overflow
+    (then the request is retried; at most twice per turn)."""
     convo: list[dict] = list(messages)
     new: list[dict] = []
     usage: dict[str, int] = {}
@@ -98,6 +117,7 @@ async def run_agent_loop(
     iterations = 0
     max_iterations = max(1, int(max_iterations))
     tools = registry.openai_tools() if native_tools and len(registry) else None
+    overflow_retries = 0
 
     def emit(msg: dict) -> None:
         convo.append(msg)
@@ -109,8 +129,16 @@ async def run_agent_loop(
     while iterations < max_iterations:
         iterations += 1
         try:
+            if fit is not None:
+                convo = await fit(convo, False)
             comp: Completion = await llm.complete(convo, tools)
         except LLMError as e:
+            if fit is not None and overflow_retries < 2 and is_context_overflow(e):
+                overflow_retries += 1
+                log.info("context overflow session=%s; compacting and retrying", ctx.session_key)
+                convo = await fit(convo, True)
+                iterations -= 1
+                continue
             log.warning("turn failed session=%s after %d model calls: %s", ctx.session_key, iterations, e.user_message)
             return LoopResult(
                 text=e.user_message, new_messages=new, error=e.user_message,

@@ -123,7 +123,17 @@ class Agent:
         self.llm = LLMClient(cfg.agent.model, api_base=cfg.agent.api_base, api_key=api_key,
                              timeout=cfg.agent.llm_timeout_seconds, max_retries=cfg.agent.llm_max_retries)
         self._tool_specs = {"owner": tuple(self.registry.specs()), "guest": tuple(self.guest_registry.specs())}
+        from bot.compaction import Compactor
+
+        def llm_factory(model: str, *, timeout: float, max_retries: int, extra: dict | None = None):
+            return LLMClient(model, api_base=cfg.agent.api_base, api_key=api_key, timeout=timeout,
+                             max_retries=max_retries, extra=extra)
+
+        self.compactor = Compactor(cfg, store, llm_factory=llm_factory, main_llm=self.llm)
+        # each stored message is counted once, with the model's tokenizer (SPEC §10)
+        store.token_counter = self.compactor.count_message
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
+        self._openai_tool_cache: dict[str, list[dict]] = {}
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
 
@@ -180,7 +190,6 @@ class Agent:
     # -------------------------------------------------------------------------- turn
     async def run_turn(self, req: TurnRequest) -> TurnResult:
         from bot.agent.loop import run_agent_loop
-        from bot.agent.tools import ExecPolicy, ToolContext
         from bot.prompt.hooks import apply_system, apply_user
 
         started = time.perf_counter()
@@ -193,15 +202,71 @@ class Agent:
                                        "kind": req.kind})
             system = apply_system(system, hr)
             user_text = apply_user(user_text, hr)
-        history = self.store.history(req.session_key, limit=a.history_limit, max_chars=a.history_max_chars)
         user_msg = {"role": "user", "content": user_text}
-        messages: list[dict] = [{"role": "system", "content": system}, *history, user_msg]
-        if req.after_user_system:
-            messages.append({"role": "system", "content": req.after_user_system})
+        tail = [user_msg] + ([{"role": "system", "content": req.after_user_system}] if req.after_user_system else [])
+        ctx = self.tool_context(req)
+        owner = req.trust == "owner"
+        registry = self.registry if owner else self.guest_registry
+        fit = None
+        if a.compaction.enabled:
+            tools = self._openai_tools(req.trust)
+            history, state = await self.compactor.history_for_turn(req, system, tools, ctx, registry, tail)
+            fit = self.compactor.fitter(req, system, tools, ctx, registry, state)
+        else:
+            history = self.store.history(req.session_key, limit=a.history_limit, max_chars=a.history_max_chars)
+        messages: list[dict] = [{"role": "system", "content": system}, *history, *tail]
+        result = await run_agent_loop(self.llm, messages, registry, ctx, native_tools=a.native_tools,
+                                      max_iterations=a.max_tool_iterations, reasoning_tags=a.reasoning_tags, fit=fit)
+        to_store = [user_msg, *result.new_messages]
+        if result.error and not any(m.get("role") == "assistant" for m in result.new_messages):
+            to_store.append({"role": "assistant", "content": result.text})
+        return TurnResult(text=result.text, to_store=to_store, error=result.error, usage=result.usage,
+                          turn_id=uuid.uuid4().hex, system_prompt=system,
+                          duration=time.perf_counter() - started)
 
+    def _openai_tools(self, trust: str) -> list[dict] | None:
+        """The tool schemas a request of this trust level carries (None in text mode,
+        where they are part of the system prompt)."""
+        if not self.cfg.agent.native_tools:
+            return None
+        cached = self._openai_tool_cache.get(trust)
+        if cached is None:
+            reg = self.registry if trust == "owner" else self.guest_registry
+            cached = self._openai_tool_cache[trust] = reg.openai_tools() if len(reg) else []
+        return cached or None
+
+    def _system_for(self, req: TurnRequest) -> str:
+        """The system prompt of a request, hooks applied (for commands: no message text)."""
+        return self.system_prompt(req)
+
+    async def compact_now(self, req: TurnRequest, focus: str = "") -> str:
+        """``/compact [focus]``: compact the session now; the reply for the user."""
+        if not self.cfg.agent.compaction.enabled:
+            return "Compaction is off (agent.compaction.enabled = false)."
+        system = self._system_for(req)
+        tools = self._openai_tools(req.trust)
+        registry = self.registry if req.trust == "owner" else self.guest_registry
+        b = self.compactor
+        before = await b.usage(req.session_key, system, tools)
+        out = await b.compact(req, system, tools, self.tool_context(req), registry, reason="command", focus=focus,
+                              keep_tokens=0)
+        if out is None:
+            return "Nothing to compact yet."
+        how = "" if out.source == "model" else " (the model was unavailable, so it is a plain condensed list)"
+        return (f"Compacted {out.dropped} older messages into a summary{how}. "
+                f"History: {before['used']} -> {out.tokens_after} tokens of {before['budget']}.")
+
+    async def context_usage(self, req: TurnRequest) -> dict:
+        """Tokens the session's history uses against its budget (/status, /context)."""
+        return await self.compactor.usage(req.session_key, self._system_for(req), self._openai_tools(req.trust))
+
+    def tool_context(self, req: TurnRequest):
+        from bot.agent.tools import ExecPolicy, ToolContext
+
+        a = self.cfg.agent
         owner = req.trust == "owner"
         ex = self.cfg.tools.exec
-        ctx = ToolContext(
+        return ToolContext(
             file_root=self.file_root(req),
             trust=req.trust,
             session_key=req.session_key,
@@ -219,15 +284,6 @@ class Agent:
             secrets=self.secrets,
             request_approval=self._approver_for(req),
         )
-        registry = self.registry if owner else self.guest_registry
-        result = await run_agent_loop(self.llm, messages, registry, ctx, native_tools=a.native_tools,
-                                      max_iterations=a.max_tool_iterations, reasoning_tags=a.reasoning_tags)
-        to_store = [user_msg, *result.new_messages]
-        if result.error and not any(m.get("role") == "assistant" for m in result.new_messages):
-            to_store.append({"role": "assistant", "content": result.text})
-        return TurnResult(text=result.text, to_store=to_store, error=result.error, usage=result.usage,
-                          turn_id=uuid.uuid4().hex, system_prompt=system,
-                          duration=time.perf_counter() - started)
 
     def file_root(self, req: TurnRequest) -> Path:
         """Where the turn's file tools, exec and media markers work: the workspace for the

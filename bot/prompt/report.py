@@ -70,9 +70,13 @@ def _file_line(f: dict[str, Any]) -> str:
 
 
 def context_report(
-    result: PromptResult, ctx: PromptContext, kind: Literal["list", "detail", "json"] = "list"
+    result: PromptResult, ctx: PromptContext, kind: Literal["list", "detail", "json"] = "list",
+    usage: dict[str, Any] | None = None,
 ) -> str:
+    """``usage``: a session's token use against its budget (bot.compaction), when known."""
     data = context_data(result, ctx)
+    if usage is not None:
+        data["tokens"] = dict(usage)
     if kind == "json":
         return json.dumps(data, indent=2, ensure_ascii=False)
     lim = data["limits"]
@@ -91,6 +95,11 @@ def context_report(
     lines.append(f"Skills: {sk['count']} ({sk['chars']} chars)")
     lines.append(f"Tool list: {tl['list_chars']} chars ({tl['count']} tools)")
     lines.append(f"Tool schemas: {tl['schema_chars']} chars")
+    if usage is not None:
+        lines.append(f"Session tokens: {usage['used']} of {usage['budget']} for history (window {usage['window']}: "
+                     f"system {usage['system_tokens']}, tools {usage['tool_tokens']}, answer reserve "
+                     f"{usage['reserve']}; summary {usage['summary_tokens']}, {usage['history_messages']} messages; "
+                     f"compacts at {usage['threshold_tokens']})")
     if kind == "detail":
         lines.append("Largest tool schemas:")
         lines += [f"- {t['name']}: {t['schema_chars']} chars" for t in tl["items"][:TOP_N]] or ["- (none)"]

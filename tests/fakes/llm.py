@@ -128,6 +128,24 @@ def last_user_text(request: dict) -> str:
     return ""
 
 
+def count_request_tokens(body: dict) -> int:
+    """Tokens of a request as a provider would see them: messages, tool schemas and the
+    requested answer size (litellm's tokenizer)."""
+    import litellm
+
+    n = litellm.token_counter(model="gpt-3.5-turbo", messages=body.get("messages") or [])
+    if body.get("tools"):
+        n += litellm.token_counter(model="gpt-3.5-turbo", text=json.dumps(body["tools"]))
+    return n + int(body.get("max_tokens") or 0)
+
+
+def context_overflow_body(window: int, n: int) -> dict:
+    """OpenAI's answer to a request that does not fit the model's window."""
+    return {"error": {"message": f"This model's maximum context length is {window} tokens. However, your messages "
+                                 f"resulted in {n} tokens. Please reduce the length of the messages.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
 def _echo_ok(request: dict) -> Reply:
     return text("ok")
 
@@ -149,7 +167,7 @@ class FakeLLM:
     """Scripted OpenAI-compatible server.  See the module docstring."""
 
     def __init__(self, *, model: str = "fake-model", host: str = "127.0.0.1", port: int = 0,
-                 keep_requests: bool = True) -> None:
+                 keep_requests: bool = True, context_window: int | None = None) -> None:
         self.model = model
         self.host = host
         self.port = port
@@ -162,6 +180,11 @@ class FakeLLM:
         self._runner: web.AppRunner | None = None
         self._cond: asyncio.Condition | None = None
         self._ids = itertools.count(1)
+        # like a real provider: a request over ``context_window`` tokens (messages and tool
+        # schemas, counted with litellm's tokenizer) gets HTTP 400 context_length_exceeded
+        self.context_window = context_window
+        self.request_tokens: list[int] = []       # parallel to every request received (when counted)
+        self.rejected: list[int] = []             # token sizes of the requests refused as too long
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -255,6 +278,12 @@ class FakeLLM:
         if self._cond is not None:
             async with self._cond:
                 self._cond.notify_all()
+        if self.context_window is not None:
+            n = count_request_tokens(body)
+            self.request_tokens.append(n)
+            if n > self.context_window:
+                self.rejected.append(n)
+                return web.json_response(context_overflow_body(self.context_window, n), status=400)
         resp: Response = self._queue.pop(0) if self._queue else self.default
         return await self._respond(request, body, resp)
 
