@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -15,8 +16,16 @@ from channels.redact import RedactSecrets
 from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
 
 
-def setup_logging(cfg: Config | None, level: str = "INFO") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None = None) -> None:
+    """One line per event on stderr, or appended to ``file`` (0600) when given."""
+    if file is not None:
+        from bot.private import private_dir
+
+        private_dir(file.parent)
+        fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        handler: logging.Handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if cfg is not None:
         handler.addFilter(RedactSecrets(cfg.secret_values()))
@@ -39,53 +48,97 @@ def _load(args) -> Config:
 # ------------------------------------------------------------------------------ commands
 def cmd_run(args) -> int:
     from bot.daemon import Daemon
+    from bot.doctor import config_errors
+    from bot.lock import LockHeld
 
     cfg = _load(args)
-    setup_logging(cfg, args.log_level)
+    setup_logging(cfg, args.log_level or "INFO")
+    errors = config_errors(cfg)          # the same list that makes `chela check` exit 1
+    if errors:
+        for e in errors:
+            print(f"chela: {e}", file=sys.stderr)
+        return 1
     os.umask(0o077)   # whatever Chela or its commands create is private (SPEC §9.4)
     from bot.store import StoreError
 
     try:
         return asyncio.run(Daemon(cfg).run())
-    except (ConfigError, StoreError) as e:      # named and explained; never a traceback
+    except (ConfigError, StoreError, LockHeld) as e:      # named and explained; never a traceback
         print(f"chela: {e}", file=sys.stderr)
         return 1
 
 
 def cmd_chat(args) -> int:
     from bot.daemon import Daemon
-    from channels.terminal import TerminalChannel
+    from channels.terminal import TerminalChannel, chat_loop, line_loop
 
     cfg = _load(args)
-    setup_logging(cfg, args.log_level)
+    interactive = args.message is None and sys.stdin.isatty() and sys.stdout.isatty()
+    log_file = cfg.agent.state_dir / "chat.log"
+    if interactive:   # logs never land in the conversation
+        setup_logging(cfg, args.log_level or "INFO", file=log_file)
+    else:
+        setup_logging(cfg, args.log_level or "WARNING")
 
     async def main() -> int:
         term = TerminalChannel()
         daemon = Daemon(cfg, channels={"terminal": term}, scheduler=False)
         await daemon.start()
+        failures: list[str] = []
+        _watch_turns(daemon, failures)
+
+        async def cancelled(msg) -> None:
+            daemon.lanes.cancel(daemon.router.session_key(msg))
+            await asyncio.sleep(0)
+            # the cancelled message is not answered later either (it would be, after a restart)
+            for row in daemon.store.inbound_with_status("pending", channel="terminal"):
+                if row.payload.get("message_id") == msg.message_id:
+                    daemon.store.set_inbound_status(row.id, "cancelled")
+
         try:
             if args.message is not None:
                 await term.ask(args.message)
+                if failures:
+                    print(f"chela: the turn failed: {failures[-1]}", file=sys.stderr)
+                    return 1
                 return 0
-            print("Chela chat. /help for commands, Ctrl-D to quit.", file=sys.stderr)
-            loop = asyncio.get_running_loop()
-            while True:
-                line = await loop.run_in_executor(None, _read_line)
-                if line is None:
-                    return 0
-                if line.strip():
-                    await term.ask(line.rstrip("\n"))
+            if not interactive:
+                await line_loop(term)
+                return 1 if failures else 0
+            banner = (f"Chela chat ({cfg.agent.model}). /help for commands; Ctrl-C cancels a reply "
+                      f"or quits at the prompt; Ctrl-D quits. Logs: {log_file}")
+            rc = await chat_loop(term, history=cfg.agent.state_dir / "chat_history", banner=banner,
+                                 on_cancel=cancelled)
+            await daemon.stop()
+            # quit now: do not wait for worker threads (the background litellm import can take
+            # seconds); everything that matters (store, logs, history) is closed or flushed
+            logging.shutdown()
+            sys.stdout.flush()
+            os._exit(rc)
         finally:
             await daemon.stop()
 
     return asyncio.run(main())
 
 
-def _read_line() -> str | None:
-    try:
-        return input("> ")
-    except EOFError:
-        return None
+def _watch_turns(daemon, failures: list[str]) -> None:
+    """Note every turn whose model call failed (the reply is then an apology, which the
+    router delivers like any answer): ``chela chat -m`` exits non-zero on it."""
+    run_turn = daemon.agent.run_turn
+
+    async def watched(req, *a, **kw):
+        try:
+            result = await run_turn(req, *a, **kw)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            failures.append(f"{type(e).__name__}: {e}")
+            raise
+        if getattr(result, "error", None):
+            failures.append(result.error)
+        return result
+
+    daemon.agent.run_turn = watched
 
 
 def _prompt_context(args, cfg: Config):
@@ -154,6 +207,17 @@ def cmd_context(args) -> int:
 def cmd_init(args) -> int:
     from bot.prompt.init import init_workspace
 
+    if args.write_examples:
+        from bot.onboard import write_examples
+
+        dest = Path(args.write_examples).expanduser()
+        written = write_examples(dest)
+        for p in written:
+            print(f"wrote {p}")
+        if not written:
+            print(f"{dest}: the examples are already there (existing files are never overwritten)")
+        if not args.workspace:
+            return 0
     if args.workspace:
         ws = Path(args.workspace).expanduser()
     else:
@@ -168,6 +232,7 @@ def cmd_init(args) -> int:
 
 def cmd_check(args) -> int:
     from bot.daemon import enabled_channels
+    from bot.doctor import config_errors
 
     cfg = _load(args)
     where = cfg.source or "(no config file; defaults)"
@@ -178,19 +243,14 @@ def cmd_check(args) -> int:
     needs = {name: list(cfg.channel_secrets(name).values()) for name in names}
     needs["http"] = [cfg.channels.http.token_env]        # optional; but once named, it must be set
     enabled = enabled_channels(cfg)
-    missing = False
     for name in names:
         state = "enabled" if name in enabled else "disabled"
         secrets = ", ".join(f"{env} {'set' if cfg.secret(env) else 'MISSING'}" for env in needs[name] if env)
         print(f"channel {name}: {state}" + (f" ({secrets})" if secrets else ""))
-        if name in enabled and any(env and not cfg.secret(env) for env in needs[name]):
-            missing = True
     if cfg.channels.http.enabled:
         from bot.http_token import describe_http_token
 
         print(describe_http_token(cfg))
-        if cfg.channels.http.token_env and not cfg.secret(cfg.channels.http.token_env).strip():
-            missing = True
     if "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest:
         ex = cfg.tools.exec
         if ex.sandbox == "on":
@@ -206,10 +266,32 @@ def cmd_check(args) -> int:
             print("exec sandbox: off")
     for w in config_warnings(cfg):
         print(f"warning: {w}")
-    if missing:
-        print("error: an enabled channel is missing a secret (see above)", file=sys.stderr)
-        return 1
+    errors = config_errors(cfg)        # `chela run` refuses on exactly these
+    for e in errors:
+        print(f"error: {e}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_doctor(args) -> int:
+    from bot.doctor import run_doctor
+
+    cfg = _load(args)
+    logging.getLogger().setLevel(logging.CRITICAL)   # findings only; litellm's own chatter stays out
+    return run_doctor(cfg)
+
+
+def cmd_status(args) -> int:
+    from bot.status import status_text
+
+    print(status_text(_load(args)))
     return 0
+
+
+def cmd_onboard(args) -> int:
+    from bot.onboard import run_onboard
+
+    logging.getLogger().setLevel(logging.CRITICAL)
+    return run_onboard(args)
 
 
 def cmd_pairing(args) -> int:
@@ -220,11 +302,15 @@ def cmd_pairing(args) -> int:
     store = Store(cfg.db_path)
     try:
         if args.action == "list":
+            from bot.status import table
+
             rows = store.pairing_requests()
             if not rows:
                 print("no pending pairing requests")
-            for r in rows:
-                print(f"{r['channel']}\t{r['code']}\t{r['sender_id']}\t{r['sender_name']}")
+                return 0
+            print(table(["CHANNEL", "CODE", "SENDER ID", "NAME"],
+                        [[r["channel"], r["code"], r["sender_id"], r["sender_name"] or ""] for r in rows]))
+            print("approve one with: chela pairing approve CHANNEL CODE")
             return 0
         if not args.channel or not args.code:
             print("usage: chela pairing approve CHANNEL CODE", file=sys.stderr)
@@ -245,7 +331,7 @@ def cmd_heartbeat(args) -> int:
     from bot.daemon import Daemon, build_channel
 
     cfg = _load(args)
-    setup_logging(cfg, args.log_level)
+    setup_logging(cfg, args.log_level or "INFO")
 
     async def main() -> int:
         from bot.heartbeat import resolve_target
@@ -272,49 +358,106 @@ def cmd_heartbeat(args) -> int:
 
 
 # --------------------------------------------------------------------------------- parser
+CHANNEL_CHOICES = ["telegram", "discord", "slack", "signal", "terminal", "http"]
+
+
+def _version() -> str:
+    from bot import __version__
+
+    return f"chela {__version__}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="chela", description="Self-hosted personal AI assistant daemon")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="chela", description="Self-hosted personal AI assistant daemon. "
+                                "New here? Run `chela onboard`, then `chela doctor`, then `chela chat`.")
+    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp, log=False):
-        sp.add_argument("--config", help="config file (default: $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml)")
+        sp.add_argument("--config", metavar="PATH",
+                        help="config file (default: $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml)")
         if log:
-            sp.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+            sp.add_argument("--log-level", default=None, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                            help="log verbosity (default: INFO for run; WARNING for chat -m; interactive "
+                                 "chat logs to <state_dir>/chat.log)")
         return sp
+
+    sp = sub.add_parser("onboard", help="set up: write config.toml and the workspace, check the model")
+    sp.add_argument("--config", metavar="PATH", help="where to write the config "
+                    "(default: $CHELA_CONFIG, else ~/.chela/config.toml)")
+    sp.add_argument("--non-interactive", action="store_true", help="ask nothing: take every answer from the flags")
+    sp.add_argument("--force", action="store_true", help="with --non-interactive: replace an existing config file")
+    sp.add_argument("--model", metavar="MODEL", help="litellm model string (default: openai/gpt-4o-mini)")
+    sp.add_argument("--api-base", metavar="URL", help="a local OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1")
+    sp.add_argument("--api-key-env", metavar="VAR",
+                    help="environment variable holding the model's API key (default: the provider's usual one; "
+                         "none with --api-base)")
+    sp.add_argument("--channel", action="append", metavar="NAME",
+                    help="enable a channel: telegram, discord, slack, signal or http (repeat, or comma separated)")
+    sp.add_argument("--telegram-token-env", metavar="VAR", help="variable with the Telegram bot token "
+                    "(default TELEGRAM_BOT_TOKEN)")
+    sp.add_argument("--telegram-api-base", metavar="URL", help="a self-hosted Telegram Bot API server "
+                    "(default https://api.telegram.org)")
+    sp.add_argument("--discord-token-env", metavar="VAR", help="variable with the Discord bot token "
+                    "(default DISCORD_BOT_TOKEN)")
+    sp.add_argument("--slack-bot-token-env", metavar="VAR", help="variable with the Slack xoxb- token "
+                    "(default SLACK_BOT_TOKEN)")
+    sp.add_argument("--slack-app-token-env", metavar="VAR", help="variable with the Slack xapp- token "
+                    "(default SLACK_APP_TOKEN)")
+    sp.add_argument("--signal-account", metavar="NUMBER", help="the bot's Signal number (needed for signal)")
+    sp.add_argument("--signal-url", metavar="URL", help="signal-cli daemon --http address "
+                    "(default http://127.0.0.1:8080)")
+    sp.add_argument("--owner", action="append", metavar="CHANNEL:ID",
+                    help="your own user id on a channel, e.g. telegram:123456789 (repeatable)")
+    sp.add_argument("--workspace", metavar="DIR", help="workspace directory (default ~/.chela/workspace)")
+    sp.add_argument("--state-dir", metavar="DIR", help="state directory (default ~/.chela)")
+    sp.add_argument("--timezone", metavar="ZONE", help="IANA time zone (default: this machine's)")
+    sp.add_argument("--skip-model-check", action="store_true", help="do not send the one-token test request")
+    sp.set_defaults(func=cmd_onboard)
 
     common(sub.add_parser("run", help="run the daemon"), log=True).set_defaults(func=cmd_run)
     sp = common(sub.add_parser("chat", help="chat in the terminal"), log=True)
-    sp.add_argument("-m", "--message", help="send one message, print the reply and exit")
+    sp.add_argument("-m", "--message", metavar="TEXT", help="send one message, print the reply and exit "
+                    "(exit 1 when the model failed)")
     sp.set_defaults(func=cmd_chat)
 
+    common(sub.add_parser("doctor", help="check the config plus live checks: model, channel tokens, sandbox, "
+                          "permissions, HTTP port")).set_defaults(func=cmd_doctor)
+    common(sub.add_parser("status", help="the running daemon, its channels, sessions, next heartbeat and cron "
+                          "runs")).set_defaults(func=cmd_status)
+
     sp = common(sub.add_parser("prompt", help="print the system prompt for a runtime context"))
-    sp.add_argument("--channel", choices=["telegram", "discord", "slack", "signal", "terminal", "http"])
-    sp.add_argument("--chat-type", choices=["direct", "group"])
-    sp.add_argument("--session", choices=["main", "subagent", "cron", "heartbeat"], default="main")
-    sp.add_argument("--mode", choices=["full", "minimal", "none"])
-    sp.add_argument("--group-name")
-    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--channel", choices=CHANNEL_CHOICES, help="the channel the prompt is for")
+    sp.add_argument("--chat-type", choices=["direct", "group"], help="direct message or group chat")
+    sp.add_argument("--session", choices=["main", "subagent", "cron", "heartbeat"], default="main",
+                    help="kind of session (default main)")
+    sp.add_argument("--mode", choices=["full", "minimal", "none"], help="override agent.prompt_mode")
+    sp.add_argument("--group-name", metavar="NAME", help="group title, with --chat-type group")
+    sp.add_argument("--json", action="store_true", help="print the prompt and its size report as JSON")
     sp.set_defaults(func=cmd_prompt)
 
     sp = common(sub.add_parser("context", help="size report of the system prompt"))
-    sp.add_argument("kind", nargs="?", default="list", choices=["list", "detail", "json"])
-    sp.add_argument("--channel", choices=["telegram", "discord", "slack", "signal", "terminal", "http"])
+    sp.add_argument("kind", nargs="?", default="list", choices=["list", "detail", "json"],
+                    help="list (default), detail or json")
+    sp.add_argument("--channel", choices=CHANNEL_CHOICES, help="the channel the prompt is for")
     sp.set_defaults(func=cmd_context)
 
     sp = common(sub.add_parser("init", help="create a workspace with starter files"))
-    sp.add_argument("--workspace")
+    sp.add_argument("--workspace", metavar="DIR", help="the workspace to create (default: agent.workspace)")
+    sp.add_argument("--write-examples", metavar="DIR",
+                    help="also copy config.example.toml and the systemd units into DIR (never overwrites)")
     sp.set_defaults(func=cmd_init)
 
     common(sub.add_parser("check", help="validate the config")).set_defaults(func=cmd_check)
 
     sp = common(sub.add_parser("pairing", help="DM pairing requests"))
-    sp.add_argument("action", choices=["list", "approve"])
-    sp.add_argument("channel", nargs="?")
-    sp.add_argument("code", nargs="?")
+    sp.add_argument("action", choices=["list", "approve"], help="list pending requests, or approve one")
+    sp.add_argument("channel", nargs="?", help="with approve: the channel, e.g. telegram")
+    sp.add_argument("code", nargs="?", help="with approve: the code the sender got")
     sp.set_defaults(func=cmd_pairing)
 
     sp = common(sub.add_parser("heartbeat", help="run one heartbeat now"), log=True)
-    sp.add_argument("--dry-run", action="store_true")
+    sp.add_argument("--dry-run", action="store_true", help="print what would be sent without sending it")
     sp.set_defaults(func=cmd_heartbeat)
     return p
 
@@ -325,6 +468,13 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`chela status | head -1`): stop quietly, and keep the
+        # interpreter's final flush of stdout from failing again
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

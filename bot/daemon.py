@@ -59,8 +59,11 @@ def build_channel(cfg: Config, name: str) -> Channel:
 
     if name == "telegram":
         t = ch.telegram
+        from bot.router import COMMANDS
+
         return cls(token=secret["token_env"], api_base=t.api_base, media_dir=media,
-                   poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit)
+                   poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit,
+                   commands=[(n, c.help) for n, c in COMMANDS.items()])   # the chat's command menu
     if name == "discord":
         d = ch.discord
         return cls(token=secret["token_env"], api_base=d.api_base, gateway_url=d.gateway_url,
@@ -89,6 +92,30 @@ def build_channel(cfg: Config, name: str) -> Channel:
 
 def enabled_channels(cfg: Config) -> list[str]:
     return [n for n in ("telegram", "discord", "slack", "signal", "http") if getattr(cfg.channels, n).enabled]
+
+
+def heartbeat_schedule(cfg: Config) -> str:
+    hb = cfg.heartbeat
+    if hb.every_seconds <= 0:
+        return "off"
+    out = f"every {hb.every}, target {hb.target}"
+    if hb.active_hours:
+        out += f", active {hb.active_hours.start}-{hb.active_hours.end}"
+    return out
+
+
+def startup_lines(cfg: Config, channels: list[str]) -> list[str]:
+    """What ``chela run`` says first: where everything is and what will run."""
+    lines = [f"config file: {cfg.source}" if cfg.source else
+             "no config file found (looked at --config, $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml): "
+             "running on defaults; create one with `chela onboard`",
+             f"workspace: {cfg.agent.workspace}",
+             f"state dir: {cfg.agent.state_dir}",
+             f"channels: {', '.join(channels) or 'none'}",
+             f"heartbeat: {heartbeat_schedule(cfg)}"]
+    h = cfg.channels.http
+    lines.append(f"HTTP API: http://{h.listen}/v1/chat/completions" if h.enabled else "HTTP API: off")
+    return lines
 
 
 class Daemon:
@@ -247,13 +274,34 @@ class Daemon:
         self._stop.set()
 
     async def run(self) -> int:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, self.request_stop)
-        await self.start()
-        await self._stop.wait()
-        await self.stop()
+        """``chela run``: hold the state-dir lock (raises ``bot.lock.LockHeld``), start, wait
+        for SIGTERM/SIGINT, stop."""
+        from bot.lock import StateLock
+        from bot.private import private_dir
+
+        cfg = self.cfg
+        try:
+            private_dir(cfg.agent.state_dir)
+        except OSError as e:
+            raise StoreError(f"cannot create or use {e.filename or cfg.agent.state_dir}: {e.strerror or e}. "
+                             "agent.state_dir must be a directory Chela can write") from None
+        lock = StateLock(cfg.agent.state_dir)
+        lock.acquire()
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError):
+                    loop.add_signal_handler(sig, self.request_stop)
+            for line in startup_lines(cfg, list(self._given_channels or enabled_channels(cfg))):
+                (log.warning if line.startswith("no config file") else log.info)(line)
+            await self.start()
+            lock.update(started=time.time(), config=str(cfg.source or ""), channels=list(self.channels),
+                        http=cfg.channels.http.listen if "http" in self.channels else "",
+                        heartbeat_every=cfg.heartbeat.every_seconds)
+            await self._stop.wait()
+            await self.stop()
+        finally:
+            lock.release()
         return 0
 
     async def stop(self) -> None:

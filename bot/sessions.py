@@ -51,11 +51,21 @@ class SessionLanes:
         self._queues: dict[str, deque[tuple[Job, asyncio.Future]]] = {}
         self._workers: dict[str, asyncio.Task] = {}
         self._running: set[str] = set()
+        self._current: dict[str, asyncio.Future] = {}
         self._sem = asyncio.Semaphore(max_concurrent)
         self.closed = False
 
     def busy(self, key: str) -> bool:
         return key in self._running or bool(self._queues.get(key))
+
+    def cancel(self, key: str) -> bool:
+        """Cancel the job running on the lane of ``key`` (e.g. Ctrl-C in ``chela chat``);
+        queued jobs still run.  True when there was one to cancel."""
+        task = self._current.get(key)
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
 
     def submit(self, key: str, job: Job) -> asyncio.Future:
         """Queue ``job`` on the lane of ``key``; the returned future has its result."""
@@ -77,12 +87,18 @@ class SessionLanes:
                     continue
                 async with self._sem:
                     self._running.add(key)
+                    task = asyncio.ensure_future(job())
+                    self._current[key] = task
                     try:
-                        result = await job()
+                        result = await task
                     except asyncio.CancelledError:
                         if not fut.done():
                             fut.cancel()
-                        raise
+                        me = asyncio.current_task()
+                        if me is None or me.cancelling() or not task.cancelled():
+                            raise
+                        # only this job was cancelled (cancel()): the lane goes on with the next
+                        log.info("job cancelled on %s", key)
                     except Exception as e:  # the job logs its own details
                         log.exception("job failed on %s", key)
                         if not fut.done():
@@ -91,6 +107,7 @@ class SessionLanes:
                         if not fut.done():
                             fut.set_result(result)
                     finally:
+                        self._current.pop(key, None)
                         self._running.discard(key)
         finally:
             self._workers.pop(key, None)

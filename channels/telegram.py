@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
-from telegram import Bot, InputFile, Message, ReactionTypeEmoji, ReplyParameters, Update
+from telegram import Bot, BotCommand, InputFile, Message, ReactionTypeEmoji, ReplyParameters, Update
 from telegram.constants import ChatAction, MessageEntityType
 from telegram.error import (
     BadRequest,
@@ -137,6 +137,7 @@ class TelegramChannel(Channel):
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
         allowed_updates: tuple[str, ...] = ("message",),
+        commands: list[tuple[str, str]] | None = None,
     ) -> None:
         if not token:
             raise ValueError("telegram: a bot token is required")
@@ -158,6 +159,7 @@ class TelegramChannel(Channel):
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.allowed_updates = list(allowed_updates)
+        self.commands = list(commands or [])     # (name, description) for the chat's command menu
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._bot: Bot | None = None
@@ -213,6 +215,7 @@ class TelegramChannel(Channel):
             await asyncio.wait_for(bot.initialize(), self.start_timeout)
             if receive:
                 await asyncio.wait_for(bot.delete_webhook(), self.start_timeout)
+                await self._publish_commands(bot)
         except BaseException as exc:
             await self._close_requests(bot)
             logging.getLogger(_PTB_LOGGER).removeFilter(self._redactor)
@@ -231,6 +234,16 @@ class TelegramChannel(Channel):
         self._identity = {"id": str(bot.id), "username": bot.username or ""}
         log.info("telegram[%s]: connected as @%s (id %s)%s", self.account, bot.username, bot.id,
                  "" if receive else ", for sending only")
+
+    async def _publish_commands(self, bot: Bot) -> None:
+        """setMyCommands, so the commands show in the client's menu; a failure only costs the menu."""
+        if not self.commands:
+            return
+        try:
+            await asyncio.wait_for(bot.set_my_commands([BotCommand(n, d[:256]) for n, d in self.commands]),
+                                   self.start_timeout)
+        except (TelegramError, asyncio.TimeoutError) as exc:
+            log.warning("telegram[%s]: could not set the command menu: %s", self.account, exc)
 
     async def stop(self) -> None:
         if self._stopping is not None:

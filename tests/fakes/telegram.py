@@ -235,6 +235,7 @@ class FakeTelegram:
 
         self.calls: list[tuple[str, dict]] = []
         self.sent: list[SentMessage] = []
+        self.commands: list[dict] = []          # the last setMyCommands list
         self.reactions: list[tuple[int | str, int, list]] = []
         self.chat_actions: list[tuple[int | str, str, int | None]] = []
         self.messages: dict[tuple[int | str, int], dict] = {}
@@ -694,6 +695,17 @@ class FakeTelegram:
         return True
 
     async def _m_setwebhook(self, method: str, params: dict) -> bool:
+        return True
+
+    async def _m_setmycommands(self, method: str, params: dict) -> bool:
+        commands = params.get("commands")
+        if isinstance(commands, str):
+            commands = json.loads(commands)
+        if not isinstance(commands, list) or not all(
+                isinstance(c, dict) and re.fullmatch(r"[a-z0-9_]{1,32}", str(c.get("command", "")))
+                and 1 <= len(str(c.get("description", ""))) <= 256 for c in commands):
+            raise _ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+        self.commands = commands
         return True
 
     async def _m_getupdates(self, method: str, params: dict) -> list:
