@@ -459,6 +459,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = common(sub.add_parser("heartbeat", help="run one heartbeat now"), log=True)
     sp.add_argument("--dry-run", action="store_true", help="print what would be sent without sending it")
     sp.set_defaults(func=cmd_heartbeat)
+
+    from bot.mcp.cli import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub, common)
     return p
 
 

@@ -138,6 +138,7 @@ class Daemon:
         self.router: Router | None = None
         self.scheduled: Scheduled | None = None
         self.cron: CronService | None = None
+        self.mcp = None           # bot.mcp.McpManager when [[mcp.servers]] are configured
 
     # -------------------------------------------------------------------------- build
     def _build(self) -> None:
@@ -165,6 +166,11 @@ class Daemon:
 
             ensure_http_token(cfg)   # before the agent reads the secrets it scrubs; ConfigError stops start()
         self.agent = Agent(cfg, self.store, hooks=hooks, send_message=self._message_tool)
+        if cfg.mcp.servers:
+            from bot.mcp import McpManager, default_log_dir
+
+            self.mcp = McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=self.agent.refresh_tools)
+            self.agent.mcp = self.mcp
         if self._given_channels is not None:
             self.channels = dict(self._given_channels)
         else:
@@ -193,6 +199,8 @@ class Daemon:
     async def start(self) -> None:
         t0 = time.perf_counter()
         self._build()
+        if self.mcp is not None:
+            self.mcp.start()      # connects in the background; start-up never waits for a server
         names = ", ".join(self.channels) or "none"
         log.info("starting agent=%s model=%s channels=%s", self.cfg.agent.id, self.cfg.agent.model, names)
         if not self.receive:
@@ -322,6 +330,8 @@ class Daemon:
                 await asyncio.wait_for(ch.stop(), 5)
             except Exception as e:
                 log.warning("channel %s did not stop cleanly: %s", name, e)
+        if self.mcp is not None:
+            await self.mcp.stop()
         if self.agent is not None:
             self.agent.cache.close()
         if self.store:

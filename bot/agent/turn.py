@@ -101,7 +101,6 @@ class Agent:
                  send_message: Callable[[str, str, str], Awaitable[str]] | None = None,
                  cron_api: Any = None, approvals: Any = None):
         from bot.agent.llm import LLMClient
-        from bot.agent.tools import build_registry
         from bot.prompt.cache import PromptCache
 
         self.cfg = cfg
@@ -111,10 +110,9 @@ class Agent:
         self.cron_api = cron_api
         self.approvals = approvals            # bot.approvals.Approvals, for exec security "ask"
         self.cache = PromptCache()
-        self.registry = build_registry(list(cfg.tools.enabled))
-        # guests get tools.guest, never the owner-only tools (config validation refuses
-        # them too; this keeps a hand-built Config honest)
-        self.guest_registry = build_registry([t for t in cfg.tools.guest if t not in OWNER_ONLY_TOOLS])
+        self.mcp = None                       # bot.mcp.McpManager, attached by the daemon (SPEC §14)
+        self._web_tools = _web_tools_for(cfg)
+        self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
         self.secrets = tuple(cfg.secret_values()) + _generated_secrets(cfg)
         api_key = cfg.secret(cfg.agent.api_key_env)
@@ -122,7 +120,6 @@ class Agent:
             api_key = "sk-local"
         self.llm = LLMClient(cfg.agent.model, api_base=cfg.agent.api_base, api_key=api_key,
                              timeout=cfg.agent.llm_timeout_seconds, max_retries=cfg.agent.llm_max_retries)
-        self._tool_specs = {"owner": tuple(self.registry.specs()), "guest": tuple(self.guest_registry.specs())}
         from bot.compaction import Compactor
 
         def llm_factory(model: str, *, timeout: float, max_retries: int, extra: dict | None = None):
@@ -133,9 +130,32 @@ class Agent:
         # each stored message is counted once, with the model's tokenizer (SPEC §10)
         store.token_counter = self.compactor.count_message
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
-        self._openai_tool_cache: dict[str, list[dict]] = {}
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
+
+    # ------------------------------------------------------------------------- tools
+    def refresh_tools(self) -> None:
+        """(Re)build the owner and guest registries: built-in and web tools from the config,
+        plus the MCP tools listed so far (all of them for the owner, the ones named in
+        tools.guest for guests).  Called again whenever an MCP server's tool list changes;
+        turns in progress keep the registries they started with."""
+        from bot.agent.tools import build_registry
+
+        cfg = self.cfg
+        mcp_tools = self.mcp.tools() if self.mcp is not None else []
+        extra = {**self._web_tools, **{t.name: t for t in mcp_tools}}
+        registry = build_registry(list(cfg.tools.enabled), extra, always=mcp_tools)
+        # guests get tools.guest, never the owner-only tools (config validation refuses
+        # them too; this keeps a hand-built Config honest)
+        guest = build_registry([t for t in cfg.tools.guest if t not in OWNER_ONLY_TOOLS], extra)
+        specs = {"owner": tuple(registry.specs()), "guest": tuple(guest.specs())}
+        old = getattr(self, "_tool_specs", None)
+        if old is not None and _spec_keys(old) == _spec_keys(specs) and _spec_full(old) != _spec_full(specs):
+            # only a schema changed: ToolSpec keys ignore schemas, so cached prompts would be stale
+            self.cache.invalidate()
+        self.registry, self.guest_registry = registry, guest
+        self._tool_specs = specs
+        self._openai_tool_cache: dict[str, list[dict]] = {}
 
     # ------------------------------------------------------------------ prompt context
     def prompt_context(self, req: TurnRequest) -> PromptContext:
@@ -341,6 +361,25 @@ class Agent:
         res = await self.run_turn(req)
         self.store.commit_turn(key, res.turn_id, res.to_store, kind="subagent", usage=res.usage)
         return res.text
+
+
+def _web_tools_for(cfg: Config) -> dict:
+    """web_fetch / web_search, built only when tools.enabled or tools.guest names them."""
+    names = {"web_fetch", "web_search"}
+    if not names & (set(cfg.tools.enabled) | set(cfg.tools.guest)):
+        return {}
+    from bot.agent.tools.web import web_tools
+
+    return web_tools(cfg.tools.web)
+
+
+def _spec_keys(specs: dict) -> dict:
+    return {k: tuple((t.name, t.summary) for t in v) for k, v in specs.items()}
+
+
+def _spec_full(specs: dict) -> dict:
+    return {k: tuple((t.name, t.summary, json.dumps(t.parameters, sort_keys=True)) for t in v)
+            for k, v in specs.items()}
 
 
 def _generated_secrets(cfg: Config) -> tuple[str, ...]:

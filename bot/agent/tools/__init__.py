@@ -101,16 +101,26 @@ def builtin_tools() -> dict[str, Tool]:
     }
 
 
-def build_registry(enabled: Iterable[str]) -> ToolRegistry:
-    """The built-in tools named in ``enabled`` (config order; unknown names warned and skipped)."""
-    available = builtin_tools()
+def build_registry(enabled: Iterable[str], extra: dict[str, Tool] | None = None,
+                   always: Iterable[Tool] = ()) -> ToolRegistry:
+    """The built-in tools named in ``enabled`` (config order; unknown names warned and skipped).
+
+    ``extra`` adds tools built from the config (web_fetch, web_search, MCP tools) that are
+    offered when named in ``enabled``; ``always`` are appended whatever ``enabled`` says
+    (the owner's MCP tools).  A ``<server>__<tool>`` name that is not known yet is skipped
+    quietly: its MCP server may not have connected."""
+    available = {**builtin_tools(), **(extra or {})}
     reg = ToolRegistry()
     for name in enabled:
         key = str(name).strip()
         tool = available.get(key)
         if tool is None:
-            log.warning("unknown tool %r in tools.enabled; ignored (known: %s)", key, ", ".join(available))
+            if "__" not in key and key not in ("web_search", "web_fetch"):
+                log.warning("unknown tool %r in tools.enabled; ignored (known: %s)", key, ", ".join(available))
             continue
         if key not in reg:
+            reg.register(tool)
+    for tool in always:
+        if tool.name not in reg:
             reg.register(tool)
     return reg

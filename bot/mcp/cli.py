@@ -1,0 +1,68 @@
+"""``chela mcp list`` and ``chela mcp test NAME``: connect to the configured MCP servers
+from this process and show their state and tools (SPEC §14)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+
+def add_parser(sub, common) -> None:
+    sp = common(sub.add_parser("mcp", help="MCP servers: list them with their state and tools, or test one"))
+    sp.add_argument("action", choices=["list", "test"], help="list every server, or test one")
+    sp.add_argument("name", nargs="?", help="with test: the server's name")
+    sp.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                    help="how long to wait for each server to connect (default: its connect_timeout_seconds)")
+    sp.set_defaults(func=cmd_mcp)
+
+
+def cmd_mcp(args) -> int:
+    from bot.cli import _load
+
+    cfg = _load(args)
+    servers = list(cfg.mcp.servers)
+    if args.action == "test":
+        if not args.name:
+            print("chela mcp test: name a server (see `chela mcp list`)", file=sys.stderr)
+            return 2
+        servers = [s for s in servers if s.name == args.name]
+        if not servers:
+            known = ", ".join(s.name for s in cfg.mcp.servers) or "none configured"
+            print(f"chela mcp test: no server named {args.name!r} (servers: {known})", file=sys.stderr)
+            return 1
+    elif not servers:
+        print("no MCP servers configured (add [[mcp.servers]] entries to the config)")
+        return 0
+    return asyncio.run(_run(cfg, servers, args))
+
+
+async def _run(cfg, servers, args) -> int:
+    from bot.mcp import McpManager, SDK_MISSING, default_log_dir
+
+    mgr = McpManager(servers, log_dir=default_log_dir(cfg))
+    if not mgr.available:
+        print(f"chela mcp: {SDK_MISSING}", file=sys.stderr)
+        return 1
+    for s in servers:
+        if not s.enabled:
+            print(f"{s.name}: disabled")
+    mgr.start()
+    try:
+        waits = [srv.wait_connected(args.timeout or srv.cfg.connect_timeout_seconds + 1)
+                 for srv in mgr.servers.values()]
+        await asyncio.gather(*waits)
+        ok = True
+        for srv in mgr.servers.values():
+            st = srv.status
+            where = srv.cfg.url or " ".join([srv.cfg.command, *srv.cfg.args])
+            state = "connected" if srv.session is not None else (st.state if st.error else "not connected (timed out)")
+            print(f"{st.name} [{st.transport}] {where}: {state}" + (f" - {st.error}" if st.error else ""))
+            ok = ok and srv.session is not None
+            for t in st.tools:
+                print(f"  {t.name}: {t.description}")
+                if args.action == "test":
+                    print("    " + json.dumps(t.schema, sort_keys=True))
+        return 0 if ok or args.action == "list" else 1
+    finally:
+        await mgr.stop()
