@@ -35,16 +35,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent import llm as llm_mod  # noqa: E402
-from bot.daemon import Daemon  # noqa: E402
-from tests.e2e import TG_TOKEN, make_config, telegram_section  # noqa: E402
-from tests.fakes.llm import FakeLLM  # noqa: E402
-from tests.fakes.telegram import FakeTelegram  # noqa: E402
+from bot.agent import llm as llm_mod
+from bot.daemon import Daemon
+from tests.e2e import TG_TOKEN, make_config, telegram_section
+from tests.fakes.llm import FakeLLM
+from tests.fakes.telegram import FakeTelegram
 
 
 T0 = time.perf_counter()
 DIRECT = False
-DIRECT_SESSION: list = []      # the prototype's aiohttp session, closed at the end
+DIRECT_SESSION: list = []  # the prototype's aiohttp session, closed at the end
 
 
 def direct_llm() -> None:
@@ -59,8 +59,11 @@ def direct_llm() -> None:
         payload = {"model": self.model.split("/", 1)[-1], "messages": messages}
         if tools:
             payload["tools"] = tools
-        async with session[0].post(self.api_base.rstrip("/") + "/chat/completions", json=payload,
-                                   headers={"Authorization": "Bearer sk-local"}) as resp:
+        async with session[0].post(
+            self.api_base.rstrip("/") + "/chat/completions",
+            json=payload,
+            headers={"Authorization": "Bearer sk-local"},
+        ) as resp:
             data = await resp.json()
         return llm_mod._parse_response(data)
 
@@ -75,7 +78,7 @@ def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))]
+    return s[min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))]
 
 
 class TimedTelegram(FakeTelegram):
@@ -84,8 +87,8 @@ class TimedTelegram(FakeTelegram):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.first_poll: float | None = None
-        self.injected: dict[int, deque[float]] = defaultdict(deque)   # chat → inject times, FIFO
-        self.latencies: list[tuple[float, float]] = []                # (inject, sent)
+        self.injected: dict[int, deque[float]] = defaultdict(deque)  # chat → inject times, FIFO
+        self.latencies: list[tuple[float, float]] = []  # (inject, sent)
         self.handler_s = 0.0
 
     def inject_timed(self, chat_id: int, text: str) -> None:
@@ -123,16 +126,20 @@ async def wait_replies(tg: TimedTelegram, n: int, timeout: float) -> bool:
     deadline = time.perf_counter() + timeout
     while len(tg.latencies) < n:
         if time.perf_counter() > deadline:
-            print(f"TIMED OUT: {len(tg.latencies)}/{n} replies after {timeout:.0f}s", file=sys.stderr)
+            print(
+                f"TIMED OUT: {len(tg.latencies)}/{n} replies after {timeout:.0f}s", file=sys.stderr
+            )
             return False
         await asyncio.sleep(0.002)
     return True
 
 
 async def run(chats: int, per_chat: int, rate: float) -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(relativeCreated)d %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(relativeCreated)d %(levelname)s %(name)s: %(message)s"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="chela-e2e-bench-"))
-    llm = FakeLLM(keep_requests=False)   # the fake's memory is not Chela's
+    llm = FakeLLM(keep_requests=False)  # the fake's memory is not Chela's
     llm_times = llm.handle_seconds
     await llm.start()
 
@@ -140,9 +147,16 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     await tg.start()
     # every bench sender is an owner (by id), so turns carry the owner's tools and prompt,
     # as in a real day's use; "open" DMs would make them guests with a smaller request
-    owners = [str(1_000_000 + k) for k in (*range(50), *range(1000, 1000 + chats), *range(5000, 5000 + chats))]
-    cfg = make_config(tmp, llm, channels=telegram_section(tg, dm_policy="open", allow_from=owners, poll_timeout=1),
-                      session={"dm_scope": "per-channel-peer"})
+    owners = [
+        str(1_000_000 + k)
+        for k in (*range(50), *range(1000, 1000 + chats), *range(5000, 5000 + chats))
+    ]
+    cfg = make_config(
+        tmp,
+        llm,
+        channels=telegram_section(tg, dm_policy="open", allow_from=owners, poll_timeout=1),
+        session={"dm_scope": "per-channel-peer"},
+    )
     rss_before = rss_mb()
 
     # ---- start-up
@@ -185,7 +199,9 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     t_first = time.perf_counter()
     for k in range(per_chat):
         for c in range(chats):
-            tg.inject_timed(base_chat + 1000 + c, f"message {k} from chat {c}: what's on my calendar?")
+            tg.inject_timed(
+                base_chat + 1000 + c, f"message {k} from chat {c}: what's on my calendar?"
+            )
     ok = await wait_replies(tg, n, 60)
     t_last = max(s for _, s in tg.latencies) if ok else time.perf_counter()
     results["burst"] = stats(tg.latencies, n, t_last - t_first)
@@ -206,7 +222,9 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
         if delay > 0:
             await asyncio.sleep(delay)
         c = i % chats
-        tg.inject_timed(base_chat + 5000 + c, f"message {i // chats} from chat {c}: what's on my calendar?")
+        tg.inject_timed(
+            base_chat + 5000 + c, f"message {i // chats} from chat {c}: what's on my calendar?"
+        )
     ok = await wait_replies(tg, n, 60)
     t_last = max(s for _, s in tg.latencies) if ok else time.perf_counter()
     results["paced"] = stats(tg.latencies, n, t_last - t_first)
@@ -221,20 +239,30 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     await tg.stop()
     await llm.stop()
 
-    print(f"\ne2e_bench: {chats} chats x {per_chat} messages, nproc={os.cpu_count()}, python {sys.version.split()[0]}, "
-          f"max_concurrent_turns={cfg.session.max_concurrent_turns}, fakes in-process"
-          + (", PROTOTYPE direct-llm" if DIRECT else ""))
-    print(f"start-up: Daemon.start() → first getUpdates {t_poll * 1000:.0f} ms  [<1500]   "
-          f"(start() returned after {t_ready * 1000:.0f} ms; background litellm import done "
-          f"{t_imp * 1000:.0f} ms later; stop() {t_stop * 1000:.0f} ms)")
+    print(
+        f"\ne2e_bench: {chats} chats x {per_chat} messages, nproc={os.cpu_count()}, python {sys.version.split()[0]}, "
+        f"max_concurrent_turns={cfg.session.max_concurrent_turns}, fakes in-process"
+        + (", PROTOTYPE direct-llm" if DIRECT else "")
+    )
+    print(
+        f"start-up: Daemon.start() → first getUpdates {t_poll * 1000:.0f} ms  [<1500]   "
+        f"(start() returned after {t_ready * 1000:.0f} ms; background litellm import done "
+        f"{t_imp * 1000:.0f} ms later; stop() {t_stop * 1000:.0f} ms)"
+    )
     hdr = f"{'phase':<26}{'msgs':>6}{'msg/s':>8}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}{'CPU ms/msg':>12}{'fakes ms/msg':>14}"
     print(hdr)
     print("-" * len(hdr))
-    labels = {"idle": "idle (1 at a time)", "burst": "burst (all at once)", "paced": f"paced {rate:g}/s"}
+    labels = {
+        "idle": "idle (1 at a time)",
+        "burst": "burst (all at once)",
+        "paced": f"paced {rate:g}/s",
+    }
     for k in ("idle", "burst", "paced"):
         r = results[k]
-        print(f"{labels[k]:<26}{str(r['n']):>6}{r['tps']:>8.0f}{r['p50']:>9.1f}{r['p90']:>9.1f}{r['p99']:>9.1f}{r['max']:>9.1f}"
-              f"{r.get('cpu', float('nan')):>12.2f}{r.get('fake', float('nan')):>14.2f}")
+        print(
+            f"{labels[k]:<26}{r['n']!s:>6}{r['tps']:>8.0f}{r['p50']:>9.1f}{r['p90']:>9.1f}{r['p99']:>9.1f}{r['max']:>9.1f}"
+            f"{r.get('cpu', float('nan')):>12.2f}{r.get('fake', float('nan')):>14.2f}"
+        )
     print(f"peak RSS: {rss_mb():.0f} MB [<300]  (before the daemon: {rss_before:.0f} MB)")
     print("budgets: >= 150 msg/s (burst), p99 < 100 ms (paced), start-up < 1500 ms")
 
@@ -242,8 +270,14 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
 def stats(lat: list[tuple[float, float]], n: int, span: float | None) -> dict:
     ms = [(s - i) * 1000 for i, s in lat] or [float("nan")]
     n_ok = len(lat)
-    return {"n": n_ok if n_ok == n else f"{n_ok}/{n}", "tps": (n_ok / span) if span else float("nan"), "p50": pct(ms, 50), "p90": pct(ms, 90),
-            "p99": pct(ms, 99), "max": max(ms)}
+    return {
+        "n": n_ok if n_ok == n else f"{n_ok}/{n}",
+        "tps": (n_ok / span) if span else float("nan"),
+        "p50": pct(ms, 50),
+        "p90": pct(ms, 90),
+        "p99": pct(ms, 99),
+        "max": max(ms),
+    }
 
 
 def main() -> None:
@@ -251,8 +285,11 @@ def main() -> None:
     ap.add_argument("--chats", type=int, default=200)
     ap.add_argument("--per-chat", type=int, default=10)
     ap.add_argument("--rate", type=float, default=100.0, help="paced phase: messages per second")
-    ap.add_argument("--direct-llm", action="store_true",
-                    help="prototype: LLMClient.complete as one plain aiohttp POST instead of litellm")
+    ap.add_argument(
+        "--direct-llm",
+        action="store_true",
+        help="prototype: LLMClient.complete as one plain aiohttp POST instead of litellm",
+    )
     a = ap.parse_args()
     if a.direct_llm:
         global DIRECT

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent.tools import ExecPolicy, ToolContext, build_registry  # noqa: E402
-from bot.agent.tools import sandbox  # noqa: E402
+from bot.agent.tools import ExecPolicy, ToolContext, build_registry
+from bot.agent.tools import sandbox
 
 
 def pct(sorted_ms: list[float], q: float) -> float:
@@ -29,7 +29,9 @@ def pct(sorted_ms: list[float], q: float) -> float:
     return sorted_ms[i]
 
 
-async def series(reg, ws: Path, state: Path, security: str, sandboxed: bool, command: str, runs: int) -> list[float]:
+async def series(
+    reg, ws: Path, state: Path, security: str, sandboxed: bool, command: str, runs: int
+) -> list[float]:
     prog = shlex.split(command)[0]
     policy = ExecPolicy(security, [prog], 10, sandbox=sandboxed, hidden=(str(state),))
     ctx = ToolContext(file_root=ws, exec_policy=policy)
@@ -68,8 +70,10 @@ async def main() -> None:
                     print(f"{security:<10} {'on':<8} {'(unavailable)':>23}")
                     continue
                 ms = sorted(await series(reg, ws, state, security, sandboxed, a.command, a.runs))
-                print(f"{security:<10} {'on' if sandboxed else 'off':<8} "
-                      f"{statistics.fmean(ms):7.2f} {pct(ms, 0.5):7.2f} {pct(ms, 0.95):7.2f}")
+                print(
+                    f"{security:<10} {'on' if sandboxed else 'off':<8} "
+                    f"{statistics.fmean(ms):7.2f} {pct(ms, 0.5):7.2f} {pct(ms, 0.95):7.2f}"
+                )
 
 
 if __name__ == "__main__":

@@ -29,14 +29,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent import llm as llm_mod  # noqa: E402
-from bot.compaction import SUMMARY_INSTRUCTIONS  # noqa: E402
-from bot.daemon import Daemon  # noqa: E402
-from bot.router import Router  # noqa: E402
-from channels.base import InboundMessage  # noqa: E402
-from channels.terminal import TerminalChannel  # noqa: E402
-from tests.e2e import make_config  # noqa: E402
-from tests.fakes.llm import FakeLLM, text  # noqa: E402
+from bot.agent import llm as llm_mod
+from bot.compaction import SUMMARY_INSTRUCTIONS
+from bot.daemon import Daemon
+from bot.router import Router
+from channels.base import InboundMessage
+from channels.terminal import TerminalChannel
+from tests.e2e import make_config
+from tests.fakes.llm import FakeLLM, text
 
 _acc: contextvars.ContextVar[list | None] = contextvars.ContextVar("acc", default=None)
 _orig_complete = llm_mod.LLMClient.complete
@@ -90,10 +90,21 @@ def model(req: dict):
 
 def prefill(store, key: str, n: int) -> None:
     for i in range(n):
-        store.commit_turn(key, f"pre{i}", [
-            {"role": "user", "content": f"[Message metadata]\ntime: 2025-01-01 10:00 UTC\n\n[Message]\nhistory turn {i}: "
-                                        "how is the weather today, and what should I wear?"},
-            {"role": "assistant", "content": f"Turn {i}: mild and dry; a light jacket is enough."}])
+        store.commit_turn(
+            key,
+            f"pre{i}",
+            [
+                {
+                    "role": "user",
+                    "content": f"[Message metadata]\ntime: 2025-01-01 10:00 UTC\n\n[Message]\nhistory turn {i}: "
+                    "how is the weather today, and what should I wear?",
+                },
+                {
+                    "role": "assistant",
+                    "content": f"Turn {i}: mild and dry; a light jacket is enough.",
+                },
+            ],
+        )
 
 
 async def measure(size: int, turns: int) -> dict:
@@ -116,25 +127,41 @@ async def measure(size: int, turns: int) -> dict:
             term.waiters[mid] = fut
             acc = LLM_SECONDS.setdefault(mid, [0.0, 0])
             t0 = time.perf_counter()
-            await d.router.on_inbound(InboundMessage(channel="terminal", chat_id="local", sender_id="local",
-                                                     sender_name="owner", text=text_, message_id=mid,
-                                                     timestamp=time.time(), chat_type="direct"))
+            await d.router.on_inbound(
+                InboundMessage(
+                    channel="terminal",
+                    chat_id="local",
+                    sender_id="local",
+                    sender_name="owner",
+                    text=text_,
+                    message_id=mid,
+                    timestamp=time.time(),
+                    chat_type="direct",
+                )
+            )
             await fut
             LLM_SECONDS.pop(mid, None)
             return term.done.pop(mid) - t0, acc[0], acc[1]
 
         await asyncio.to_thread(llm_mod.warm_up)
-        await one("warm up")            # compacts the prefilled backlog
+        await one("warm up")  # compacts the prefilled backlog
         compactions0 = d.store.summary_count(key)
         over, calls = [], 0
         for i in range(turns):
             e2e, llm_s, n = await one(f"measured turn {i}: anything new on the weather?")
             over.append((e2e - llm_s) * 1000)
             calls += n
-        return {"size": size, "turns": turns, "p50": statistics.median(over), "mean": statistics.fmean(over),
-                "p99": sorted(over)[int(0.99 * (len(over) - 1))], "compactions": d.store.summary_count(key) - compactions0,
-                "llm_calls": calls, "stored": d.store.message_count(key),
-                "in_view": len(d.store.window(key, limit=100000))}
+        return {
+            "size": size,
+            "turns": turns,
+            "p50": statistics.median(over),
+            "mean": statistics.fmean(over),
+            "p99": sorted(over)[int(0.99 * (len(over) - 1))],
+            "compactions": d.store.summary_count(key) - compactions0,
+            "llm_calls": calls,
+            "stored": d.store.message_count(key),
+            "in_view": len(d.store.window(key, limit=100000)),
+        }
     finally:
         await d.stop()
         await fake.stop()
@@ -146,12 +173,17 @@ async def main() -> None:
     ap.add_argument("--turns", type=int, default=200)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    print(f"{'history':>8} {'turns':>6} {'p50 ms':>8} {'mean ms':>8} {'p99 ms':>8} {'compactions':>12} "
-          f"{'llm calls':>10} {'stored msgs':>12} {'in view':>8}")
+    print(
+        f"{'history':>8} {'turns':>6} {'p50 ms':>8} {'mean ms':>8} {'p99 ms':>8} {'compactions':>12} "
+        f"{'llm calls':>10} {'stored msgs':>12} {'in view':>8}"
+    )
     for size in (int(x) for x in args.sizes.split(",")):
         r = await measure(size, args.turns)
-        print(f"{r['size']:>8} {r['turns']:>6} {r['p50']:>8.2f} {r['mean']:>8.2f} {r['p99']:>8.2f} "
-              f"{r['compactions']:>12} {r['llm_calls']:>10} {r['stored']:>12} {r['in_view']:>8}", flush=True)
+        print(
+            f"{r['size']:>8} {r['turns']:>6} {r['p50']:>8.2f} {r['mean']:>8.2f} {r['p99']:>8.2f} "
+            f"{r['compactions']:>12} {r['llm_calls']:>10} {r['stored']:>12} {r['in_view']:>8}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

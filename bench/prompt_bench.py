@@ -18,11 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.prompt.builder import build_prompt  # noqa: E402
-from bot.prompt.cache import PromptCache  # noqa: E402
-from bot.prompt.context import PromptContext, RuntimeInfo, ToolSpec  # noqa: E402
+from bot.prompt.builder import build_prompt
+from bot.prompt.cache import PromptCache
+from bot.prompt.context import PromptContext, RuntimeInfo, ToolSpec
 
-FILES = ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md")
+FILES = (
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "HEARTBEAT.md",
+    "BOOTSTRAP.md",
+    "MEMORY.md",
+)
 COLD_RUNS = 50
 LOOKUPS = 10_000
 
@@ -37,7 +46,9 @@ def make_workspace(root: Path) -> Path:
     for i in range(10):
         d = ws / "skills" / f"skill-{i:02d}"
         d.mkdir(parents=True)
-        (d / "SKILL.md").write_text(f"---\nname: skill-{i:02d}\ndescription: Does thing number {i} & more <fast>.\n---\nSteps...\n")
+        (d / "SKILL.md").write_text(
+            f"---\nname: skill-{i:02d}\ndescription: Does thing number {i} & more <fast>.\n---\nSteps...\n"
+        )
     # Pretend the files were written a while ago (a freshly edited file triggers one
     # extra verification read in the cache; see bot/prompt/cache.py).
     old = time.time_ns() - 3600 * 10**9
@@ -47,17 +58,52 @@ def make_workspace(root: Path) -> Path:
 
 
 def make_ctx(ws: Path) -> PromptContext:
-    names = ["read", "write", "edit", "exec", "process", "web_search", "web_fetch", "browser", "cron", "message",
-             "gateway", "sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status",
-             "image", "memory_search", "memory_get", "tts", "calendar", "weather", "notes", "todo", "gpio_read"]
+    names = [
+        "read",
+        "write",
+        "edit",
+        "exec",
+        "process",
+        "web_search",
+        "web_fetch",
+        "browser",
+        "cron",
+        "message",
+        "gateway",
+        "sessions_list",
+        "sessions_history",
+        "sessions_send",
+        "sessions_spawn",
+        "session_status",
+        "image",
+        "memory_search",
+        "memory_get",
+        "tts",
+        "calendar",
+        "weather",
+        "notes",
+        "todo",
+        "gpio_read",
+    ]
     tools = tuple(
-        ToolSpec(n, f"The {n} tool: does {n} things with care.", {"type": "object", "properties": {"arg": {"type": "string"}}})
+        ToolSpec(
+            n,
+            f"The {n} tool: does {n} things with care.",
+            {"type": "object", "properties": {"arg": {"type": "string"}}},
+        )
         for n in names
     )
     assert len(tools) == 25
     return PromptContext(
-        workspace=ws, model="openai/gpt-4o-mini", tools=tools, timezone="Europe/Paris", channel="telegram",
-        capabilities=("media", "reactions"), reactions="minimal", heartbeat_enabled=True, owner_numbers=("+1555",),
+        workspace=ws,
+        model="openai/gpt-4o-mini",
+        tools=tools,
+        timezone="Europe/Paris",
+        channel="telegram",
+        capabilities=("media", "reactions"),
+        reactions="minimal",
+        heartbeat_enabled=True,
+        owner_numbers=("+1555",),
         runtime=RuntimeInfo(host="bench", os="linux", arch="x86_64", python="3.11", shell="bash"),
     )
 
@@ -75,15 +121,19 @@ def main() -> None:
         ws = make_workspace(Path(tmp))
         ctx = make_ctx(ws)
         r = build_prompt(ctx)
-        print(f"prompt: {r.chars} chars (~{r.approx_tokens} tokens), {len(r.sections)} sections, "
-              f"{len(r.deps)} deps, {len(r.skills)} skills, {len(r.tools)} tools")
+        print(
+            f"prompt: {r.chars} chars (~{r.approx_tokens} tokens), {len(r.sections)} sections, "
+            f"{len(r.deps)} deps, {len(r.skills)} skills, {len(r.tools)} tools"
+        )
 
         samples = []
         for _ in range(COLD_RUNS):
             t = time.perf_counter_ns()
             build_prompt(ctx)
             samples.append(time.perf_counter_ns() - t)
-        print(f"build_prompt (pure build)           median {ms(statistics.median(samples))}  (budget 10 ms)")
+        print(
+            f"build_prompt (pure build)           median {ms(statistics.median(samples))}  (budget 10 ms)"
+        )
 
         for watch in (True, False):
             label = "inotify" if watch else "stat"
@@ -120,11 +170,17 @@ def main() -> None:
                 get(other)
                 eq.append(perf() - t)
             assert get(fresh[-1]) is first
-            print(f"cache[{label:7s}] cold get (new cache) median {ms(statistics.median(cold))}  (budget 10 ms)")
-            print(f"cache[{label:7s}] cached get, same ctx object   median {us(statistics.median(hot))}, "
-                  f"p99 {us(sorted(hot)[int(LOOKUPS * 0.99)])}, loop mean {us(loop)}  (budget 20 µs)")
-            print(f"cache[{label:7s}] cached get, equal new ctx     median {us(statistics.median(eq))}, "
-                  f"p99 {us(sorted(eq)[int(LOOKUPS * 0.99)])}  (budget 20 µs)")
+            print(
+                f"cache[{label:7s}] cold get (new cache) median {ms(statistics.median(cold))}  (budget 10 ms)"
+            )
+            print(
+                f"cache[{label:7s}] cached get, same ctx object   median {us(statistics.median(hot))}, "
+                f"p99 {us(sorted(hot)[int(LOOKUPS * 0.99)])}, loop mean {us(loop)}  (budget 20 µs)"
+            )
+            print(
+                f"cache[{label:7s}] cached get, equal new ctx     median {us(statistics.median(eq))}, "
+                f"p99 {us(sorted(eq)[int(LOOKUPS * 0.99)])}  (budget 20 µs)"
+            )
             c.close()
 
 

@@ -38,13 +38,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent import llm as llm_mod  # noqa: E402
-from bot.daemon import Daemon  # noqa: E402
-from bot.router import Router  # noqa: E402
-from channels.base import InboundMessage  # noqa: E402
-from channels.terminal import TerminalChannel  # noqa: E402
-from tests.e2e import make_config  # noqa: E402
-from tests.fakes.llm import FakeLLM  # noqa: E402
+from bot.agent import llm as llm_mod
+from bot.daemon import Daemon
+from bot.router import Router
+from channels.base import InboundMessage
+from channels.terminal import TerminalChannel
+from tests.e2e import make_config
+from tests.fakes.llm import FakeLLM
 
 # ----------------------------------------------------------------------------- probes
 _turn_acc: contextvars.ContextVar[list | None] = contextvars.ContextVar("turn_acc", default=None)
@@ -96,7 +96,7 @@ def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
     s = sorted(values)
-    k = min(len(s) - 1, max(0, int(round(p / 100 * (len(s) - 1)))))
+    k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
     return s[k]
 
 
@@ -124,9 +124,18 @@ async def run(turns: int, sessions: int) -> None:
         term.waiters[mid] = fut
         nfake = len(fake_times)
         t0 = time.perf_counter()
-        await router.on_inbound(InboundMessage(channel="terminal", chat_id=f"c{sender}", sender_id=f"u{sender}",
-                                               sender_name=f"user {sender}", text=text, message_id=mid,
-                                               timestamp=time.time(), chat_type="direct"))
+        await router.on_inbound(
+            InboundMessage(
+                channel="terminal",
+                chat_id=f"c{sender}",
+                sender_id=f"u{sender}",
+                sender_name=f"user {sender}",
+                text=text,
+                message_id=mid,
+                timestamp=time.time(),
+                chat_type="direct",
+            )
+        )
         await fut
         if fake.requests:
             LAST_BODY[:] = fake.requests[-1:]
@@ -134,7 +143,13 @@ async def run(turns: int, sessions: int) -> None:
         fake.headers.clear()
         t1 = term.done.pop(mid)
         acc = LLM_BY_MID.pop(mid)
-        return {"e2e": t1 - t0, "llm": acc[0], "calls": acc[1], "queued": acc[2] - t0, "nfake": nfake}
+        return {
+            "e2e": t1 - t0,
+            "llm": acc[0],
+            "calls": acc[1],
+            "queued": acc[2] - t0,
+            "nfake": nfake,
+        }
 
     # warm-up: litellm import + one real call through the whole path (+ a few more)
     t = time.perf_counter()
@@ -181,7 +196,9 @@ async def run(turns: int, sessions: int) -> None:
 
     async def stub_complete(self, messages, tools=None):
         await asyncio.sleep(0)
-        return llm_mod.Completion(text="ok", usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
+        return llm_mod.Completion(
+            text="ok", usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        )
 
     global _orig_complete
     real_complete, _orig_complete = _orig_complete, stub_complete
@@ -189,7 +206,9 @@ async def run(turns: int, sessions: int) -> None:
     c0, t0 = time.process_time(), time.perf_counter()
     for r in range(per_session):
         for s in range(sessions):
-            recs.append(await one(stub_sessions + s, f"round {r}: hello from {s}, how are you today?"))
+            recs.append(
+                await one(stub_sessions + s, f"round {r}: hello from {s}, how are you today?")
+            )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     results["stubbed"] = summarize(recs, [], wall, cpu)
     _orig_complete = real_complete
@@ -205,8 +224,11 @@ async def run(turns: int, sessions: int) -> None:
         payload = {"model": self.model.split("/", 1)[-1], "messages": messages}
         if tools:
             payload["tools"] = tools
-        async with http.post(self.api_base.rstrip("/") + "/chat/completions", json=payload,
-                             headers={"Authorization": f"Bearer {self._api_key or 'sk-local'}"}) as resp:
+        async with http.post(
+            self.api_base.rstrip("/") + "/chat/completions",
+            json=payload,
+            headers={"Authorization": f"Bearer {self._api_key or 'sk-local'}"},
+        ) as resp:
             data = await resp.json()
         return llm_mod._parse_response(data)
 
@@ -216,13 +238,17 @@ async def run(turns: int, sessions: int) -> None:
     c0, t0 = time.process_time(), time.perf_counter()
     for r in range(per_session):
         for s in range(sessions):
-            recs.append(await one(stub_sessions * 2 + s, f"round {r}: hello from {s}, how are you today?"))
+            recs.append(
+                await one(stub_sessions * 2 + s, f"round {r}: hello from {s}, how are you today?")
+            )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     results["direct"] = summarize(recs, fake_times[fake_before:], wall, cpu)
 
     async def conc_loop(s: int, out: list) -> None:
         for r in range(per_session):
-            out.append(await one(stub_sessions * 3 + s, f"round {r}: hello from {s}, how are you today?"))
+            out.append(
+                await one(stub_sessions * 3 + s, f"round {r}: hello from {s}, how are you today?")
+            )
 
     recs = []
     fake_before = len(fake_times)
@@ -234,7 +260,11 @@ async def run(turns: int, sessions: int) -> None:
     await http.close()
 
     # ---- reference: a plain aiohttp POST of a typical request body to the fake
-    body = dict(LAST_BODY[0]) if LAST_BODY else {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    body = (
+        dict(LAST_BODY[0])
+        if LAST_BODY
+        else {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+    )
     raw = []
     async with aiohttp.ClientSession() as http:
         for i in range(300):
@@ -248,13 +278,19 @@ async def run(turns: int, sessions: int) -> None:
     await d.stop()
     await fake.stop()
 
-    print(f"\nturn_bench: {per_session * sessions} turns x 2 phases over {sessions} sessions each, "
-          f"nproc={os.cpu_count()}, python {sys.version.split()[0]}, "
-          f"max_concurrent_turns={cfg.session.max_concurrent_turns}")
-    print(f"warm-up (litellm import + 5 turns): {warm * 1000:.0f} ms; RSS before daemon {rss0:.0f} MB, "
-          f"after warm-up {rss_warm:.0f} MB\n")
-    hdr = (f"{'metric':<44}{'sequential':>12}{'concurrent':>12}{'seq stub':>10}"
-           f"{'seq direct*':>12}{'conc direct*':>13}")
+    print(
+        f"\nturn_bench: {per_session * sessions} turns x 2 phases over {sessions} sessions each, "
+        f"nproc={os.cpu_count()}, python {sys.version.split()[0]}, "
+        f"max_concurrent_turns={cfg.session.max_concurrent_turns}"
+    )
+    print(
+        f"warm-up (litellm import + 5 turns): {warm * 1000:.0f} ms; RSS before daemon {rss0:.0f} MB, "
+        f"after warm-up {rss_warm:.0f} MB\n"
+    )
+    hdr = (
+        f"{'metric':<44}{'sequential':>12}{'concurrent':>12}{'seq stub':>10}"
+        f"{'seq direct*':>12}{'conc direct*':>13}"
+    )
     print(hdr)
     print("-" * len(hdr))
     rows = [
@@ -274,14 +310,28 @@ async def run(turns: int, sessions: int) -> None:
         ("e2e-fake p99 (ms) [Chela+litellm]", "ef99", "{:.2f}"),
     ]
     for label, key, fmt in rows:
-        print(f"{label:<44}" + "".join(f"{fmt.format(results[ph][key]):>{w}}" for ph, w in
-                                       (("sequential", 12), ("concurrent", 12), ("stubbed", 10),
-                                                           ("direct", 12), ("direct-conc", 13))))
-    print(f"{'plain aiohttp POST to the fake, median (ms)':<44}{raw_rtt:>12.2f}   "
-          f"(request body {len(json.dumps(body))} chars, {len(body.get('tools') or [])} tools)")
+        print(
+            f"{label:<44}"
+            + "".join(
+                f"{fmt.format(results[ph][key]):>{w}}"
+                for ph, w in (
+                    ("sequential", 12),
+                    ("concurrent", 12),
+                    ("stubbed", 10),
+                    ("direct", 12),
+                    ("direct-conc", 13),
+                )
+            )
+        )
+    print(
+        f"{'plain aiohttp POST to the fake, median (ms)':<44}{raw_rtt:>12.2f}   "
+        f"(request body {len(json.dumps(body))} chars, {len(body.get('tools') or [])} tools)"
+    )
     print(f"{'peak RSS (MB)  [<250]':<44}{rss_mb():>12.0f}")
     print("seq stub: LLMClient.complete replaced by an instant in-process answer (Chela alone).")
-    print("* direct: PROTOTYPE, LLMClient.complete as one plain aiohttp POST instead of litellm.acompletion.")
+    print(
+        "* direct: PROTOTYPE, LLMClient.complete as one plain aiohttp POST instead of litellm.acompletion."
+    )
 
 
 def summarize(recs: list[dict], fakes: list[float], wall: float, cpu: float) -> dict:
@@ -294,10 +344,22 @@ def summarize(recs: list[dict], fakes: list[float], wall: float, cpu: float) -> 
     fk = [f * 1000 for f in fakes]
     fake50 = statistics.median(fk) if fk else float("nan")
     ef = [a - fake50 for a in e2e]
-    return {"tps": n / wall, "cpu_ms": cpu / n * 1000, "e2e50": pct(e2e, 50), "e2e99": pct(e2e, 99),
-            "llm50": pct(llm, 50), "fake50": fake50, "q50": pct(q, 50), "ov50": pct(ov, 50), "ov99": pct(ov, 99),
-            "ovq50": pct(ovq, 50), "ovq99": pct(ovq, 99), "lite50": pct(llm, 50) - fake50,
-            "ef50": pct(ef, 50), "ef99": pct(ef, 99)}
+    return {
+        "tps": n / wall,
+        "cpu_ms": cpu / n * 1000,
+        "e2e50": pct(e2e, 50),
+        "e2e99": pct(e2e, 99),
+        "llm50": pct(llm, 50),
+        "fake50": fake50,
+        "q50": pct(q, 50),
+        "ov50": pct(ov, 50),
+        "ov99": pct(ov, 99),
+        "ovq50": pct(ovq, 50),
+        "ovq99": pct(ovq, 99),
+        "lite50": pct(llm, 50) - fake50,
+        "ef50": pct(ef, 50),
+        "ef99": pct(ef, 99),
+    }
 
 
 def main() -> None:

@@ -20,20 +20,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from telegram import Bot  # noqa: E402
-from telegram.request import HTTPXRequest  # noqa: E402
+from telegram import Bot
+from telegram.request import HTTPXRequest
 
-from channels.telegram_request import AiohttpRequest  # noqa: E402
-from tests.fakes.telegram import FakeTelegram  # noqa: E402
+from channels.telegram_request import AiohttpRequest
+from tests.fakes.telegram import FakeTelegram
 
 
 def _busy(req) -> str:
     """Slots held, for inspection only (private attributes of each library)."""
     if isinstance(req, HTTPXRequest):
-        pool = req._client._transport._pool  # noqa: SLF001
-        return f"{len(pool.connections)} connections, {len(pool._requests)} stuck requests"  # noqa: SLF001
-    connector = req._session.connector  # noqa: SLF001
-    return f"{len(connector._acquired)} connections acquired"  # noqa: SLF001
+        pool = req._client._transport._pool
+        return f"{len(pool.connections)} connections, {len(pool._requests)} stuck requests"
+    connector = req._session.connector
+    return f"{len(connector._acquired)} connections acquired"
 
 
 async def run(name: str, req) -> None:
@@ -52,17 +52,21 @@ async def run(name: str, req) -> None:
     try:
         await bot.send_message(chat_id=1, text="after")
         print("sendMessage afterwards: OK")
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         print(f"sendMessage afterwards: FAILED: {e}")
     await bot.shutdown()
     await tg.stop()
 
 
 async def main() -> None:
-    await run("HTTPXRequest (PTB's default)", HTTPXRequest(connection_pool_size=8, pool_timeout=2.0,
-                                                           read_timeout=5, write_timeout=5))
-    await run("AiohttpRequest (the adapter's)", AiohttpRequest(connection_pool_size=8, pool_timeout=2.0,
-                                                             read_timeout=5, write_timeout=5))
+    await run(
+        "HTTPXRequest (PTB's default)",
+        HTTPXRequest(connection_pool_size=8, pool_timeout=2.0, read_timeout=5, write_timeout=5),
+    )
+    await run(
+        "AiohttpRequest (the adapter's)",
+        AiohttpRequest(connection_pool_size=8, pool_timeout=2.0, read_timeout=5, write_timeout=5),
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Container, Literal
+from typing import Literal
+from collections.abc import Container
 
 from bot.config import ChannelPolicy, Config
 from channels.base import InboundMessage
@@ -26,9 +27,9 @@ Action = Literal["serve", "pair", "drop"]
 
 @dataclass(frozen=True)
 class Verdict:
-    action: Action                 # serve | pair (unknown DM sender under dm_policy "pairing") | drop
-    trust: Trust | None = None     # set when served
-    reason: str = ""               # for the log
+    action: Action  # serve | pair (unknown DM sender under dm_policy "pairing") | drop
+    trust: Trust | None = None  # set when served
+    reason: str = ""  # for the log
 
     @property
     def served(self) -> bool:
@@ -67,7 +68,11 @@ def admit(msg: InboundMessage, cfg: Config, approved: Container[tuple[str, str]]
             return Verdict("drop", reason="groups disabled")
         if msg.chat_id in pol.owner_groups:
             return Verdict("serve", "owner", "owner group")
-        if pol.group_policy == "allowlist" and "*" not in pol.groups and msg.chat_id not in pol.groups:
+        if (
+            pol.group_policy == "allowlist"
+            and "*" not in pol.groups
+            and msg.chat_id not in pol.groups
+        ):
             return Verdict("drop", reason="group not allowlisted")
         return Verdict("serve", "guest", "group")
     if is_owner_sender(msg, cfg):

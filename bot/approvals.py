@@ -15,7 +15,7 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from bot.agent.tools.base import Approval
 
@@ -42,9 +42,11 @@ class _Held:
 def approval_text(command: str, code: str, session_key: str, trust: str, minutes: int) -> str:
     shown = command.replace("```", "'''")
     who = " from a guest conversation" if trust == "guest" else ""
-    return (f"A command{who} is waiting for your approval ({session_key}):\n\n```\n{shown}\n```\n\n"
-            f"Reply /approve {code} to run it once, or /deny {code} to refuse it. "
-            f"Without an answer it is refused in {minutes} minutes.")
+    return (
+        f"A command{who} is waiting for your approval ({session_key}):\n\n```\n{shown}\n```\n\n"
+        f"Reply /approve {code} to run it once, or /deny {code} to refuse it. "
+        f"Without an answer it is refused in {minutes} minutes."
+    )
 
 
 class Approvals:
@@ -61,7 +63,10 @@ class Approvals:
     async def request(self, command: str, *, session_key: str, trust: str, route: dict) -> Approval:
         target = self._owner_route(route, trust)
         if target is None:
-            log.info("exec approval unavailable session=%s: no direct chat with the owner to ask in", session_key)
+            log.info(
+                "exec approval unavailable session=%s: no direct chat with the owner to ask in",
+                session_key,
+            )
             return "unavailable"
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
         while code in self._held:
@@ -69,13 +74,15 @@ class Approvals:
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._held[code] = _Held(command, session_key, fut, time.time())
         try:
-            text = approval_text(command, code, session_key, trust, max(1, round(self.timeout / 60)))
+            text = approval_text(
+                command, code, session_key, trust, max(1, round(self.timeout / 60))
+            )
             if not await self._notify(target, text):
                 return "unavailable"
             log.info("exec approval requested code=%s session=%s", code, session_key)
             try:
                 return await asyncio.wait_for(asyncio.shield(fut), self.timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.info("exec approval expired code=%s session=%s", code, session_key)
                 return "expired"
         finally:
@@ -89,4 +96,8 @@ class Approvals:
             waiting = ", ".join(c for c, _ in self.pending()) or "none"
             return f"No command is waiting with code {code or '(none)'} (waiting: {waiting})."
         held.future.set_result("approved" if approve else "denied")
-        return f"Approved: running it once.\n{held.command}" if approve else f"Denied: it will not run.\n{held.command}"
+        return (
+            f"Approved: running it once.\n{held.command}"
+            if approve
+            else f"Denied: it will not run.\n{held.command}"
+        )

@@ -32,8 +32,18 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("httpx", "httpcore", "LiteLLM", "litellm", "apscheduler", "discord", "telegram", "slack_bolt",
-                  "slack_sdk", "aiohttp.access"):
+    for noisy in (
+        "httpx",
+        "httpcore",
+        "LiteLLM",
+        "litellm",
+        "apscheduler",
+        "discord",
+        "telegram",
+        "slack_bolt",
+        "slack_sdk",
+        "aiohttp.access",
+    ):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -42,7 +52,7 @@ def _load(args) -> Config:
         return load_config(getattr(args, "config", None))
     except ConfigError as e:
         print(f"chela: {e}", file=sys.stderr)
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 # ------------------------------------------------------------------------------ commands
@@ -53,17 +63,17 @@ def cmd_run(args) -> int:
 
     cfg = _load(args)
     setup_logging(cfg, args.log_level or "INFO")
-    errors = config_errors(cfg)          # the same list that makes `chela check` exit 1
+    errors = config_errors(cfg)  # the same list that makes `chela check` exit 1
     if errors:
         for e in errors:
             print(f"chela: {e}", file=sys.stderr)
         return 1
-    os.umask(0o077)   # whatever Chela or its commands create is private (SPEC §9.4)
+    os.umask(0o077)  # whatever Chela or its commands create is private (SPEC §9.4)
     from bot.store import StoreError
 
     try:
         return asyncio.run(Daemon(cfg).run())
-    except (ConfigError, StoreError, LockHeld) as e:      # named and explained; never a traceback
+    except (ConfigError, StoreError, LockHeld) as e:  # named and explained; never a traceback
         print(f"chela: {e}", file=sys.stderr)
         return 1
 
@@ -75,7 +85,7 @@ def cmd_chat(args) -> int:
     cfg = _load(args)
     interactive = args.message is None and sys.stdin.isatty() and sys.stdout.isatty()
     log_file = cfg.agent.state_dir / "chat.log"
-    if interactive:   # logs never land in the conversation
+    if interactive:  # logs never land in the conversation
         setup_logging(cfg, args.log_level or "INFO", file=log_file)
     else:
         setup_logging(cfg, args.log_level or "WARNING")
@@ -105,10 +115,16 @@ def cmd_chat(args) -> int:
             if not interactive:
                 await line_loop(term)
                 return 1 if failures else 0
-            banner = (f"Chela chat ({cfg.agent.model}). /help for commands; Ctrl-C cancels a reply "
-                      f"or quits at the prompt; Ctrl-D quits. Logs: {log_file}")
-            rc = await chat_loop(term, history=cfg.agent.state_dir / "chat_history", banner=banner,
-                                 on_cancel=cancelled)
+            banner = (
+                f"Chela chat ({cfg.agent.model}). /help for commands; Ctrl-C cancels a reply "
+                f"or quits at the prompt; Ctrl-D quits. Logs: {log_file}"
+            )
+            rc = await chat_loop(
+                term,
+                history=cfg.agent.state_dir / "chat_history",
+                banner=banner,
+                on_cancel=cancelled,
+            )
             await daemon.stop()
             # quit now: do not wait for worker threads (the background litellm import can take
             # seconds); everything that matters (store, logs, history) is closed or flushed
@@ -152,8 +168,9 @@ def _prompt_context(args, cfg: Config):
     extra = ""
     group_name = getattr(args, "group_name", None) or ""
     if chat_type == "group":
-        extra = group_chat_context(args.channel or "chat", group_name or "group", [], "mention",
-                                   include_activation=False)
+        extra = group_chat_context(
+            args.channel or "chat", group_name or "group", [], "mention", include_activation=False
+        )
     if session == "subagent":
         from bot.prompt.group import subagent_context
 
@@ -166,9 +183,18 @@ def _prompt_context(args, cfg: Config):
         caps = tuple(channel_class(args.channel).capabilities.names())
         pol = getattr(cfg.channels, args.channel, None)
         reactions = pol.reactions if isinstance(pol, ChannelPolicy) else "off"
-    req = TurnRequest(session_key="", user_text="", session_kind=session, channel=args.channel or "",
-                      chat_type=chat_type, group_title=group_name, group_id=group_name if chat_type == "group" else "",
-                      extra_context=extra, capabilities=caps, reactions=reactions)
+    req = TurnRequest(
+        session_key="",
+        user_text="",
+        session_kind=session,
+        channel=args.channel or "",
+        chat_type=chat_type,
+        group_title=group_name,
+        group_id=group_name if chat_type == "group" else "",
+        extra_context=extra,
+        capabilities=caps,
+        reactions=reactions,
+    )
     ctx = agent.prompt_context(req)
     if getattr(args, "mode", None):
         ctx = dataclasses.replace(ctx, mode=args.mode)
@@ -177,7 +203,10 @@ def _prompt_context(args, cfg: Config):
 
 def _need_workspace(cfg: Config) -> None:
     if not cfg.agent.workspace.is_dir():
-        print(f"chela: workspace {cfg.agent.workspace} does not exist; create it with `chela init`", file=sys.stderr)
+        print(
+            f"chela: workspace {cfg.agent.workspace} does not exist; create it with `chela init`",
+            file=sys.stderr,
+        )
         raise SystemExit(1)
 
 
@@ -218,10 +247,7 @@ def cmd_init(args) -> int:
             print(f"{dest}: the examples are already there (existing files are never overwritten)")
         if not args.workspace:
             return 0
-    if args.workspace:
-        ws = Path(args.workspace).expanduser()
-    else:
-        ws = _load(args).agent.workspace
+    ws = Path(args.workspace).expanduser() if args.workspace else _load(args).agent.workspace
     created = init_workspace(ws)
     for p in created:
         print(f"created {p}")
@@ -237,15 +263,22 @@ def cmd_check(args) -> int:
     cfg = _load(args)
     where = cfg.source or "(no config file; defaults)"
     print(f"config: {where}: OK")
-    print(f"workspace: {cfg.agent.workspace}" + ("" if cfg.agent.workspace.is_dir() else " (missing: run `chela init`)"))
-    print(f"model: {cfg.agent.model}" + (f" via {cfg.agent.api_base}" if cfg.agent.api_base else ""))
+    print(
+        f"workspace: {cfg.agent.workspace}"
+        + ("" if cfg.agent.workspace.is_dir() else " (missing: run `chela init`)")
+    )
+    print(
+        f"model: {cfg.agent.model}" + (f" via {cfg.agent.api_base}" if cfg.agent.api_base else "")
+    )
     names = ("telegram", "discord", "slack", "signal", "http")
     needs = {name: list(cfg.channel_secrets(name).values()) for name in names}
-    needs["http"] = [cfg.channels.http.token_env]        # optional; but once named, it must be set
+    needs["http"] = [cfg.channels.http.token_env]  # optional; but once named, it must be set
     enabled = enabled_channels(cfg)
     for name in names:
         state = "enabled" if name in enabled else "disabled"
-        secrets = ", ".join(f"{env} {'set' if cfg.secret(env) else 'MISSING'}" for env in needs[name] if env)
+        secrets = ", ".join(
+            f"{env} {'set' if cfg.secret(env) else 'MISSING'}" for env in needs[name] if env
+        )
         print(f"channel {name}: {state}" + (f" ({secrets})" if secrets else ""))
     if cfg.channels.http.enabled:
         from bot.http_token import describe_http_token
@@ -258,7 +291,9 @@ def cmd_check(args) -> int:
 
             status = probe()
             if status.ok:
-                print(f"exec sandbox: {status.backend}: OK ({'network allowed' if ex.network else 'no network'})")
+                print(
+                    f"exec sandbox: {status.backend}: OK ({'network allowed' if ex.network else 'no network'})"
+                )
             else:
                 print(f"exec sandbox: NOT AVAILABLE: {status.detail}")
                 print(f"warning: exec will refuse every command until this is fixed: {status.fix}")
@@ -266,7 +301,7 @@ def cmd_check(args) -> int:
             print("exec sandbox: off")
     for w in config_warnings(cfg):
         print(f"warning: {w}")
-    errors = config_errors(cfg)        # `chela run` refuses on exactly these
+    errors = config_errors(cfg)  # `chela run` refuses on exactly these
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
     return 1 if errors else 0
@@ -276,7 +311,7 @@ def cmd_doctor(args) -> int:
     from bot.doctor import run_doctor
 
     cfg = _load(args)
-    logging.getLogger().setLevel(logging.CRITICAL)   # findings only; litellm's own chatter stays out
+    logging.getLogger().setLevel(logging.CRITICAL)  # findings only; litellm's own chatter stays out
     return run_doctor(cfg)
 
 
@@ -308,8 +343,15 @@ def cmd_pairing(args) -> int:
             if not rows:
                 print("no pending pairing requests")
                 return 0
-            print(table(["CHANNEL", "CODE", "SENDER ID", "NAME"],
-                        [[r["channel"], r["code"], r["sender_id"], r["sender_name"] or ""] for r in rows]))
+            print(
+                table(
+                    ["CHANNEL", "CODE", "SENDER ID", "NAME"],
+                    [
+                        [r["channel"], r["code"], r["sender_id"], r["sender_name"] or ""]
+                        for r in rows
+                    ],
+                )
+            )
             print("approve one with: chela pairing approve CHANNEL CODE")
             return 0
         if not args.channel or not args.code:
@@ -320,8 +362,10 @@ def cmd_pairing(args) -> int:
         except pairing.PairingError as e:
             print(f"chela: {e}", file=sys.stderr)
             return 1
-        print(f"approved {args.channel} sender {sender}: they can talk to the assistant now, as a guest. "
-              "A running daemon tells them and answers the message that asked.")
+        print(
+            f"approved {args.channel} sender {sender}: they can talk to the assistant now, as a guest. "
+            "A running daemon tells them and answers the message that asked."
+        )
         return 0
     finally:
         store.close()
@@ -368,96 +412,197 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="chela", description="Self-hosted personal AI assistant daemon. "
-                                "New here? Run `chela onboard`, then `chela doctor`, then `chela chat`.")
-    p.add_argument("--version", action="version", version=_version(), help="print the version and exit")
+    p = argparse.ArgumentParser(
+        prog="chela",
+        description="Self-hosted personal AI assistant daemon. "
+        "New here? Run `chela onboard`, then `chela doctor`, then `chela chat`.",
+    )
+    p.add_argument(
+        "--version", action="version", version=_version(), help="print the version and exit"
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(sp, log=False):
-        sp.add_argument("--config", metavar="PATH",
-                        help="config file (default: $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml)")
+        sp.add_argument(
+            "--config",
+            metavar="PATH",
+            help="config file (default: $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml)",
+        )
         if log:
-            sp.add_argument("--log-level", default=None, choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                            help="log verbosity (default: INFO for run; WARNING for chat -m; interactive "
-                                 "chat logs to <state_dir>/chat.log)")
+            sp.add_argument(
+                "--log-level",
+                default=None,
+                choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                help="log verbosity (default: INFO for run; WARNING for chat -m; interactive "
+                "chat logs to <state_dir>/chat.log)",
+            )
         return sp
 
-    sp = sub.add_parser("onboard", help="set up: write config.toml and the workspace, check the model")
-    sp.add_argument("--config", metavar="PATH", help="where to write the config "
-                    "(default: $CHELA_CONFIG, else ~/.chela/config.toml)")
-    sp.add_argument("--non-interactive", action="store_true", help="ask nothing: take every answer from the flags")
-    sp.add_argument("--force", action="store_true", help="with --non-interactive: replace an existing config file")
-    sp.add_argument("--model", metavar="MODEL", help="litellm model string (default: openai/gpt-4o-mini)")
-    sp.add_argument("--api-base", metavar="URL", help="a local OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1")
-    sp.add_argument("--api-key-env", metavar="VAR",
-                    help="environment variable holding the model's API key (default: the provider's usual one; "
-                         "none with --api-base)")
-    sp.add_argument("--channel", action="append", metavar="NAME",
-                    help="enable a channel: telegram, discord, slack, signal or http (repeat, or comma separated)")
-    sp.add_argument("--telegram-token-env", metavar="VAR", help="variable with the Telegram bot token "
-                    "(default TELEGRAM_BOT_TOKEN)")
-    sp.add_argument("--telegram-api-base", metavar="URL", help="a self-hosted Telegram Bot API server "
-                    "(default https://api.telegram.org)")
-    sp.add_argument("--discord-token-env", metavar="VAR", help="variable with the Discord bot token "
-                    "(default DISCORD_BOT_TOKEN)")
-    sp.add_argument("--slack-bot-token-env", metavar="VAR", help="variable with the Slack xoxb- token "
-                    "(default SLACK_BOT_TOKEN)")
-    sp.add_argument("--slack-app-token-env", metavar="VAR", help="variable with the Slack xapp- token "
-                    "(default SLACK_APP_TOKEN)")
-    sp.add_argument("--signal-account", metavar="NUMBER", help="the bot's Signal number (needed for signal)")
-    sp.add_argument("--signal-url", metavar="URL", help="signal-cli daemon --http address "
-                    "(default http://127.0.0.1:8080)")
-    sp.add_argument("--owner", action="append", metavar="CHANNEL:ID",
-                    help="your own user id on a channel, e.g. telegram:123456789 (repeatable)")
-    sp.add_argument("--workspace", metavar="DIR", help="workspace directory (default ~/.chela/workspace)")
+    sp = sub.add_parser(
+        "onboard", help="set up: write config.toml and the workspace, check the model"
+    )
+    sp.add_argument(
+        "--config",
+        metavar="PATH",
+        help="where to write the config (default: $CHELA_CONFIG, else ~/.chela/config.toml)",
+    )
+    sp.add_argument(
+        "--non-interactive",
+        action="store_true",
+        help="ask nothing: take every answer from the flags",
+    )
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="with --non-interactive: replace an existing config file",
+    )
+    sp.add_argument(
+        "--model", metavar="MODEL", help="litellm model string (default: openai/gpt-4o-mini)"
+    )
+    sp.add_argument(
+        "--api-base",
+        metavar="URL",
+        help="a local OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1",
+    )
+    sp.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the model's API key (default: the provider's usual one; "
+        "none with --api-base)",
+    )
+    sp.add_argument(
+        "--channel",
+        action="append",
+        metavar="NAME",
+        help="enable a channel: telegram, discord, slack, signal or http (repeat, or comma separated)",
+    )
+    sp.add_argument(
+        "--telegram-token-env",
+        metavar="VAR",
+        help="variable with the Telegram bot token (default TELEGRAM_BOT_TOKEN)",
+    )
+    sp.add_argument(
+        "--telegram-api-base",
+        metavar="URL",
+        help="a self-hosted Telegram Bot API server (default https://api.telegram.org)",
+    )
+    sp.add_argument(
+        "--discord-token-env",
+        metavar="VAR",
+        help="variable with the Discord bot token (default DISCORD_BOT_TOKEN)",
+    )
+    sp.add_argument(
+        "--slack-bot-token-env",
+        metavar="VAR",
+        help="variable with the Slack xoxb- token (default SLACK_BOT_TOKEN)",
+    )
+    sp.add_argument(
+        "--slack-app-token-env",
+        metavar="VAR",
+        help="variable with the Slack xapp- token (default SLACK_APP_TOKEN)",
+    )
+    sp.add_argument(
+        "--signal-account", metavar="NUMBER", help="the bot's Signal number (needed for signal)"
+    )
+    sp.add_argument(
+        "--signal-url",
+        metavar="URL",
+        help="signal-cli daemon --http address (default http://127.0.0.1:8080)",
+    )
+    sp.add_argument(
+        "--owner",
+        action="append",
+        metavar="CHANNEL:ID",
+        help="your own user id on a channel, e.g. telegram:123456789 (repeatable)",
+    )
+    sp.add_argument(
+        "--workspace", metavar="DIR", help="workspace directory (default ~/.chela/workspace)"
+    )
     sp.add_argument("--state-dir", metavar="DIR", help="state directory (default ~/.chela)")
     sp.add_argument("--timezone", metavar="ZONE", help="IANA time zone (default: this machine's)")
-    sp.add_argument("--skip-model-check", action="store_true", help="do not send the one-token test request")
+    sp.add_argument(
+        "--skip-model-check", action="store_true", help="do not send the one-token test request"
+    )
     sp.set_defaults(func=cmd_onboard)
 
     common(sub.add_parser("run", help="run the daemon"), log=True).set_defaults(func=cmd_run)
     sp = common(sub.add_parser("chat", help="chat in the terminal"), log=True)
-    sp.add_argument("-m", "--message", metavar="TEXT", help="send one message, print the reply and exit "
-                    "(exit 1 when the model failed)")
+    sp.add_argument(
+        "-m",
+        "--message",
+        metavar="TEXT",
+        help="send one message, print the reply and exit (exit 1 when the model failed)",
+    )
     sp.set_defaults(func=cmd_chat)
 
-    common(sub.add_parser("doctor", help="check the config plus live checks: model, channel tokens, sandbox, "
-                          "permissions, HTTP port")).set_defaults(func=cmd_doctor)
-    common(sub.add_parser("status", help="the running daemon, its channels, sessions, next heartbeat and cron "
-                          "runs")).set_defaults(func=cmd_status)
+    common(
+        sub.add_parser(
+            "doctor",
+            help="check the config plus live checks: model, channel tokens, sandbox, "
+            "permissions, HTTP port",
+        )
+    ).set_defaults(func=cmd_doctor)
+    common(
+        sub.add_parser(
+            "status",
+            help="the running daemon, its channels, sessions, next heartbeat and cron runs",
+        )
+    ).set_defaults(func=cmd_status)
 
     sp = common(sub.add_parser("prompt", help="print the system prompt for a runtime context"))
     sp.add_argument("--channel", choices=CHANNEL_CHOICES, help="the channel the prompt is for")
     sp.add_argument("--chat-type", choices=["direct", "group"], help="direct message or group chat")
-    sp.add_argument("--session", choices=["main", "subagent", "cron", "heartbeat"], default="main",
-                    help="kind of session (default main)")
-    sp.add_argument("--mode", choices=["full", "minimal", "none"], help="override agent.prompt_mode")
+    sp.add_argument(
+        "--session",
+        choices=["main", "subagent", "cron", "heartbeat"],
+        default="main",
+        help="kind of session (default main)",
+    )
+    sp.add_argument(
+        "--mode", choices=["full", "minimal", "none"], help="override agent.prompt_mode"
+    )
     sp.add_argument("--group-name", metavar="NAME", help="group title, with --chat-type group")
-    sp.add_argument("--json", action="store_true", help="print the prompt and its size report as JSON")
+    sp.add_argument(
+        "--json", action="store_true", help="print the prompt and its size report as JSON"
+    )
     sp.set_defaults(func=cmd_prompt)
 
     sp = common(sub.add_parser("context", help="size report of the system prompt"))
-    sp.add_argument("kind", nargs="?", default="list", choices=["list", "detail", "json"],
-                    help="list (default), detail or json")
+    sp.add_argument(
+        "kind",
+        nargs="?",
+        default="list",
+        choices=["list", "detail", "json"],
+        help="list (default), detail or json",
+    )
     sp.add_argument("--channel", choices=CHANNEL_CHOICES, help="the channel the prompt is for")
     sp.set_defaults(func=cmd_context)
 
     sp = common(sub.add_parser("init", help="create a workspace with starter files"))
-    sp.add_argument("--workspace", metavar="DIR", help="the workspace to create (default: agent.workspace)")
-    sp.add_argument("--write-examples", metavar="DIR",
-                    help="also copy config.example.toml and the systemd units into DIR (never overwrites)")
+    sp.add_argument(
+        "--workspace", metavar="DIR", help="the workspace to create (default: agent.workspace)"
+    )
+    sp.add_argument(
+        "--write-examples",
+        metavar="DIR",
+        help="also copy config.example.toml and the systemd units into DIR (never overwrites)",
+    )
     sp.set_defaults(func=cmd_init)
 
     common(sub.add_parser("check", help="validate the config")).set_defaults(func=cmd_check)
 
     sp = common(sub.add_parser("pairing", help="DM pairing requests"))
-    sp.add_argument("action", choices=["list", "approve"], help="list pending requests, or approve one")
+    sp.add_argument(
+        "action", choices=["list", "approve"], help="list pending requests, or approve one"
+    )
     sp.add_argument("channel", nargs="?", help="with approve: the channel, e.g. telegram")
     sp.add_argument("code", nargs="?", help="with approve: the code the sender got")
     sp.set_defaults(func=cmd_pairing)
 
     sp = common(sub.add_parser("heartbeat", help="run one heartbeat now"), log=True)
-    sp.add_argument("--dry-run", action="store_true", help="print what would be sent without sending it")
+    sp.add_argument(
+        "--dry-run", action="store_true", help="print what would be sent without sending it"
+    )
     sp.set_defaults(func=cmd_heartbeat)
 
     from bot.mcp.cli import add_parser as add_mcp_parser

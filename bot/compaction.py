@@ -27,7 +27,8 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
 from bot.store import Store, WindowRow, estimate_tokens
@@ -40,16 +41,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("chela.compaction")
 
 DEFAULT_WINDOW = 32000
-LOAD_LIMIT = 2000                 # at most this many uncompacted messages are read for a turn
-SUMMARY_TIMEOUT = 60.0            # seconds; the summary call never waits longer than the turn's timeout
+LOAD_LIMIT = 2000  # at most this many uncompacted messages are read for a turn
+SUMMARY_TIMEOUT = 60.0  # seconds; the summary call never waits longer than the turn's timeout
 FLUSH_TIMEOUT = 120.0
 FLUSH_MAX_STEPS = 4
 FLUSH_TOOLS = ("read", "write", "edit", "memory_search", "memory_get")
 TRANSCRIPT_LINE_CHARS = 1500
 TOOL_RESULT_CHARS = 400
 
-SUMMARY_LABEL = ("[Summary of the earlier conversation. Older messages were compacted into this summary; "
-                 "treat it as background, not as a new message.]")
+SUMMARY_LABEL = (
+    "[Summary of the earlier conversation. Older messages were compacted into this summary; "
+    "treat it as background, not as a new message.]"
+)
 SUMMARY_INSTRUCTIONS = """You maintain the running summary of a long conversation between a user and their assistant.
 You get the previous summary (possibly empty) and the messages that are now leaving the assistant's view.
 Write one updated summary that replaces the previous one: merge the new messages into it, do not summarize the summary again.
@@ -66,7 +69,7 @@ This is a silent housekeeping step: nobody sees your reply. When you are done, r
 def _litellm():
     from bot.agent import llm as llm_mod
 
-    return llm_mod._litellm  # noqa: SLF001 - loaded lazily by the model layer
+    return llm_mod._litellm
 
 
 def model_window(model: str) -> int:
@@ -76,7 +79,7 @@ def model_window(model: str) -> int:
         return 0
     try:
         info = litellm.get_model_info(model)
-    except Exception:  # noqa: BLE001 - unmapped model
+    except Exception:
         return 0
     for k in ("max_input_tokens", "max_tokens"):
         v = info.get(k) if isinstance(info, dict) else getattr(info, k, None)
@@ -87,10 +90,10 @@ def model_window(model: str) -> int:
 
 @dataclass(frozen=True)
 class Budget:
-    window: int        # the whole request, as the provider counts it
+    window: int  # the whole request, as the provider counts it
     system: int
     tools: int
-    reserve: int       # left for the answer
+    reserve: int  # left for the answer
     threshold: float
     keep_recent: int
     summary_max: int
@@ -128,8 +131,8 @@ def reserve_for(window: int) -> int:
 
 @dataclass
 class Outcome:
-    dropped: int            # messages replaced
-    source: str             # model | fallback
+    dropped: int  # messages replaced
+    source: str  # model | fallback
     tokens_before: int
     tokens_after: int
     summary: str
@@ -184,8 +187,12 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n].rstrip() + " […]"
 
 
-def transcript_lines(rows: list[WindowRow], *, line_chars: int = TRANSCRIPT_LINE_CHARS,
-                     tool_chars: int = TOOL_RESULT_CHARS) -> list[str]:
+def transcript_lines(
+    rows: list[WindowRow],
+    *,
+    line_chars: int = TRANSCRIPT_LINE_CHARS,
+    tool_chars: int = TOOL_RESULT_CHARS,
+) -> list[str]:
     """The dropped messages as plain lines for the summarizer (and the fallback)."""
     out: list[str] = []
     for r in rows:
@@ -203,13 +210,17 @@ def transcript_lines(rows: list[WindowRow], *, line_chars: int = TRANSCRIPT_LINE
                 out.append("assistant: " + _clip(text, line_chars))
             for c in calls:
                 fn = c.get("function") or {}
-                out.append(f"assistant called {fn.get('name', '?')}({_clip(str(fn.get('arguments', '')), 200)})")
+                out.append(
+                    f"assistant called {fn.get('name', '?')}({_clip(str(fn.get('arguments', '')), 200)})"
+                )
         elif r.role == "tool":
             out.append("tool result: " + _clip(text, tool_chars))
     return out
 
 
-def fallback_summary(previous: str, rows: list[WindowRow], cap: int, count: Callable[[str], int]) -> str:
+def fallback_summary(
+    previous: str, rows: list[WindowRow], cap: int, count: Callable[[str], int]
+) -> str:
     """A summary built without the model: the previous summary, then the first line of
     each dropped message and the tools that were called; capped to ``cap`` tokens (the
     newest lines win, the previous summary keeps at most half)."""
@@ -221,7 +232,10 @@ def fallback_summary(previous: str, rows: list[WindowRow], cap: int, count: Call
             first = next((ln for ln in body.splitlines() if ln.strip()), "")
             lines.append(f"- user{f' ({when})' if when else ''}: {_clip(first, 200)}")
         elif r.role == "assistant":
-            names = [(c.get("function") or {}).get("name", "?") for c in r.message.get("tool_calls") or []]
+            names = [
+                (c.get("function") or {}).get("name", "?")
+                for c in r.message.get("tool_calls") or []
+            ]
             first = next((ln for ln in text.splitlines() if ln.strip()), "")
             if first:
                 lines.append(f"- assistant: {_clip(first, 200)}")
@@ -241,7 +255,7 @@ def fallback_summary(previous: str, rows: list[WindowRow], cap: int, count: Call
         ratio = max(1, len(prev)) / max(1, count(prev))
         prev = prev[: int(cap // 2 * ratio * 0.9)].rstrip() + " […]"
     while lines and count(build(prev, lines)) > cap:
-        lines = lines[max(1, len(lines) // 8):]           # drop the oldest lines
+        lines = lines[max(1, len(lines) // 8) :]  # drop the oldest lines
     text = build(prev, lines)
     while count(text) > cap and text:
         text = text[: int(len(text) * 0.8)]
@@ -262,20 +276,22 @@ class _TurnFit:
     """Per-turn state of the loop's fit hook."""
 
     budget: Budget
-    history_end: int                                 # convo[1:history_end] is stored history
+    history_end: int  # convo[1:history_end] is stored history
     counts: dict[int, int] = field(default_factory=dict)
     compacted: bool = False
     shrinks: int = 0
 
 
 class Compactor:
-    def __init__(self, cfg: "Config", store: Store, *, llm_factory: Callable[..., Any], main_llm: Any):
+    def __init__(
+        self, cfg: Config, store: Store, *, llm_factory: Callable[..., Any], main_llm: Any
+    ):
         self.cfg = cfg
         self.store = store
         self.c = cfg.agent.compaction
         self.model = cfg.agent.model
         self.summary_model = self.c.model or cfg.agent.model
-        self._llm_factory = llm_factory              # builds an LLMClient (model, timeout, retries, extra)
+        self._llm_factory = llm_factory  # builds an LLMClient (model, timeout, retries, extra)
         self.main_llm = main_llm
         self._window: int | None = None
         self._text_tokens: dict[Any, int] = {}
@@ -293,7 +309,7 @@ class Compactor:
             return estimate_tokens(message)
         try:
             return int(litellm.token_counter(model=self.model, messages=[message]))
-        except Exception:  # noqa: BLE001 - odd content: estimate
+        except Exception:
             return estimate_tokens(message)
 
     def count_text(self, text: str) -> int:
@@ -302,7 +318,7 @@ class Compactor:
             return len(text) // 4 + 1
         try:
             return int(litellm.token_counter(model=self.model, text=text))
-        except Exception:  # noqa: BLE001
+        except Exception:
             return len(text) // 4 + 1
 
     def _cached_text(self, key: Any, text: str) -> int:
@@ -317,17 +333,23 @@ class Compactor:
         if self._window is None:
             w = self.c.context_window or model_window(self.model) or DEFAULT_WINDOW
             if _litellm() is not None or self.c.context_window:
-                self._window = w     # metadata known (or configured): remember it
+                self._window = w  # metadata known (or configured): remember it
             return w
         return self._window
 
     def budget(self, system: str, tools: list[dict] | None) -> Budget:
         w = self.window()
         tools_text = json.dumps(tools, ensure_ascii=False, sort_keys=True) if tools else ""
-        return Budget(window=w, system=self._cached_text(system, system),
-                      tools=self._cached_text(("tools", tools_text), tools_text) if tools else 0,
-                      reserve=reserve_for(w), threshold=self.c.threshold, keep_recent=self.c.keep_recent_tokens,
-                      summary_max=self.c.summary_max_tokens, history_limit=self.cfg.agent.history_limit)
+        return Budget(
+            window=w,
+            system=self._cached_text(system, system),
+            tools=self._cached_text(("tools", tools_text), tools_text) if tools else 0,
+            reserve=reserve_for(w),
+            threshold=self.c.threshold,
+            keep_recent=self.c.keep_recent_tokens,
+            summary_max=self.c.summary_max_tokens,
+            history_limit=self.cfg.agent.history_limit,
+        )
 
     # --------------------------------------------------------------------- history
     def view(self, key: str) -> tuple[dict | None, list[WindowRow]]:
@@ -340,8 +362,15 @@ class Compactor:
     def view_messages(summary: dict | None, rows: list[WindowRow]) -> list[dict]:
         return ([summary_message(summary["text"])] if summary else []) + [r.message for r in rows]
 
-    async def history_for_turn(self, req: "TurnRequest", system: str, tools: list[dict] | None,
-                               ctx: "ToolContext", registry: "ToolRegistry", new: list[dict]) -> tuple[list[dict], _TurnFit]:
+    async def history_for_turn(
+        self,
+        req: TurnRequest,
+        system: str,
+        tools: list[dict] | None,
+        ctx: ToolContext,
+        registry: ToolRegistry,
+        new: list[dict],
+    ) -> tuple[list[dict], _TurnFit]:
         """The history to send with this turn, compacted first when the request would pass
         the threshold; and the state for the loop's fit hook."""
         await self.ready()
@@ -362,9 +391,18 @@ class Compactor:
         return msgs, fit
 
     # ------------------------------------------------------------------- compaction
-    async def compact(self, req: "TurnRequest", system: str, tools: list[dict] | None, ctx: "ToolContext",
-                      registry: "ToolRegistry", *, reason: str, focus: str = "",
-                      keep_tokens: int | None = None) -> Outcome | None:
+    async def compact(
+        self,
+        req: TurnRequest,
+        system: str,
+        tools: list[dict] | None,
+        ctx: ToolContext,
+        registry: ToolRegistry,
+        *,
+        reason: str,
+        focus: str = "",
+        keep_tokens: int | None = None,
+    ) -> Outcome | None:
         """Replace the older part of the session's history by an updated summary.  Never
         raises for model failures; returns None when there is nothing to replace."""
         await self.ready()
@@ -373,7 +411,9 @@ class Compactor:
         epoch = self.store.session(key)["epoch"]
         summary, rows = self.view(key)
         before = self.view_tokens(summary, rows)
-        cut = choose_cut(rows, b.keep_tokens if keep_tokens is None else keep_tokens, b.keep_messages)
+        cut = choose_cut(
+            rows, b.keep_tokens if keep_tokens is None else keep_tokens, b.keep_messages
+        )
         dropped = rows[:cut]
         if not dropped:
             return None
@@ -382,14 +422,31 @@ class Compactor:
         prev = summary["text"] if summary else ""
         text, source = await self._summarize(prev, dropped, b, focus)
         tokens = self.count_text(text)
-        self.store.save_summary(key, dropped[-1].id, text, tokens, source=source, reason=reason, epoch=epoch)
+        self.store.save_summary(
+            key, dropped[-1].id, text, tokens, source=source, reason=reason, epoch=epoch
+        )
         after = tokens + 30 + sum(r.tokens for r in rows[cut:])
-        log.info("compacted session=%s reason=%s messages=%d summary=%s tokens %d -> %d", key, reason,
-                 len(dropped), source, before, after)
+        log.info(
+            "compacted session=%s reason=%s messages=%d summary=%s tokens %d -> %d",
+            key,
+            reason,
+            len(dropped),
+            source,
+            before,
+            after,
+        )
         return Outcome(len(dropped), source, before, after, text)
 
-    async def _flush(self, req: "TurnRequest", system: str, ctx: "ToolContext", registry: "ToolRegistry",
-                     summary: dict | None, rows: list[WindowRow], b: Budget) -> None:
+    async def _flush(
+        self,
+        req: TurnRequest,
+        system: str,
+        ctx: ToolContext,
+        registry: ToolRegistry,
+        summary: dict | None,
+        rows: list[WindowRow],
+        b: Budget,
+    ) -> None:
         """One silent turn in which the model may write durable notes before the older
         messages leave its view.  Nothing is delivered or stored; failures are ignored."""
         from bot.agent.loop import run_agent_loop
@@ -402,19 +459,35 @@ class Compactor:
         path = f"memory/{datetime.now(tz).strftime('%Y-%m-%d')}.md"
         prompt = {"role": "user", "content": FLUSH_PROMPT.format(path=path)}
         room = b.history - self.count_message(prompt) - (summary["tokens"] + 30 if summary else 0)
-        start = choose_cut(rows, max(0, room), len(rows)) if self.view_tokens(None, rows) > room else 0
-        messages = [{"role": "system", "content": system}, *self.view_messages(summary, rows[start:]), prompt]
+        start = (
+            choose_cut(rows, max(0, room), len(rows)) if self.view_tokens(None, rows) > room else 0
+        )
+        messages = [
+            {"role": "system", "content": system},
+            *self.view_messages(summary, rows[start:]),
+            prompt,
+        ]
         try:
             await asyncio.wait_for(
-                run_agent_loop(self.main_llm, messages, tools, ctx, native_tools=self.cfg.agent.native_tools,
-                               max_iterations=FLUSH_MAX_STEPS, reasoning_tags=self.cfg.agent.reasoning_tags),
-                timeout=FLUSH_TIMEOUT)
-        except asyncio.TimeoutError:
+                run_agent_loop(
+                    self.main_llm,
+                    messages,
+                    tools,
+                    ctx,
+                    native_tools=self.cfg.agent.native_tools,
+                    max_iterations=FLUSH_MAX_STEPS,
+                    reasoning_tags=self.cfg.agent.reasoning_tags,
+                ),
+                timeout=FLUSH_TIMEOUT,
+            )
+        except TimeoutError:
             log.warning("memory flush timed out session=%s", req.session_key)
-        except Exception:  # noqa: BLE001 - housekeeping: never in the way of the turn
+        except Exception:
             log.exception("memory flush failed session=%s", req.session_key)
 
-    async def _summarize(self, previous: str, dropped: list[WindowRow], b: Budget, focus: str) -> tuple[str, str]:
+    async def _summarize(
+        self, previous: str, dropped: list[WindowRow], b: Budget, focus: str
+    ) -> tuple[str, str]:
         from bot.agent.llm import LLMError
 
         cap = b.summary_cap
@@ -423,29 +496,48 @@ class Compactor:
             timeout = min(self.cfg.agent.llm_timeout_seconds, SUMMARY_TIMEOUT)
             # one attempt: a failed or slow summary costs one timeout at most, then the
             # fallback summary keeps the session going
-            client = self._llm_factory(self.summary_model, timeout=timeout, max_retries=0,
-                                       extra={"max_tokens": cap})
+            client = self._llm_factory(
+                self.summary_model, timeout=timeout, max_retries=0, extra={"max_tokens": cap}
+            )
             comp = await asyncio.wait_for(
-                client.complete([{"role": "system", "content": SUMMARY_INSTRUCTIONS},
-                                 {"role": "user", "content": body}], None),
-                timeout=timeout + 10)
+                client.complete(
+                    [
+                        {"role": "system", "content": SUMMARY_INSTRUCTIONS},
+                        {"role": "user", "content": body},
+                    ],
+                    None,
+                ),
+                timeout=timeout + 10,
+            )
             text = (comp.text or "").strip()
             if not text:
                 raise LLMError("empty summary")
             return clip_to_tokens(text, cap, self.count_text), "model"
         except asyncio.CancelledError:
             raise
-        except (LLMError, asyncio.TimeoutError) as e:
-            log.warning("summary call failed (%s); summarizing without the model", getattr(e, "user_message", e))
-        except Exception:  # noqa: BLE001 - never let a summary stop the session
+        except (TimeoutError, LLMError) as e:
+            log.warning(
+                "summary call failed (%s); summarizing without the model",
+                getattr(e, "user_message", e),
+            )
+        except Exception:
             log.exception("summary call failed; summarizing without the model")
         return fallback_summary(previous, dropped, cap, self.count_text), "fallback"
 
-    def _summary_request(self, previous: str, dropped: list[WindowRow], b: Budget, focus: str) -> str:
+    def _summary_request(
+        self, previous: str, dropped: list[WindowRow], b: Budget, focus: str
+    ) -> str:
         cap = b.summary_cap
         # the summary request must fit the window too: instructions, previous summary,
         # the answer (cap) and a margin come off first; the transcript gets the rest
-        room = b.window - b.reserve - cap - self.count_text(SUMMARY_INSTRUCTIONS) - self.count_text(previous) - 200
+        room = (
+            b.window
+            - b.reserve
+            - cap
+            - self.count_text(SUMMARY_INSTRUCTIONS)
+            - self.count_text(previous)
+            - 200
+        )
         lines = transcript_lines(dropped)
         transcript = "\n".join(lines)
         n = self.count_text(transcript)
@@ -456,23 +548,32 @@ class Compactor:
             while n > room and len(short) > 2:
                 half = len(short) // 2
                 gap = max(1, len(short) // 4)
-                omitted = short[half - gap // 2: half - gap // 2 + gap]
-                short = short[: half - gap // 2] + short[half - gap // 2 + gap:]
+                omitted = short[half - gap // 2 : half - gap // 2 + gap]
+                short = short[: half - gap // 2] + short[half - gap // 2 + gap :]
                 short.insert(half - gap // 2, f"[... {len(omitted)} lines omitted ...]")
                 transcript = "\n".join(short)
                 n = self.count_text(transcript)
             if n > room:
                 transcript = clip_to_tokens(transcript, max(0, room), self.count_text)
-        parts = [f"Previous summary:\n{previous.strip() or '(none yet)'}",
-                 f"Messages leaving the view, oldest first:\n{transcript}"]
+        parts = [
+            f"Previous summary:\n{previous.strip() or '(none yet)'}",
+            f"Messages leaving the view, oldest first:\n{transcript}",
+        ]
         if focus.strip():
             parts.append(f"Pay particular attention to: {focus.strip()[:500]}")
         parts.append(f"Write the updated summary in at most {cap} tokens.")
         return "\n\n".join(parts)
 
     # ------------------------------------------------------------------- loop hook
-    def fitter(self, req: "TurnRequest", system: str, tools: list[dict] | None, ctx: "ToolContext",
-               registry: "ToolRegistry", state: _TurnFit) -> Callable[[list[dict], bool], Awaitable[list[dict]]]:
+    def fitter(
+        self,
+        req: TurnRequest,
+        system: str,
+        tools: list[dict] | None,
+        ctx: ToolContext,
+        registry: ToolRegistry,
+        state: _TurnFit,
+    ) -> Callable[[list[dict], bool], Awaitable[list[dict]]]:
         """The loop's hook, called before every model request (``overflow`` False) and
         after a context-overflow error (``overflow`` True): returns the messages to send,
         compacting stored history and, as a last resort, cutting long contents."""
@@ -491,20 +592,36 @@ class Compactor:
             total = tokens_of(convo)
             if not overflow and total <= limit:
                 return convo
-            target = limit if not overflow else int(min(total, limit) * (0.7 if state.shrinks == 0 else 0.4))
-            log.info("request over budget session=%s tokens=%d target=%d overflow=%s", req.session_key, total,
-                     target, overflow)
+            target = (
+                limit
+                if not overflow
+                else int(min(total, limit) * (0.7 if state.shrinks == 0 else 0.4))
+            )
+            log.info(
+                "request over budget session=%s tokens=%d target=%d overflow=%s",
+                req.session_key,
+                total,
+                target,
+                overflow,
+            )
             if not state.compacted and state.history_end > 1:
                 state.compacted = True
-                await self.compact(req, system, tools, ctx, registry, reason="overflow" if overflow else "turn",
-                                   keep_tokens=0 if overflow else state.budget.keep_tokens // 2)
+                await self.compact(
+                    req,
+                    system,
+                    tools,
+                    ctx,
+                    registry,
+                    reason="overflow" if overflow else "turn",
+                    keep_tokens=0 if overflow else state.budget.keep_tokens // 2,
+                )
                 summary, rows = self.view(req.session_key)
                 hist = self.view_messages(summary, rows)
                 if summary:
                     state.counts[id(hist[0])] = summary["tokens"] + 30
                 for r in rows:
                     state.counts[id(r.message)] = r.tokens
-                convo = [convo[0], *hist, *convo[state.history_end:]]
+                convo = [convo[0], *hist, *convo[state.history_end :]]
                 state.history_end = 1 + len(hist)
                 total = tokens_of(convo)
                 if total <= target:
@@ -514,7 +631,9 @@ class Compactor:
 
         return fit
 
-    def _shrink(self, convo: list[dict], target: int, tokens_of: Callable[[list[dict]], int]) -> list[dict]:
+    def _shrink(
+        self, convo: list[dict], target: int, tokens_of: Callable[[list[dict]], int]
+    ) -> list[dict]:
         """Cut the longest message contents (copies; the stored turn keeps its text) until
         the request fits ``target``."""
         convo = list(convo)
@@ -530,8 +649,11 @@ class Compactor:
                 break
             c = convo[idx]["content"]
             keep = len(c) // 2
-            convo[idx] = {**convo[idx], "content": c[:keep] + f"\n[... {len(c) - keep} characters cut to fit the "
-                                                              "model's context window]"}
+            convo[idx] = {
+                **convo[idx],
+                "content": c[:keep] + f"\n[... {len(c) - keep} characters cut to fit the "
+                "model's context window]",
+            }
         return convo
 
     # ----------------------------------------------------------------------- report
@@ -541,7 +663,17 @@ class Compactor:
         summary, rows = self.view(key)
         hist = sum(r.tokens for r in rows)
         stok = summary["tokens"] + 30 if summary else 0
-        return {"window": b.window, "system_tokens": b.system, "tool_tokens": b.tools, "reserve": b.reserve,
-                "budget": b.history, "threshold_tokens": b.trigger, "summary_tokens": stok,
-                "history_tokens": hist, "history_messages": len(rows), "used": stok + hist,
-                "compactions": self.store.summary_count(key), "enabled": self.c.enabled}
+        return {
+            "window": b.window,
+            "system_tokens": b.system,
+            "tool_tokens": b.tools,
+            "reserve": b.reserve,
+            "budget": b.history,
+            "threshold_tokens": b.trigger,
+            "summary_tokens": stok,
+            "history_tokens": hist,
+            "history_messages": len(rows),
+            "used": stok + hist,
+            "compactions": self.store.summary_count(key),
+            "enabled": self.c.enabled,
+        }

@@ -35,7 +35,10 @@ def _hhmm(value: str, *, allow_24: bool) -> str:
     if (h, mi) == (24, 0) and allow_24:
         return value
     if h > 23 or mi > 59:
-        raise ValueError(f"bad time {value!r}: hours 00-23 and minutes 00-59" + (" (or 24:00)" if allow_24 else ""))
+        raise ValueError(
+            f"bad time {value!r}: hours 00-23 and minutes 00-59"
+            + (" (or 24:00)" if allow_24 else "")
+        )
     return value
 
 
@@ -53,11 +56,11 @@ class CompactionConfig(_Model):
     """``[agent.compaction]``: token-budgeted history and summaries (SPEC §10)."""
 
     enabled: bool = True
-    context_window: int = Field(0, ge=0)      # 0 = from the model's metadata, else 32000
+    context_window: int = Field(0, ge=0)  # 0 = from the model's metadata, else 32000
     threshold: float = Field(0.8, gt=0.1, le=1.0)
     keep_recent_tokens: int = Field(8000, ge=0)
     summary_max_tokens: int = Field(1200, ge=64)
-    model: str = ""                           # "" = agent.model
+    model: str = ""  # "" = agent.model
 
     @field_validator("context_window")
     @classmethod
@@ -184,7 +187,16 @@ class ExecConfig(_Model):
     timeout_seconds: float = Field(60, gt=0)
 
 
-DEFAULT_TOOLS = ["read", "write", "edit", "exec", "memory_search", "memory_get", "message", "session_status"]
+DEFAULT_TOOLS = [
+    "read",
+    "write",
+    "edit",
+    "exec",
+    "memory_search",
+    "memory_get",
+    "message",
+    "session_status",
+]
 # Tools a guest turn never gets, whatever tools.guest says (SPEC §9).
 OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
 
@@ -192,10 +204,12 @@ OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
 class WebConfig(_Model):
     """``[tools.web]``: web_fetch and web_search (SPEC §14)."""
 
-    allow_private_hosts: list[str] = Field(default_factory=list)   # host names, IPs or CIDRs allowed anyway
+    allow_private_hosts: list[str] = Field(
+        default_factory=list
+    )  # host names, IPs or CIDRs allowed anyway
     max_redirects: int = Field(5, ge=0, le=20)
-    max_bytes: int = Field(2_000_000, ge=1000)                     # a longer body is cut
-    max_chars: int = Field(20_000, ge=100)                         # default web_fetch max_chars
+    max_bytes: int = Field(2_000_000, ge=1000)  # a longer body is cut
+    max_chars: int = Field(20_000, ge=100)  # default web_fetch max_chars
     timeout_seconds: float = Field(20, gt=0)
     user_agent: str = "Mozilla/5.0 (compatible; Chela/0.1; +https://github.com/chela)"
     search_provider: Literal["auto", "brave", "tavily", "searxng", "duckduckgo"] = "auto"
@@ -212,8 +226,8 @@ class WebConfig(_Model):
         import ipaddress
 
         out = []
-        for x in v:
-            x = x.strip().lower()
+        for raw in v:
+            x = raw.strip().lower()
             if not x:
                 raise ValueError("an empty host")
             if "/" in x:
@@ -236,8 +250,10 @@ class ToolsConfig(_Model):
     def _guest(cls, v: list[str]) -> list[str]:
         bad = [t for t in v if t in OWNER_ONLY_TOOLS]
         if bad:
-            raise ValueError(f"{', '.join(bad)} can never be given to guests (owner-only tools: "
-                             f"{', '.join(sorted(OWNER_ONLY_TOOLS))})")
+            raise ValueError(
+                f"{', '.join(bad)} can never be given to guests (owner-only tools: "
+                f"{', '.join(sorted(OWNER_ONLY_TOOLS))})"
+            )
         return v
 
 
@@ -248,7 +264,8 @@ def _ids_only(v: list[str], what: str) -> list[str]:
             raise ValueError(
                 f"{x!r} is a username; {what} take ids only (usernames can be changed or taken by "
                 "someone else). To find an id, have that person message the bot: the pairing "
-                "reply shows their user id, and `chela pairing list` lists it")
+                "reply shows their user id, and `chela pairing list` lists it"
+            )
         if not x.strip():
             raise ValueError("an empty id")
     return [x.strip() for x in v]
@@ -281,10 +298,12 @@ class OwnerConfig(_Model):
 class ChannelPolicy(_Model):
     enabled: bool = False
     dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
-    allow_from: list[str] = Field(default_factory=list)      # the owner's user ids on this channel
+    allow_from: list[str] = Field(default_factory=list)  # the owner's user ids on this channel
     group_policy: Literal["open", "allowlist", "disabled"] = "allowlist"
     groups: list[str] = Field(default_factory=list)
-    owner_groups: list[str] = Field(default_factory=list)    # groups whose turns run as the owner (§9)
+    owner_groups: list[str] = Field(
+        default_factory=list
+    )  # groups whose turns run as the owner (§9)
     require_mention: bool = True
     reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
     reply_to_mode: Literal["off", "first", "all"] = "off"
@@ -338,7 +357,7 @@ class SignalConfig(ChannelPolicy):
     api_base: str = ""  # alias of http_url, for symmetry with the other channels
 
     @model_validator(mode="after")
-    def _account(self) -> "SignalConfig":
+    def _account(self) -> SignalConfig:
         if self.enabled and not self.account:
             raise ValueError("channels.signal.account must be set when the channel is enabled")
         return self
@@ -347,8 +366,10 @@ class SignalConfig(ChannelPolicy):
 class HttpConfig(_Model):
     enabled: bool = False
     listen: str = "127.0.0.1:8787"
-    token_env: str = ""                 # "" = a generated token in <state_dir>/http-token
-    allowed_origins: list[str] = Field(default_factory=list)   # browser origins allowed to call (§9.4)
+    token_env: str = ""  # "" = a generated token in <state_dir>/http-token
+    allowed_origins: list[str] = Field(
+        default_factory=list
+    )  # browser origins allowed to call (§9.4)
 
     @field_validator("listen")
     @classmethod
@@ -366,8 +387,8 @@ class ChannelsConfig(_Model):
 
 
 class MediaConfig(_Model):
-    max_download_mb: float = Field(20, gt=0)      # inbound attachments over this are not downloaded
-    retention_days: float = Field(30, gt=0)       # downloaded media older than this is pruned
+    max_download_mb: float = Field(20, gt=0)  # inbound attachments over this are not downloaded
+    retention_days: float = Field(30, gt=0)  # downloaded media older than this is pruned
 
 
 class McpServerConfig(_Model):
@@ -377,27 +398,33 @@ class McpServerConfig(_Model):
     enabled: bool = True
     command: str = ""
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)        # "${VAR}" is taken from Chela's environment
+    env: dict[str, str] = Field(default_factory=dict)  # "${VAR}" is taken from Chela's environment
     cwd: str = ""
     url: str = ""
-    headers_env: dict[str, str] = Field(default_factory=dict)  # header name -> env var holding its value
-    enabled_tools: list[str] = Field(default_factory=list)    # empty = all
+    headers_env: dict[str, str] = Field(
+        default_factory=dict
+    )  # header name -> env var holding its value
+    enabled_tools: list[str] = Field(default_factory=list)  # empty = all
     disabled_tools: list[str] = Field(default_factory=list)
-    timeout_seconds: float = Field(60, gt=0)                  # per tool call
+    timeout_seconds: float = Field(60, gt=0)  # per tool call
     connect_timeout_seconds: float = Field(30, gt=0)
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*", v) or len(v) > 32:
-            raise ValueError("use letters, digits, '-' or single '_' (at most 32); "
-                             "tools are named <server>__<tool>")
+            raise ValueError(
+                "use letters, digits, '-' or single '_' (at most 32); "
+                "tools are named <server>__<tool>"
+            )
         return v
 
     @model_validator(mode="after")
-    def _transport(self) -> "McpServerConfig":
+    def _transport(self) -> McpServerConfig:
         if bool(self.command) == bool(self.url):
-            raise ValueError("set either command (a stdio server) or url (a streamable HTTP server)")
+            raise ValueError(
+                "set either command (a stdio server) or url (a streamable HTTP server)"
+            )
         if self.url and not re.match(r"https?://", self.url):
             raise ValueError("url must start with http:// or https://")
         return self
@@ -481,7 +508,11 @@ class Config(_Model):
             return {"token_env": getattr(chans, name).token_env}
         if name == "slack":
             s = chans.slack
-            second = ("app_token_env", s.app_token_env) if s.mode == "socket" else ("signing_secret_env", s.signing_secret_env)
+            second = (
+                ("app_token_env", s.app_token_env)
+                if s.mode == "socket"
+                else ("signing_secret_env", s.signing_secret_env)
+            )
             return {"bot_token_env": s.bot_token_env, second[0]: second[1]}
         return {}
 
@@ -505,8 +536,11 @@ class Config(_Model):
         ]
         values = [v for v in (self.secret(n) for n in names if n) if len(v) >= 4]
         # real provider keys are long; a short placeholder ("none", "test") is not scrubbed
-        values += [v for k, v in sorted(os.environ.items())
-                   if k.upper().endswith("_API_KEY") and k not in names and len(v) >= 8 and v not in values]
+        values += [
+            v
+            for k, v in sorted(os.environ.items())
+            if k.upper().endswith("_API_KEY") and k not in names and len(v) >= 8 and v not in values
+        ]
         return values
 
     @property
@@ -601,23 +635,33 @@ def config_warnings(cfg: Config) -> list[str]:
         if not ch.enabled:
             continue
         if ch.dm_policy == "open":
-            warns.append(f"channels.{name}.dm_policy = \"open\": anyone who finds the bot can use it")
+            warns.append(f'channels.{name}.dm_policy = "open": anyone who finds the bot can use it')
         if ch.dm_policy == "allowlist" and not ch.allow_from:
-            warns.append(f"channels.{name}.dm_policy = \"allowlist\" with an empty allow_from admits nobody")
+            warns.append(
+                f'channels.{name}.dm_policy = "allowlist" with an empty allow_from admits nobody'
+            )
         if ch.group_policy == "open":
-            warns.append(f"channels.{name}.group_policy = \"open\": any group the bot is added to is served")
+            warns.append(
+                f'channels.{name}.group_policy = "open": any group the bot is added to is served'
+            )
     exec_on = "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest
     if cfg.tools.exec.security == "full" and exec_on:
-        warns.append("tools.exec.security = \"full\": the model may run any shell command")
+        warns.append('tools.exec.security = "full": the model may run any shell command')
     if cfg.tools.exec.sandbox == "off" and exec_on:
-        warns.append("tools.exec.sandbox = \"off\": commands run as you, with your files, "
-                     "the state dir and the network")
+        warns.append(
+            'tools.exec.sandbox = "off": commands run as you, with your files, '
+            "the state dir and the network"
+        )
     if "exec" in cfg.tools.guest:
-        warns.append("tools.guest lists exec: paired friends and group members can run commands "
-                     "(in their own directory, sandboxed)")
+        warns.append(
+            "tools.guest lists exec: paired friends and group members can run commands "
+            "(in their own directory, sandboxed)"
+        )
     if chans.http.enabled:
         host, _ = parse_listen(chans.http.listen)
         if not is_loopback(host):
-            warns.append(f"channels.http.listen = {chans.http.listen!r} is reachable from other machines "
-                         "(the token is required, but it travels in clear text without TLS)")
+            warns.append(
+                f"channels.http.listen = {chans.http.listen!r} is reachable from other machines "
+                "(the token is required, but it travels in clear text without TLS)"
+            )
     return warns

@@ -21,7 +21,7 @@ from channels.base import Channel, ChannelError, OutboundMessage
 log = logging.getLogger("chela.daemon")
 
 SHUTDOWN_GRACE = 10.0
-PAIRING_POLL = 2.0        # seconds between looks for approvals made by `chela pairing approve`
+PAIRING_POLL = 2.0  # seconds between looks for approvals made by `chela pairing approve`
 RETRY_MAX = 60.0
 
 
@@ -55,28 +55,51 @@ def build_channel(cfg: Config, name: str) -> Channel:
     for key, env in cfg.channel_secrets(name).items():
         secret[key] = cfg.secret(env)
         if not secret[key]:
-            raise SecretMissing(f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty")
+            raise SecretMissing(
+                f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty"
+            )
 
     if name == "telegram":
         t = ch.telegram
         from bot.router import COMMANDS
 
-        return cls(token=secret["token_env"], api_base=t.api_base, media_dir=media,
-                   poll_timeout=t.poll_timeout, chunk_limit=t.text_chunk_limit,
-                   commands=[(n, c.help) for n, c in COMMANDS.items()])   # the chat's command menu
+        return cls(
+            token=secret["token_env"],
+            api_base=t.api_base,
+            media_dir=media,
+            poll_timeout=t.poll_timeout,
+            chunk_limit=t.text_chunk_limit,
+            commands=[(n, c.help) for n, c in COMMANDS.items()],
+        )  # the chat's command menu
     if name == "discord":
         d = ch.discord
-        return cls(token=secret["token_env"], api_base=d.api_base, gateway_url=d.gateway_url,
-                   media_dir=media, chunk_limit=d.text_chunk_limit)
+        return cls(
+            token=secret["token_env"],
+            api_base=d.api_base,
+            gateway_url=d.gateway_url,
+            media_dir=media,
+            chunk_limit=d.text_chunk_limit,
+        )
     if name == "slack":
         s = ch.slack
-        return cls(mode=s.mode, bot_token=secret["bot_token_env"], app_token=secret.get("app_token_env", ""),
-                   signing_secret=secret.get("signing_secret_env", ""),
-                   api_base=s.api_base, listen=s.listen, media_dir=media, chunk_limit=s.text_chunk_limit)
+        return cls(
+            mode=s.mode,
+            bot_token=secret["bot_token_env"],
+            app_token=secret.get("app_token_env", ""),
+            signing_secret=secret.get("signing_secret_env", ""),
+            api_base=s.api_base,
+            listen=s.listen,
+            media_dir=media,
+            chunk_limit=s.text_chunk_limit,
+        )
     if name == "signal":
         g = ch.signal
-        return cls(account=g.account, http_url=g.api_base or g.http_url, media_dir=media,
-                   chunk_limit=g.text_chunk_limit)
+        return cls(
+            account=g.account,
+            http_url=g.api_base or g.http_url,
+            media_dir=media,
+            chunk_limit=g.text_chunk_limit,
+        )
     if name == "http":
         from bot.http_token import ensure_http_token
 
@@ -85,13 +108,23 @@ def build_channel(cfg: Config, name: str) -> Channel:
         # always a token (SPEC §9.4); an unset token_env raises ConfigError, which start() lets through
         token = ensure_http_token(cfg)
         hint = f"in ${h.token_env}" if h.token_env else f"in {cfg.http_token_path}"
-        return cls(host=host, port=port, token=token, model_name=f"chela/{cfg.agent.id}",
-                   allowed_origins=h.allowed_origins, token_hint=hint)
+        return cls(
+            host=host,
+            port=port,
+            token=token,
+            model_name=f"chela/{cfg.agent.id}",
+            allowed_origins=h.allowed_origins,
+            token_hint=hint,
+        )
     raise ValueError(f"channel {name} is not built from the config")
 
 
 def enabled_channels(cfg: Config) -> list[str]:
-    return [n for n in ("telegram", "discord", "slack", "signal", "http") if getattr(cfg.channels, n).enabled]
+    return [
+        n
+        for n in ("telegram", "discord", "slack", "signal", "http")
+        if getattr(cfg.channels, n).enabled
+    ]
 
 
 def heartbeat_schedule(cfg: Config) -> str:
@@ -106,21 +139,32 @@ def heartbeat_schedule(cfg: Config) -> str:
 
 def startup_lines(cfg: Config, channels: list[str]) -> list[str]:
     """What ``chela run`` says first: where everything is and what will run."""
-    lines = [f"config file: {cfg.source}" if cfg.source else
-             "no config file found (looked at --config, $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml): "
-             "running on defaults; create one with `chela onboard`",
-             f"workspace: {cfg.agent.workspace}",
-             f"state dir: {cfg.agent.state_dir}",
-             f"channels: {', '.join(channels) or 'none'}",
-             f"heartbeat: {heartbeat_schedule(cfg)}"]
+    lines = [
+        f"config file: {cfg.source}"
+        if cfg.source
+        else "no config file found (looked at --config, $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml): "
+        "running on defaults; create one with `chela onboard`",
+        f"workspace: {cfg.agent.workspace}",
+        f"state dir: {cfg.agent.state_dir}",
+        f"channels: {', '.join(channels) or 'none'}",
+        f"heartbeat: {heartbeat_schedule(cfg)}",
+    ]
     h = cfg.channels.http
-    lines.append(f"HTTP API: http://{h.listen}/v1/chat/completions" if h.enabled else "HTTP API: off")
+    lines.append(
+        f"HTTP API: http://{h.listen}/v1/chat/completions" if h.enabled else "HTTP API: off"
+    )
     return lines
 
 
 class Daemon:
-    def __init__(self, cfg: Config, *, channels: dict[str, Channel] | None = None, scheduler: bool = True,
-                 receive: bool = True):
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        channels: dict[str, Channel] | None = None,
+        scheduler: bool = True,
+        receive: bool = True,
+    ):
         """``receive=False`` is for one-shot commands next to a running daemon: channels are
         opened for sending only and stored messages are left to the daemon."""
         self.cfg = cfg
@@ -138,7 +182,7 @@ class Daemon:
         self.router: Router | None = None
         self.scheduled: Scheduled | None = None
         self.cron: CronService | None = None
-        self.mcp = None           # bot.mcp.McpManager when [[mcp.servers]] are configured
+        self.mcp = None  # bot.mcp.McpManager when [[mcp.servers]] are configured
 
     # -------------------------------------------------------------------------- build
     def _build(self) -> None:
@@ -156,20 +200,26 @@ class Daemon:
             private_dir(cfg.media_dir)
         except OSError as e:
             where = e.filename or cfg.agent.state_dir
-            raise StoreError(f"cannot create or use {where}: {e.strerror or e}. agent.workspace and "
-                             "agent.state_dir must be directories Chela can write") from None
+            raise StoreError(
+                f"cannot create or use {where}: {e.strerror or e}. agent.workspace and "
+                "agent.state_dir must be directories Chela can write"
+            ) from None
         self.store = Store(cfg.db_path)
         self.lanes = SessionLanes(cfg.session.max_concurrent_turns)
         hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
         if cfg.channels.http.enabled and self._given_channels is None:
             from bot.http_token import ensure_http_token
 
-            ensure_http_token(cfg)   # before the agent reads the secrets it scrubs; ConfigError stops start()
+            ensure_http_token(
+                cfg
+            )  # before the agent reads the secrets it scrubs; ConfigError stops start()
         self.agent = Agent(cfg, self.store, hooks=hooks, send_message=self._message_tool)
         if cfg.mcp.servers:
             from bot.mcp import McpManager, default_log_dir
 
-            self.mcp = McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=self.agent.refresh_tools)
+            self.mcp = McpManager(
+                cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=self.agent.refresh_tools
+            )
             self.agent.mcp = self.mcp
         if self._given_channels is not None:
             self.channels = dict(self._given_channels)
@@ -200,9 +250,11 @@ class Daemon:
         t0 = time.perf_counter()
         self._build()
         if self.mcp is not None:
-            self.mcp.start()      # connects in the background; start-up never waits for a server
+            self.mcp.start()  # connects in the background; start-up never waits for a server
         names = ", ".join(self.channels) or "none"
-        log.info("starting agent=%s model=%s channels=%s", self.cfg.agent.id, self.cfg.agent.model, names)
+        log.info(
+            "starting agent=%s model=%s channels=%s", self.cfg.agent.id, self.cfg.agent.model, names
+        )
         if not self.receive:
             for name, ch in self.channels.items():
                 try:
@@ -213,12 +265,18 @@ class Daemon:
             for name, ch in self.channels.items():
                 ev = asyncio.Event()
                 self._started[name] = ev
-                self._supervisors.append(asyncio.create_task(self._supervise(name, ch, ev), name=f"channel:{name}"))
+                self._supervisors.append(
+                    asyncio.create_task(self._supervise(name, ch, ev), name=f"channel:{name}")
+                )
             # give every channel one attempt before recovering stored messages
             if self._started:
-                await asyncio.wait([asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15)
+                await asyncio.wait(
+                    [asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15
+                )
             await self.router.recover()
-            self._supervisors.append(asyncio.create_task(self._watch_pairing(), name="pairing-approvals"))
+            self._supervisors.append(
+                asyncio.create_task(self._watch_pairing(), name="pairing-approvals")
+            )
         if self.use_scheduler:
             self.cron.start()
         # import litellm off the start-up path so the first turn does not pay for it
@@ -247,20 +305,20 @@ class Daemon:
                 if self._stop.is_set():
                     return
                 if time.monotonic() - up_since > RETRY_MAX:
-                    delay = 1.0            # it ran for a while: not a crash loop
+                    delay = 1.0  # it ran for a while: not a crash loop
                 reason = f"{type(err).__name__}: {err}" if err is not None else "closed"
-                log.error("channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay)
+                log.error(
+                    "channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay
+                )
                 try:
                     await asyncio.wait_for(ch.stop(), 10)
                 except asyncio.CancelledError:
                     raise
-                except Exception as e:  # noqa: BLE001 - a half-dead channel: start() sets up anew
+                except Exception as e:
                     log.warning("channel %s did not stop cleanly: %s", name, e)
             started.set()  # do not hold up start-up for a broken channel
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
             delay = min(delay * 2, RETRY_MAX)
 
     async def _watch_pairing(self) -> None:
@@ -270,13 +328,15 @@ class Daemon:
             try:
                 for channel, sender in self.store.take_new_approvals():
                     if not await self.router.pairing_approved(channel, sender):
-                        log.info("pairing approved channel=%s sender=%s (no held message to answer)", channel, sender)
-            except Exception:  # noqa: BLE001 - keep watching; the next round retries
+                        log.info(
+                            "pairing approved channel=%s sender=%s (no held message to answer)",
+                            channel,
+                            sender,
+                        )
+            except Exception:
                 log.exception("pairing approvals check failed")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
-            except asyncio.TimeoutError:
-                pass
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -291,8 +351,10 @@ class Daemon:
         try:
             private_dir(cfg.agent.state_dir)
         except OSError as e:
-            raise StoreError(f"cannot create or use {e.filename or cfg.agent.state_dir}: {e.strerror or e}. "
-                             "agent.state_dir must be a directory Chela can write") from None
+            raise StoreError(
+                f"cannot create or use {e.filename or cfg.agent.state_dir}: {e.strerror or e}. "
+                "agent.state_dir must be a directory Chela can write"
+            ) from None
         lock = StateLock(cfg.agent.state_dir)
         lock.acquire()
         try:
@@ -303,9 +365,13 @@ class Daemon:
             for line in startup_lines(cfg, list(self._given_channels or enabled_channels(cfg))):
                 (log.warning if line.startswith("no config file") else log.info)(line)
             await self.start()
-            lock.update(started=time.time(), config=str(cfg.source or ""), channels=list(self.channels),
-                        http=cfg.channels.http.listen if "http" in self.channels else "",
-                        heartbeat_every=cfg.heartbeat.every_seconds)
+            lock.update(
+                started=time.time(),
+                config=str(cfg.source or ""),
+                channels=list(self.channels),
+                http=cfg.channels.http.listen if "http" in self.channels else "",
+                heartbeat_every=cfg.heartbeat.every_seconds,
+            )
             await self._stop.wait()
             await self.stop()
         finally:
@@ -314,7 +380,9 @@ class Daemon:
 
     async def stop(self) -> None:
         self._stop.set()
-        log.info("stopping: no new turns; waiting up to %.0fs for turns in progress", SHUTDOWN_GRACE)
+        log.info(
+            "stopping: no new turns; waiting up to %.0fs for turns in progress", SHUTDOWN_GRACE
+        )
         if self.router is not None:
             self.router.accepting = False
         if self.cron:
@@ -322,7 +390,9 @@ class Daemon:
         if self.lanes is not None:
             finished = await self.lanes.drain(SHUTDOWN_GRACE)
             if not finished:
-                log.warning("some turns did not finish; their messages stay stored and are answered after restart")
+                log.warning(
+                    "some turns did not finish; their messages stay stored and are answered after restart"
+                )
         for t in self._supervisors:
             t.cancel()
         for name, ch in self.channels.items():

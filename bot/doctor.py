@@ -31,13 +31,23 @@ def config_problems(cfg: Config) -> list[tuple[str, str, str]]:
             continue
         for key, env in cfg.channel_secrets(name).items():
             if not cfg.secret(env):
-                out.append((name, f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty "
-                                  "and the channel is enabled",
-                            f"export {env}=... (or set channels.{name}.enabled = false)"))
+                out.append(
+                    (
+                        name,
+                        f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty "
+                        "and the channel is enabled",
+                        f"export {env}=... (or set channels.{name}.enabled = false)",
+                    )
+                )
     h = cfg.channels.http
     if h.enabled and h.token_env and not cfg.secret(h.token_env).strip():
-        out.append(("http", f"channels.http.token_env: environment variable {h.token_env} is empty",
-                    f"export {h.token_env}=..., or set token_env = \"\" to use a generated token file"))
+        out.append(
+            (
+                "http",
+                f"channels.http.token_env: environment variable {h.token_env} is empty",
+                f'export {h.token_env}=..., or set token_env = "" to use a generated token file',
+            )
+        )
     return out
 
 
@@ -48,7 +58,7 @@ def config_errors(cfg: Config) -> list[str]:
 
 @dataclass
 class Finding:
-    level: str          # OK | WARN | FAIL
+    level: str  # OK | WARN | FAIL
     subject: str
     detail: str
     fix: str = ""
@@ -62,13 +72,28 @@ class Finding:
 def static_findings(cfg: Config) -> list[Finding]:
     out = [Finding("OK", "config", str(cfg.source) if cfg.source else "no config file; defaults")]
     if cfg.source is None:
-        out[0] = Finding("WARN", "config", "no config file found; running on defaults",
-                         "create one with `chela onboard`")
+        out[0] = Finding(
+            "WARN",
+            "config",
+            "no config file found; running on defaults",
+            "create one with `chela onboard`",
+        )
     ws = cfg.agent.workspace
-    out.append(Finding("OK", "workspace", str(ws)) if ws.is_dir() else
-               Finding("WARN", "workspace", f"{ws} does not exist", "run `chela init` (or `chela run` creates it)"))
+    out.append(
+        Finding("OK", "workspace", str(ws))
+        if ws.is_dir()
+        else Finding(
+            "WARN",
+            "workspace",
+            f"{ws} does not exist",
+            "run `chela init` (or `chela run` creates it)",
+        )
+    )
     out += [Finding("FAIL", "config", problem, fix) for _, problem, fix in config_problems(cfg)]
-    out += [Finding("WARN", "config", w, "only if this is not what you meant") for w in config_warnings(cfg)]
+    out += [
+        Finding("WARN", "config", w, "only if this is not what you meant")
+        for w in config_warnings(cfg)
+    ]
     out += state_findings(cfg)
     ex = cfg.tools.exec
     if "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest:
@@ -76,11 +101,20 @@ def static_findings(cfg: Config) -> list[Finding]:
             from bot.agent.tools.sandbox import probe
 
             s = probe()
-            out.append(Finding("OK", "exec sandbox", s.detail) if s.ok else
-                       Finding("FAIL", "exec sandbox", f"not available: {s.detail}", s.fix))
+            out.append(
+                Finding("OK", "exec sandbox", s.detail)
+                if s.ok
+                else Finding("FAIL", "exec sandbox", f"not available: {s.detail}", s.fix)
+            )
         else:
-            out.append(Finding("WARN", "exec sandbox", "off: commands run unconfined",
-                               'set tools.exec.sandbox = "on"'))
+            out.append(
+                Finding(
+                    "WARN",
+                    "exec sandbox",
+                    "off: commands run unconfined",
+                    'set tools.exec.sandbox = "on"',
+                )
+            )
     return out
 
 
@@ -95,10 +129,24 @@ def state_findings(cfg: Config) -> list[Finding]:
     sd = cfg.agent.state_dir
     mode = _mode(sd)
     if mode is None:
-        return [Finding("WARN", "state dir", f"{sd} does not exist yet", "it is created (0700) on the first run")]
+        return [
+            Finding(
+                "WARN",
+                "state dir",
+                f"{sd} does not exist yet",
+                "it is created (0700) on the first run",
+            )
+        ]
     out = []
     if mode & 0o077:
-        out.append(Finding("FAIL", "state dir", f"{sd} is mode {mode:04o}, readable by others", f"chmod 700 {sd}"))
+        out.append(
+            Finding(
+                "FAIL",
+                "state dir",
+                f"{sd} is mode {mode:04o}, readable by others",
+                f"chmod 700 {sd}",
+            )
+        )
     else:
         out.append(Finding("OK", "state dir", f"{sd} is private ({mode:04o})"))
     for f in (cfg.db_path, cfg.http_token_path):
@@ -106,7 +154,14 @@ def state_findings(cfg: Config) -> list[Finding]:
         if m is None:
             continue
         if m & 0o077:
-            out.append(Finding("FAIL", "state file", f"{f} is mode {m:04o}, readable by others", f"chmod 600 {f}"))
+            out.append(
+                Finding(
+                    "FAIL",
+                    "state file",
+                    f"{f} is mode {m:04o}, readable by others",
+                    f"chmod 600 {f}",
+                )
+            )
         else:
             out.append(Finding("OK", "state file", f"{f} is private ({m:04o})"))
     return out
@@ -117,16 +172,24 @@ async def check_model(cfg: Config) -> Finding:
     from bot.agent.llm import LLMClient, LLMError
 
     key = cfg.secret(cfg.agent.api_key_env) or ("sk-local" if cfg.agent.api_base else "")
-    client = LLMClient(cfg.agent.model, api_base=cfg.agent.api_base, api_key=key,
-                       timeout=min(cfg.agent.llm_timeout_seconds, 30), max_retries=0, extra={"max_tokens": 1})
+    client = LLMClient(
+        cfg.agent.model,
+        api_base=cfg.agent.api_base,
+        api_key=key,
+        timeout=min(cfg.agent.llm_timeout_seconds, 30),
+        max_retries=0,
+        extra={"max_tokens": 1},
+    )
     where = cfg.agent.model + (f" via {cfg.agent.api_base}" if cfg.agent.api_base else "")
     t0 = time.monotonic()
     try:
         await client.complete([{"role": "user", "content": "Reply with one word: ok"}])
     except LLMError as e:
-        fix = ("check agent.model, agent.api_base and the key in "
-               f"${cfg.agent.api_key_env}" if cfg.agent.api_key_env else
-               "check agent.model and agent.api_base, or set agent.api_key_env to the variable holding the key")
+        fix = (
+            f"check agent.model, agent.api_base and the key in ${cfg.agent.api_key_env}"
+            if cfg.agent.api_key_env
+            else "check agent.model and agent.api_base, or set agent.api_key_env to the variable holding the key"
+        )
         return Finding("FAIL", "model", f"{where}: {e}", fix)
     return Finding("OK", "model", f"{where} answered in {(time.monotonic() - t0) * 1000:.0f} ms")
 
@@ -149,40 +212,80 @@ async def check_channel(cfg: Config, name: str) -> Finding:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as s:
             if name == "telegram":
                 t = ch.telegram
-                status, body = await _http(s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe")
+                status, body = await _http(
+                    s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe"
+                )
                 if status == 200 and body and body.get("ok"):
-                    return Finding("OK", subject, f"token accepted (@{body['result'].get('username', '?')})")
-                return Finding("FAIL", subject, f"token rejected by getMe (HTTP {status})",
-                               f"put the token from @BotFather in ${t.token_env}")
+                    return Finding(
+                        "OK", subject, f"token accepted (@{body['result'].get('username', '?')})"
+                    )
+                return Finding(
+                    "FAIL",
+                    subject,
+                    f"token rejected by getMe (HTTP {status})",
+                    f"put the token from @BotFather in ${t.token_env}",
+                )
             if name == "discord":
                 d = ch.discord
                 base = (d.api_base or DEFAULT_DISCORD_API).rstrip("/")
-                status, body = await _http(s, "GET", f"{base}/users/@me",
-                                           headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"})
+                status, body = await _http(
+                    s,
+                    "GET",
+                    f"{base}/users/@me",
+                    headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"},
+                )
                 if status == 200 and body:
                     return Finding("OK", subject, f"token accepted ({body.get('username', '?')})")
-                return Finding("FAIL", subject, f"token rejected by /users/@me (HTTP {status})",
-                               f"put the bot token from the Discord developer portal in ${d.token_env}")
+                return Finding(
+                    "FAIL",
+                    subject,
+                    f"token rejected by /users/@me (HTTP {status})",
+                    f"put the bot token from the Discord developer portal in ${d.token_env}",
+                )
             if name == "slack":
                 sl = ch.slack
-                status, body = await _http(s, "POST", f"{sl.api_base.rstrip('/')}/auth.test",
-                                           headers={"Authorization": f"Bearer {cfg.secret(sl.bot_token_env)}"})
+                status, body = await _http(
+                    s,
+                    "POST",
+                    f"{sl.api_base.rstrip('/')}/auth.test",
+                    headers={"Authorization": f"Bearer {cfg.secret(sl.bot_token_env)}"},
+                )
                 if status == 200 and body and body.get("ok"):
-                    return Finding("OK", subject, f"token accepted ({body.get('team', '?')} / {body.get('user', '?')})")
+                    return Finding(
+                        "OK",
+                        subject,
+                        f"token accepted ({body.get('team', '?')} / {body.get('user', '?')})",
+                    )
                 err = (body or {}).get("error", f"HTTP {status}")
-                return Finding("FAIL", subject, f"auth.test refused the bot token ({err})",
-                               f"put the xoxb- bot token in ${sl.bot_token_env}")
+                return Finding(
+                    "FAIL",
+                    subject,
+                    f"auth.test refused the bot token ({err})",
+                    f"put the xoxb- bot token in ${sl.bot_token_env}",
+                )
             if name == "signal":
                 g = ch.signal
                 url = f"{(g.api_base or g.http_url).rstrip('/')}/api/v1/rpc"
-                status, body = await _http(s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1})
+                status, body = await _http(
+                    s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1}
+                )
                 if status == 200 and body and "result" in body:
-                    return Finding("OK", subject, f"signal-cli {body['result'].get('version', '?')} at {url}")
-                return Finding("FAIL", subject, f"signal-cli at {url} did not answer `version` (HTTP {status})",
-                               "start `signal-cli -a ACCOUNT daemon --http 127.0.0.1:8080` or fix channels.signal.http_url")
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
-        return Finding("FAIL", subject, f"cannot reach the server ({type(e).__name__}: {e})",
-                       f"check channels.{name}.api_base and the network")
+                    return Finding(
+                        "OK", subject, f"signal-cli {body['result'].get('version', '?')} at {url}"
+                    )
+                return Finding(
+                    "FAIL",
+                    subject,
+                    f"signal-cli at {url} did not answer `version` (HTTP {status})",
+                    "start `signal-cli -a ACCOUNT daemon --http 127.0.0.1:8080` or fix channels.signal.http_url",
+                )
+    except (TimeoutError, aiohttp.ClientError, OSError) as e:
+        return Finding(
+            "FAIL",
+            subject,
+            f"cannot reach the server ({type(e).__name__}: {e})",
+            f"check channels.{name}.api_base and the network",
+        )
     raise ValueError(name)
 
 
@@ -190,15 +293,21 @@ def check_http_port(cfg: Config, daemon: dict | None) -> Finding:
     listen = cfg.channels.http.listen
     host, port = parse_listen(listen)
     if daemon and daemon.get("http") == listen:
-        return Finding("OK", "http port", f"{listen} is held by this Chela daemon (pid {daemon.get('pid')})")
+        return Finding(
+            "OK", "http port", f"{listen} is held by this Chela daemon (pid {daemon.get('pid')})"
+        )
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         fam, _, _, _, addr = infos[0]
         with socket.socket(fam, socket.SOCK_STREAM) as sock:
             sock.bind(addr)
     except OSError as e:
-        return Finding("FAIL", "http port", f"{listen} is not free ({e.strerror or e})",
-                       "stop what holds it, or change channels.http.listen")
+        return Finding(
+            "FAIL",
+            "http port",
+            f"{listen} is not free ({e.strerror or e})",
+            "stop what holds it, or change channels.http.listen",
+        )
     return Finding("OK", "http port", f"{listen} is free")
 
 

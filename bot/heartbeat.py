@@ -29,7 +29,7 @@ BUSY_RETRY_SECONDS = 30.0
 
 @dataclass
 class Outcome:
-    status: str            # skipped | ack | silent | duplicate | no-target | delivered | dry-run | failed
+    status: str  # skipped | ack | silent | duplicate | no-target | delivered | dry-run | failed
     reason: str = ""
     text: str = ""
     target: dict | None = None
@@ -62,7 +62,12 @@ def resolve_target(store: Store, target: str, to: str) -> dict | None:
         return store.get("route:last")
     route = store.get(f"route:last:{target}") or {}
     if to:
-        return {"channel": target, "chat_id": to, "account": route.get("account", "default"), "thread_id": None}
+        return {
+            "channel": target,
+            "chat_id": to,
+            "account": route.get("account", "default"),
+            "thread_id": None,
+        }
     return route or None
 
 
@@ -80,12 +85,23 @@ class Scheduled:
     def resolve_target(self, target: str, to: str) -> dict | None:
         return resolve_target(self.store, target, to)
 
-    def _request(self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None) -> TurnRequest:
+    def _request(
+        self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None
+    ) -> TurnRequest:
         caps, reactions = self.router.channel_traits(route["channel"]) if route else ((), "off")
-        return TurnRequest(session_key=key, user_text=text, kind=kind, session_kind=session_kind,
-                           channel=route["channel"] if route else "", account=route.get("account", "") if route else "",
-                           chat_type="direct" if route else "", capabilities=caps, reactions=reactions,
-                           route=route or {}, message_text=text)
+        return TurnRequest(
+            session_key=key,
+            user_text=text,
+            kind=kind,
+            session_kind=session_kind,
+            channel=route["channel"] if route else "",
+            account=route.get("account", "") if route else "",
+            chat_type="direct" if route else "",
+            capabilities=caps,
+            reactions=reactions,
+            route=route or {},
+            message_text=text,
+        )
 
     # ---------------------------------------------------------------------- heartbeat
     async def heartbeat(self, *, dry_run: bool = False, now: datetime | None = None) -> Outcome:
@@ -98,10 +114,17 @@ class Scheduled:
             ah = hb.active_hours
             zname = ah.timezone or zone_name(self.cfg) or "UTC"
             active = (ah.start, ah.end, ZoneInfo(zname))
-        decision = rules.decide(heartbeat_md=read_heartbeat_md(self.cfg.agent.workspace), now=now,
-                                active_hours=active, main_session_busy=self.lanes.busy(key))
+        decision = rules.decide(
+            heartbeat_md=read_heartbeat_md(self.cfg.agent.workspace),
+            now=now,
+            active_hours=active,
+            main_session_busy=self.lanes.busy(key),
+        )
         if not decision.run:
-            self.store.put("heartbeat:last_run", {"at": time.time(), "status": "skipped", "reason": decision.reason})
+            self.store.put(
+                "heartbeat:last_run",
+                {"at": time.time(), "status": "skipped", "reason": decision.reason},
+            )
             return Outcome("skipped", decision.reason)
         fut = self.lanes.submit(key, lambda: self._heartbeat_turn(key, now, dry_run))
         return await fut
@@ -112,8 +135,12 @@ class Scheduled:
 
         hb = self.cfg.heartbeat
         target = self.resolve_target(hb.target, hb.to)
-        text = rules.heartbeat_user_message(hb.prompt or DEFAULT_HEARTBEAT_PROMPT, now, zone_name(self.cfg) or "UTC")
-        result = await self.agent.run_turn(self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target))
+        text = rules.heartbeat_user_message(
+            hb.prompt or DEFAULT_HEARTBEAT_PROMPT, now, zone_name(self.cfg) or "UTC"
+        )
+        result = await self.agent.run_turn(
+            self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target)
+        )
         plan = parse_reply(result.text, heartbeat=True, ack_max_chars=hb.ack_max_chars)
         state = {"at": time.time()}
         if result.error:
@@ -131,13 +158,22 @@ class Scheduled:
                 out = Outcome("dry-run", "", plan.text, target)
             else:
                 ok = await self._deliver(plan, target)
-                out = Outcome("delivered" if ok else "failed", "" if ok else "delivery failed", plan.text, target)
+                out = Outcome(
+                    "delivered" if ok else "failed",
+                    "" if ok else "delivery failed",
+                    plan.text,
+                    target,
+                )
                 if ok:
                     self.store.put("heartbeat:last_alert", {"text": plan.text, "at": time.time()})
             if not dry_run and out.status != "duplicate":
-                self.store.commit_turn(key, result.turn_id, result.to_store, kind="heartbeat", usage=result.usage)
+                self.store.commit_turn(
+                    key, result.turn_id, result.to_store, kind="heartbeat", usage=result.usage
+                )
         if not dry_run:
-            self.store.put("heartbeat:last_run", {**state, "status": out.status, "reason": out.reason})
+            self.store.put(
+                "heartbeat:last_run", {**state, "status": out.status, "reason": out.reason}
+            )
         log.info("heartbeat session=%s status=%s ms=%.0f", key, out.status, result.duration * 1000)
         return out
 
@@ -145,8 +181,14 @@ class Scheduled:
         from bot.router import build_outbound
 
         ch = self.router.channels.get(target["channel"])
-        out = build_outbound(self.cfg, ch, plan, chat_id=target["chat_id"], thread_id=target.get("thread_id"),
-                             account=target.get("account") or "default")
+        out = build_outbound(
+            self.cfg,
+            ch,
+            plan,
+            chat_id=target["chat_id"],
+            thread_id=target.get("thread_id"),
+            account=target.get("account") or "default",
+        )
         return await self.router.deliver(target["channel"], out)
 
     # --------------------------------------------------------------------------- cron
@@ -160,8 +202,12 @@ class Scheduled:
         route = self.resolve_target(target, to)
         now = datetime.now(zone(self.cfg)).astimezone()
         text = f"[Scheduled job {name!r} fired at {now.strftime('%Y-%m-%d %H:%M %Z')}]\n\n{prompt}"
-        result = await self.agent.run_turn(self._request(key, text, kind="cron", session_kind="cron", route=route))
-        self.store.commit_turn(key, result.turn_id, result.to_store, kind="cron", usage=result.usage)
+        result = await self.agent.run_turn(
+            self._request(key, text, kind="cron", session_kind="cron", route=route)
+        )
+        self.store.commit_turn(
+            key, result.turn_id, result.to_store, kind="cron", usage=result.usage
+        )
         plan = parse_reply(result.text)
         if plan.silent:
             out = Outcome("silent")
@@ -191,15 +237,31 @@ class CronService:
     def start(self) -> None:
         every = self.cfg.heartbeat.every_seconds
         if every > 0:
-            self.scheduler.add_job(self._heartbeat_tick, "interval", seconds=every, id="heartbeat",
-                                   max_instances=1, coalesce=True, misfire_grace_time=max(1, int(every)))
+            self.scheduler.add_job(
+                self._heartbeat_tick,
+                "interval",
+                seconds=every,
+                id="heartbeat",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=max(1, int(every)),
+            )
         for job in self.cfg.cron:
             self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="config")
         for job in self.store.cron_jobs():
-            self._schedule(job["name"], job["schedule"], job["prompt"], job["target"], job["to"], source="tool")
+            self._schedule(
+                job["name"], job["schedule"], job["prompt"], job["target"], job["to"], source="tool"
+            )
         # downloaded media older than media.retention_days goes (SPEC §9.4): soon after start, then hourly
-        self.scheduler.add_job(self.prune_media, "interval", hours=1, id="prune-media", max_instances=1,
-                               coalesce=True, next_run_time=datetime.now(self.scheduler.timezone))
+        self.scheduler.add_job(
+            self.prune_media,
+            "interval",
+            hours=1,
+            id="prune-media",
+            max_instances=1,
+            coalesce=True,
+            next_run_time=datetime.now(self.scheduler.timezone),
+        )
         self.scheduler.start()
 
     async def prune_media(self) -> int:
@@ -209,9 +271,11 @@ class CronService:
         days = self.cfg.media.retention_days
         dirs = [self.cfg.media_dir, *sorted(self.cfg.guests_dir.glob("*/media"))]
         try:
-            removed = sum([await asyncio.to_thread(prune_older_than, d, days) for d in dirs if d.is_dir()])
+            removed = sum(
+                [await asyncio.to_thread(prune_older_than, d, days) for d in dirs if d.is_dir()]
+            )
         except asyncio.CancelledError:
-            return 0              # shutting down: the next start prunes again
+            return 0  # shutting down: the next start prunes again
         except Exception:
             log.exception("pruning media failed")
             return 0
@@ -225,12 +289,22 @@ class CronService:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 
-    def _schedule(self, name: str, schedule: str, prompt: str, target: str, to: str, *, source: str) -> None:
+    def _schedule(
+        self, name: str, schedule: str, prompt: str, target: str, to: str, *, source: str
+    ) -> None:
         from apscheduler.triggers.cron import CronTrigger
 
         trigger = CronTrigger.from_crontab(schedule, timezone=zone(self.cfg) or None)
-        self.scheduler.add_job(self._cron_tick, trigger, args=[name, prompt, target, to], id=f"cron:{name}",
-                               replace_existing=True, max_instances=1, coalesce=True, misfire_grace_time=300)
+        self.scheduler.add_job(
+            self._cron_tick,
+            trigger,
+            args=[name, prompt, target, to],
+            id=f"cron:{name}",
+            replace_existing=True,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=300,
+        )
         log.info("cron job %s scheduled (%s) from %s", name, schedule, source)
 
     async def _heartbeat_tick(self) -> None:
@@ -241,7 +315,9 @@ class CronService:
             return
         if out.status == "skipped" and out.reason == rules.REASON_BUSY:
             loop = asyncio.get_running_loop()
-            self._retry = loop.call_later(BUSY_RETRY_SECONDS, lambda: asyncio.ensure_future(self._heartbeat_tick()))
+            self._retry = loop.call_later(
+                BUSY_RETRY_SECONDS, lambda: asyncio.ensure_future(self._heartbeat_tick())
+            )
 
     async def _cron_tick(self, name: str, prompt: str, target: str, to: str) -> None:
         try:
@@ -250,10 +326,14 @@ class CronService:
             log.exception("cron job %s failed", name)
 
     # ------------------------------------------------------------- the cron tool's API
-    async def add(self, name: str, schedule: str, prompt: str, target: str = "last", to: str = "") -> str:
+    async def add(
+        self, name: str, schedule: str, prompt: str, target: str = "last", to: str = ""
+    ) -> str:
         from bot.config import CronJob
 
-        job = CronJob(name=name, schedule=schedule, prompt=prompt, target=target or "last", to=to or "")
+        job = CronJob(
+            name=name, schedule=schedule, prompt=prompt, target=target or "last", to=to or ""
+        )
         self.store.add_cron_job(job.name, job.schedule, job.prompt, job.target, job.to)
         if self.scheduler.running:
             self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="tool")
@@ -261,8 +341,17 @@ class CronService:
 
     async def list(self) -> list[dict]:
         jobs = [{**j, "source": "tool"} for j in self.store.cron_jobs()]
-        jobs += [{"name": j.name, "schedule": j.schedule, "prompt": j.prompt, "target": j.target, "to": j.to,
-                  "source": "config"} for j in self.cfg.cron]
+        jobs += [
+            {
+                "name": j.name,
+                "schedule": j.schedule,
+                "prompt": j.prompt,
+                "target": j.target,
+                "to": j.to,
+                "source": "config",
+            }
+            for j in self.cfg.cron
+        ]
         return jobs
 
     async def remove(self, name: str) -> bool:

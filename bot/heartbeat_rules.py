@@ -25,12 +25,12 @@ from zoneinfo import ZoneInfo
 
 __all__ = [
     "DUPLICATE_ALERT_WINDOW",
-    "HeartbeatDecision",
     "REASON_BUSY",
     "REASON_DUE",
     "REASON_EMPTY",
     "REASON_MISSING",
     "REASON_OUTSIDE_HOURS",
+    "HeartbeatDecision",
     "decide",
     "heartbeat_user_message",
     "in_active_hours",
@@ -250,9 +250,7 @@ def parse_duration(s: str) -> float:
         unit = m.group(2)
         rank = _UNIT_ORDER.index(unit)
         if rank <= last_rank:
-            raise ValueError(
-                f"invalid duration {s!r}: each unit may appear once, largest first"
-            )
+            raise ValueError(f"invalid duration {s!r}: each unit may appear once, largest first")
         last_rank = rank
         total += float(m.group(1)) * _UNIT_SECONDS[unit]
         pos = m.end()

@@ -33,13 +33,16 @@ def ensure_http_token(cfg: Config) -> str:
         if not value:
             raise ConfigError(
                 f"channels.http.token_env: environment variable {env} is unset or empty; set it, or set "
-                f"token_env = \"\" to use a token generated in {cfg.http_token_path}")
+                f'token_env = "" to use a token generated in {cfg.http_token_path}'
+            )
         return value
     try:
         return _read_or_create(cfg.http_token_path)
     except OSError as e:
-        raise ConfigError(f"channels.http: cannot read or create the token file {cfg.http_token_path}: "
-                          f"{e.strerror or e}") from None
+        raise ConfigError(
+            f"channels.http: cannot read or create the token file {cfg.http_token_path}: "
+            f"{e.strerror or e}"
+        ) from None
 
 
 def describe_http_token(cfg: Config) -> str:
@@ -114,7 +117,7 @@ def _create_exclusive(path: Path, token: str) -> bool:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
-        os.fchmod(fd, 0o600)          # the umask may have taken bits off (or left too many)
+        os.fchmod(fd, 0o600)  # the umask may have taken bits off (or left too many)
         os.write(fd, (token + "\n").encode())
         os.fsync(fd)
     finally:
@@ -127,7 +130,9 @@ def _create_exclusive(path: Path, token: str) -> bool:
     except OSError:
         # no hard links on this file system: an exclusive create of the real name instead
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+            )
         except FileExistsError:
             return False
         try:

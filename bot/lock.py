@@ -23,8 +23,10 @@ class LockHeld(Exception):
         self.info = info
         self.pid = info.get("pid")
         who = f"pid {self.pid}" if self.pid else "another process"
-        super().__init__(f"another Chela daemon ({who}) is already running on this state dir "
-                         f"(lock {path}); stop it first, or give this one its own agent.state_dir")
+        super().__init__(
+            f"another Chela daemon ({who}) is already running on this state dir "
+            f"(lock {path}); stop it first, or give this one its own agent.state_dir"
+        )
 
 
 def lock_path(state_dir: Path) -> Path:

@@ -24,9 +24,15 @@ CHANNELS = ("telegram", "discord", "slack", "signal", "http")
 
 # the usual key variable of a litellm provider prefix
 KEY_VARS = {
-    "openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY", "groq": "GROQ_API_KEY", "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY", "together_ai": "TOGETHERAI_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "xai": "XAI_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
 }
 
 TOKEN_VARS = {
@@ -52,11 +58,11 @@ class Answers:
     state_dir: str = "~/.chela"
     timezone: str = ""
     channels: list[str] = field(default_factory=list)
-    tokens: dict[str, dict[str, str]] = field(default_factory=dict)   # channel -> {key: env var}
-    owners: dict[str, list[str]] = field(default_factory=dict)         # channel -> ids
+    tokens: dict[str, dict[str, str]] = field(default_factory=dict)  # channel -> {key: env var}
+    owners: dict[str, list[str]] = field(default_factory=dict)  # channel -> ids
     signal_account: str = ""
     signal_url: str = "http://127.0.0.1:8080"
-    telegram_api_base: str = ""     # a self-hosted Bot API server
+    telegram_api_base: str = ""  # a self-hosted Bot API server
 
 
 def default_key_var(model: str) -> str:
@@ -69,20 +75,29 @@ def default_config_path() -> Path:
 
 
 def _v(value) -> str:
-    return json.dumps(value, ensure_ascii=False)   # a JSON string or list is valid TOML
+    return json.dumps(value, ensure_ascii=False)  # a JSON string or list is valid TOML
 
 
 def render(a: Answers) -> str:
     """The config as TOML text, with short comments."""
-    out = ["# Chela configuration, written by `chela onboard`. Every key is explained in",
-           "# config.example.toml (`chela init --write-examples DIR` writes a copy).",
-           "# Secrets never go here: each *_env key names an environment variable.", "",
-           "[agent]",
-           f"workspace = {_v(a.workspace)}",
-           f"state_dir = {_v(a.state_dir)}",
-           f"model = {_v(a.model)}"]
-    out.append(f"api_base = {_v(a.api_base)}" + ("   # a local OpenAI-compatible server" if a.api_base else ""))
-    out.append(f"api_key_env = {_v(a.api_key_env)}" + ("   # the variable holding the key" if a.api_key_env else ""))
+    out = [
+        "# Chela configuration, written by `chela onboard`. Every key is explained in",
+        "# config.example.toml (`chela init --write-examples DIR` writes a copy).",
+        "# Secrets never go here: each *_env key names an environment variable.",
+        "",
+        "[agent]",
+        f"workspace = {_v(a.workspace)}",
+        f"state_dir = {_v(a.state_dir)}",
+        f"model = {_v(a.model)}",
+    ]
+    out.append(
+        f"api_base = {_v(a.api_base)}"
+        + ("   # a local OpenAI-compatible server" if a.api_base else "")
+    )
+    out.append(
+        f"api_key_env = {_v(a.api_key_env)}"
+        + ("   # the variable holding the key" if a.api_key_env else "")
+    )
     out.append(f"timezone = {_v(a.timezone)}   # IANA zone; empty = this machine's")
     for name in CHANNELS:
         if name not in a.channels:
@@ -120,16 +135,23 @@ def from_args(args) -> Answers:
     a.timezone = args.timezone or ""
     chans: list[str] = []
     for item in args.channel or []:
-        for name in item.split(","):
-            name = name.strip().lower()
+        for part in item.split(","):
+            name = part.strip().lower()
             if name and name not in chans:
                 if name not in CHANNELS:
-                    raise ConfigError(f"--channel {name}: unknown channel (choose from {', '.join(CHANNELS)})")
+                    raise ConfigError(
+                        f"--channel {name}: unknown channel (choose from {', '.join(CHANNELS)})"
+                    )
                 chans.append(name)
     a.channels = chans
-    flag_vars = {"telegram": {"token_env": args.telegram_token_env},
-                 "discord": {"token_env": args.discord_token_env},
-                 "slack": {"bot_token_env": args.slack_bot_token_env, "app_token_env": args.slack_app_token_env}}
+    flag_vars = {
+        "telegram": {"token_env": args.telegram_token_env},
+        "discord": {"token_env": args.discord_token_env},
+        "slack": {
+            "bot_token_env": args.slack_bot_token_env,
+            "app_token_env": args.slack_app_token_env,
+        },
+    }
     for name in chans:
         if name in TOKEN_VARS:
             a.tokens[name] = {k: flag_vars[name][k] or d for k, d in TOKEN_VARS[name].items()}
@@ -140,7 +162,9 @@ def from_args(args) -> Answers:
             raise ConfigError(f"--owner {item!r}: use CHANNEL:ID, e.g. --owner telegram:123456789")
         a.owners.setdefault(name, []).append(ident.strip())
         if name not in a.channels:
-            raise ConfigError(f"--owner {item!r}: channel {name} is not enabled (add --channel {name})")
+            raise ConfigError(
+                f"--owner {item!r}: channel {name} is not enabled (add --channel {name})"
+            )
     a.signal_account = args.signal_account or ""
     a.signal_url = args.signal_url or a.signal_url
     a.telegram_api_base = args.telegram_api_base or ""
@@ -157,38 +181,66 @@ def ask(a: Answers, path: Path) -> Answers:
     def q(text: str, default: str = "", validator=None) -> str:
         # a new session per question: a session keeps the validator of its last prompt
         s: PromptSession = PromptSession()
-        return s.prompt(f"{text}: ", default=default, validator=validator, validate_while_typing=False).strip()
+        return s.prompt(
+            f"{text}: ", default=default, validator=validator, validate_while_typing=False
+        ).strip()
 
     def yes(text: str, default: bool = True) -> bool:
         ans = q(f"{text} [{'Y/n' if default else 'y/N'}]").lower()
         return default if not ans else ans.startswith("y")
 
     print(f"Setting up Chela. The answers go to {path}; Enter keeps the suggestion.\n")
-    a.model = q("Model (any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest)",
-                a.model) or a.model
-    a.api_base = q("Local OpenAI-compatible server URL (empty to use the provider's own API)", a.api_base)
+    a.model = (
+        q(
+            "Model (any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest)",
+            a.model,
+        )
+        or a.model
+    )
+    a.api_base = q(
+        "Local OpenAI-compatible server URL (empty to use the provider's own API)", a.api_base
+    )
     key_default = a.api_key_env or ("" if a.api_base else default_key_var(a.model))
-    a.api_key_env = q("Name of the environment variable holding the API key (empty for none)", key_default)
+    a.api_key_env = q(
+        "Name of the environment variable holding the API key (empty for none)", key_default
+    )
     names = Validator.from_callable(
         lambda t: all(n.strip().lower() in CHANNELS for n in t.split(",") if n.strip()),
-        error_message=f"choose from: {', '.join(CHANNELS)}")
-    picked = q("Channels to enable, comma separated (telegram, discord, slack, signal, http; "
-               "empty for none: `chela chat` always works)", ",".join(a.channels), names)
+        error_message=f"choose from: {', '.join(CHANNELS)}",
+    )
+    picked = q(
+        "Channels to enable, comma separated (telegram, discord, slack, signal, http; "
+        "empty for none: `chela chat` always works)",
+        ",".join(a.channels),
+        names,
+    )
     a.channels = [n.strip().lower() for n in picked.split(",") if n.strip()]
-    no_at = Validator.from_callable(lambda t: not t.strip().startswith("@"),
-                                    error_message="an id, not a @username (the pairing reply shows your id)")
+    no_at = Validator.from_callable(
+        lambda t: not t.strip().startswith("@"),
+        error_message="an id, not a @username (the pairing reply shows your id)",
+    )
     for name in a.channels:
         if name in TOKEN_VARS:
-            a.tokens[name] = {k: q(f"{name}: environment variable for {k.removesuffix('_env').replace('_', ' ')}", d)
-                              or d for k, d in TOKEN_VARS[name].items()}
+            a.tokens[name] = {
+                k: q(
+                    f"{name}: environment variable for {k.removesuffix('_env').replace('_', ' ')}",
+                    d,
+                )
+                or d
+                for k, d in TOKEN_VARS[name].items()
+            }
         if name == "signal":
             a.signal_account = q("signal: the bot's Signal number (+...)", a.signal_account)
             a.signal_url = q("signal: signal-cli daemon --http URL", a.signal_url)
         if name in ID_HINTS:
-            ident = q(f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
-                      validator=no_at)
+            ident = q(
+                f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
+                validator=no_at,
+            )
             a.owners[name] = [ident] if ident else []
-    a.workspace = q("Workspace directory (your assistant's Markdown files)", a.workspace) or a.workspace
+    a.workspace = (
+        q("Workspace directory (your assistant's Markdown files)", a.workspace) or a.workspace
+    )
     return a
 
 
@@ -202,17 +254,24 @@ def _check_model(path: Path) -> tuple[bool, str]:
 
 
 def next_steps(a: Answers, path: Path) -> list[str]:
-    flag = "" if path == Path("~/.chela/config.toml").expanduser() or os.environ.get("CHELA_CONFIG") \
+    flag = (
+        ""
+        if path == Path("~/.chela/config.toml").expanduser() or os.environ.get("CHELA_CONFIG")
         else f" --config {path}"
+    )
     lines = []
-    envs = ([a.api_key_env] if a.api_key_env else []) + [e for t in a.tokens.values() for e in t.values()]
+    envs = ([a.api_key_env] if a.api_key_env else []) + [
+        e for t in a.tokens.values() for e in t.values()
+    ]
     unset = [e for e in envs if not os.environ.get(e)]
     if unset:
         lines.append("Set the secrets (in your shell, or an EnvironmentFile for systemd):")
         lines += [f"  export {e}=..." for e in unset]
-    lines += [f"  chela doctor{flag}    # live checks: model, channel tokens, sandbox",
-              f"  chela chat{flag}      # talk to it here in the terminal",
-              f"  chela run{flag}       # start the daemon with every enabled channel"]
+    lines += [
+        f"  chela doctor{flag}    # live checks: model, channel tokens, sandbox",
+        f"  chela chat{flag}      # talk to it here in the terminal",
+        f"  chela run{flag}       # start the daemon with every enabled channel",
+    ]
     return lines
 
 
@@ -220,15 +279,20 @@ def run_onboard(args) -> int:
     path = Path(args.config).expanduser() if args.config else default_config_path()
     interactive = not args.non_interactive
     if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        print("chela: onboard asks questions on a terminal; in scripts use --non-interactive with flags "
-              "(see `chela onboard --help`)", file=sys.stderr)
+        print(
+            "chela: onboard asks questions on a terminal; in scripts use --non-interactive with flags "
+            "(see `chela onboard --help`)",
+            file=sys.stderr,
+        )
         return 2
     try:
         answers = from_args(args)
-        if path.exists():
-            if not interactive and not args.force:
-                print(f"chela: {path} exists; not overwriting it (use --force to replace it)", file=sys.stderr)
-                return 1
+        if path.exists() and not interactive and not args.force:
+            print(
+                f"chela: {path} exists; not overwriting it (use --force to replace it)",
+                file=sys.stderr,
+            )
+            return 1
         if interactive:
             answers = ask(answers, path)
             if path.exists():
@@ -252,7 +316,10 @@ def run_onboard(args) -> int:
     print(f"wrote {path}")
     ws = Path(os.path.expandvars(answers.workspace)).expanduser()
     created = init_workspace(ws)
-    print(f"workspace {ws}: " + (f"created {len(created)} starter file(s)" if created else "already there, left as is"))
+    print(
+        f"workspace {ws}: "
+        + (f"created {len(created)} starter file(s)" if created else "already there, left as is")
+    )
     ok = True
     if args.skip_model_check:
         print("model check skipped (--skip-model-check)")

@@ -21,6 +21,7 @@ import secrets
 import stat
 import time
 from pathlib import Path
+import contextlib
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,9 @@ def private_file(path: Path | str) -> None:
     except PermissionError:
         # not readable by us (odd, but our own file): fall back to a checked chmod
         if stat.S_ISLNK(os.lstat(path).st_mode):
-            raise OSError(errno.ELOOP, "refusing to chmod through a symbolic link", str(path)) from None
+            raise OSError(
+                errno.ELOOP, "refusing to chmod through a symbolic link", str(path)
+            ) from None
         os.chmod(path, FILE_MODE)
         return
     try:
@@ -81,7 +84,9 @@ def private_file(path: Path | str) -> None:
         os.close(fd)
 
 
-def write_at(dir_fd: int, name: str, data: bytes, *, mode: int = FILE_MODE, keep_mode: bool = False) -> None:
+def write_at(
+    dir_fd: int, name: str, data: bytes, *, mode: int = FILE_MODE, keep_mode: bool = False
+) -> None:
     """Atomically create or replace ``name`` inside the directory ``dir_fd``.
 
     The data goes to an exclusive, randomly named temp file (``O_CREAT|O_EXCL|
@@ -114,16 +119,14 @@ def write_at(dir_fd: int, name: str, data: bytes, *, mode: int = FILE_MODE, keep
             os.fchmod(fd, final_mode)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        except OSError:
-            pass
         raise
 
 

@@ -29,17 +29,17 @@ from channels.base import MediaItem
 from channels.chunking import chunk_markdown, chunk_rendered, fence_closes, fence_open
 
 __all__ = [
-    "SILENT_TOKEN",
     "HEARTBEAT_TOKEN",
     "REPLY_TO_CURRENT",
+    "SILENT_TOKEN",
     "ReplyPlan",
-    "is_silent",
-    "strip_silent_token",
-    "strip_heartbeat_token",
-    "parse_reply",
     "chunk_markdown",
     "chunk_rendered",
+    "is_silent",
+    "parse_reply",
     "resolve_media",
+    "strip_heartbeat_token",
+    "strip_silent_token",
 ]
 
 SILENT_TOKEN = "NO_REPLY"
@@ -69,6 +69,7 @@ class ReplyPlan:
 
 # --------------------------------------------------------------------------------------------
 # Code detection (fenced blocks and inline code spans are never touched by directives)
+
 
 def _split_fences(text: str) -> list[tuple[bool, str]]:
     """Split into ``(is_code, part)``; fenced blocks (fence lines included) are code.
@@ -119,8 +120,8 @@ def _split_inline_code(text: str) -> list[tuple[bool, str]]:
             pos = m.end()
             continue
         if m.start() > start_text:
-            parts.append((False, text[start_text:m.start()]))
-        parts.append((True, text[m.start():c.end()]))
+            parts.append((False, text[start_text : m.start()]))
+        parts.append((True, text[m.start() : c.end()]))
         pos = start_text = c.end()
     if start_text < len(text):
         parts.append((False, text[start_text:]))
@@ -147,11 +148,17 @@ def _map_prose(text: str, fn) -> str:
 
 # Markdown that may wrap the token (``**NO_REPLY**``, `` `NO_REPLY` ``) counts as part of it.
 _MD_WRAP = r"[*_~`]*"
-_SILENT_WHOLE_RE = re.compile(r"\s*" + _MD_WRAP + r"\s*NO_REPLY\s*" + _MD_WRAP + r"\s*", re.IGNORECASE)
-_SILENT_TRAILING_RE = re.compile(r"(?<!\w)" + _MD_WRAP + r"NO_REPLY" + _MD_WRAP + r"\W{0,4}$", re.IGNORECASE)
+_SILENT_WHOLE_RE = re.compile(
+    r"\s*" + _MD_WRAP + r"\s*NO_REPLY\s*" + _MD_WRAP + r"\s*", re.IGNORECASE
+)
+_SILENT_TRAILING_RE = re.compile(
+    r"(?<!\w)" + _MD_WRAP + r"NO_REPLY" + _MD_WRAP + r"\W{0,4}$", re.IGNORECASE
+)
 # a leading token goes with the separator after it: "NO_REPLY: x", "NO_REPLY - x", "NO_REPLY—x"
-_SILENT_LEADING_RE = re.compile(r"^\s*" + _MD_WRAP + r"NO_REPLY(?!_)" + _MD_WRAP + r"(?:\s*[:\-\u2013\u2014]+)?\s*",
-                                re.IGNORECASE)
+_SILENT_LEADING_RE = re.compile(
+    r"^\s*" + _MD_WRAP + r"NO_REPLY(?!_)" + _MD_WRAP + r"(?:\s*[:\-\u2013\u2014]+)?\s*",
+    re.IGNORECASE,
+)
 
 
 def is_silent(text: str) -> bool:
@@ -191,7 +198,7 @@ def strip_silent_token(text: str) -> str:
             changed = True
         m = _SILENT_LEADING_RE.match(out)
         if m:
-            out = out[m.end():].lstrip()
+            out = out[m.end() :].lstrip()
             changed = True
     return out if out is text else out.strip()
 
@@ -202,7 +209,9 @@ def strip_silent_token(text: str) -> str:
 # Markup that may wrap the token: HTML tags, &nbsp; and runs of * ` ~ _
 _WRAP = r"(?:<[^<>\n]*>|&nbsp;|[*`~_])"
 _HB_START_RE = re.compile(r"^\s*" + _WRAP + r"*" + HEARTBEAT_TOKEN + _WRAP + r"*")
-_HB_END_RE = re.compile(r"\s*" + _WRAP + r"*" + HEARTBEAT_TOKEN + r"(?P<tail>(?:" + _WRAP + r"|\W)*)$")
+_HB_END_RE = re.compile(
+    r"\s*" + _WRAP + r"*" + HEARTBEAT_TOKEN + r"(?P<tail>(?:" + _WRAP + r"|\W)*)$"
+)
 _WRAP_RE = re.compile(_WRAP)
 _INNER_SPACE_RE = re.compile(r"(?<=\S)[ \t\u00a0]{2,}")
 
@@ -234,7 +243,7 @@ def strip_heartbeat_token(text: str) -> tuple[str, bool]:
     while True:
         m = _HB_START_RE.match(out)
         if m:
-            out = out[m.end():]
+            out = out[m.end() :]
             found = True
             continue
         trimmed = out.rstrip()
@@ -290,7 +299,14 @@ _HOLE = "\x00"  # where a directive was removed; tidied afterwards
 
 def _unquote_target(target: str) -> str:
     """``"/path/My File.png"`` → ``/path/My File.png`` (models quote paths with spaces)."""
-    for a, b in (('"', '"'), ("'", "'"), ("`", "`"), ("<", ">"), ("\u201c", "\u201d"), ("\u2018", "\u2019")):
+    for a, b in (
+        ('"', '"'),
+        ("'", "'"),
+        ("`", "`"),
+        ("<", ">"),
+        ("\u201c", "\u201d"),
+        ("\u2018", "\u2019"),
+    ):
         if len(target) >= 2 and target.startswith(a) and target.endswith(b):
             return target[1:-1].strip()
     return target
@@ -457,5 +473,7 @@ def resolve_media(items: list[MediaItem], roots: list[Path]) -> tuple[list[Media
             notes.append(f"[attachment unavailable: {name}]")
             continue
         mime = item.mime or (mimetypes.guess_type(real.name)[0] or "")
-        ok.append(MediaItem(kind=item.kind, target=str(real), name=item.name or real.name, mime=mime))
+        ok.append(
+            MediaItem(kind=item.kind, target=str(real), name=item.name or real.name, mime=mime)
+        )
     return ok, notes

@@ -25,8 +25,15 @@ from bot.config import ChannelPolicy, Config
 from bot.sessions import SessionLanes
 from bot.store import Store
 from bot.untrusted import valid_utf8
-from channels.base import (Capabilities, Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge,
-                           OutboundMessage)
+from channels.base import (
+    Capabilities,
+    Channel,
+    ChannelError,
+    InboundMessage,
+    MediaItem,
+    MediaTooLarge,
+    OutboundMessage,
+)
 
 log = logging.getLogger("chela.router")
 
@@ -42,9 +49,9 @@ class Command:
 
     usage: str
     help: str
-    owner_only: bool = False      # the *sender* must be the owner (by id)
-    where: str = "any"            # any | group | direct
-    immediate: bool = False       # answered on arrival, outside the session lane
+    owner_only: bool = False  # the *sender* must be the owner (by id)
+    where: str = "any"  # any | group | direct
+    immediate: bool = False  # answered on arrival, outside the session lane
 
 
 COMMANDS: dict[str, Command] = {
@@ -53,10 +60,18 @@ COMMANDS: dict[str, Command] = {
     "status": Command("/status", "model, session and usage"),
     "context": Command("/context [list|detail|json]", "what the system prompt is made of"),
     "compact": Command("/compact [focus]", "summarize the older part of this conversation now"),
-    "activation": Command("/activation mention|always",
-                          "in a group, answer only when mentioned, or to everything", owner_only=True, where="group"),
-    "approve": Command("/approve CODE", "run a held command once", owner_only=True, where="direct", immediate=True),
-    "deny": Command("/deny CODE", "refuse a held command", owner_only=True, where="direct", immediate=True),
+    "activation": Command(
+        "/activation mention|always",
+        "in a group, answer only when mentioned, or to everything",
+        owner_only=True,
+        where="group",
+    ),
+    "approve": Command(
+        "/approve CODE", "run a held command once", owner_only=True, where="direct", immediate=True
+    ),
+    "deny": Command(
+        "/deny CODE", "refuse a held command", owner_only=True, where="direct", immediate=True
+    ),
     "help": Command("/help", "this list"),
 }
 
@@ -66,7 +81,15 @@ def valid_text(msg: InboundMessage) -> InboundMessage:
     cannot store) replaced by U+FFFD in every text field; the same object when clean."""
 
     changed = {}
-    for f in ("text", "sender_name", "sender_username", "chat_title", "chat_id", "sender_id", "message_id"):
+    for f in (
+        "text",
+        "sender_name",
+        "sender_username",
+        "chat_title",
+        "chat_id",
+        "sender_id",
+        "message_id",
+    ):
         value = getattr(msg, f)
         if isinstance(value, str) and (fixed := valid_utf8(value)) is not value:
             changed[f] = fixed
@@ -105,18 +128,28 @@ class _Approved:
 
 
 class Router:
-    def __init__(self, cfg: Config, store: Store, agent: Agent, lanes: SessionLanes,
-                 channels: dict[str, Channel]):
+    def __init__(
+        self,
+        cfg: Config,
+        store: Store,
+        agent: Agent,
+        lanes: SessionLanes,
+        channels: dict[str, Channel],
+    ):
         self.cfg = cfg
         self.store = store
         self.agent = agent
         self.lanes = lanes
         self.channels = channels
-        self._name_re = re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE) if cfg.agent.name else None
+        self._name_re = (
+            re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE)
+            if cfg.agent.name
+            else None
+        )
         self.approved = _Approved(store)
         self.accepting = True
         self._tasks: set[asyncio.Task] = set()
-        self._queued: set[int] = set()       # inbound ids queued or running now
+        self._queued: set[int] = set()  # inbound ids queued or running now
 
     def _background(self, coro) -> None:
         task = asyncio.create_task(coro)
@@ -147,14 +180,26 @@ class Router:
         msg = valid_text(msg)
         verdict = self.admit(msg)
         if verdict.action == "drop":
-            log.info("not served channel=%s chat=%s sender=%s reason=%s",
-                     msg.channel, msg.chat_id, msg.sender_id, verdict.reason)
+            log.info(
+                "not served channel=%s chat=%s sender=%s reason=%s",
+                msg.channel,
+                msg.chat_id,
+                msg.sender_id,
+                verdict.reason,
+            )
             return
         key = self.session_key(msg, verdict)
         message_id = msg.message_id or msg.raw_id or f"t{time.time_ns()}"
-        inbound_id = self.store.add_inbound(msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json())
+        inbound_id = self.store.add_inbound(
+            msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json()
+        )
         if inbound_id is None:
-            log.info("duplicate message ignored channel=%s chat=%s id=%s", msg.channel, msg.chat_id, message_id)
+            log.info(
+                "duplicate message ignored channel=%s chat=%s id=%s",
+                msg.channel,
+                msg.chat_id,
+                message_id,
+            )
             return
         if verdict.action == "pair":
             # kept so that the owner's approval can answer it; never processed before that.
@@ -195,9 +240,14 @@ class Router:
         for row in self.store.unfinished_inbound():
             msg = InboundMessage.from_json(row.payload)
             if row.status == "delivering" and row.outbound:
-                job = (lambda r=row, m=msg: self._deliver_stored(r.id, m, r.outbound))
+
+                def job(r=row, m=msg):
+                    return self._deliver_stored(r.id, m, r.outbound)
             else:
-                job = (lambda r=row, m=msg: self._process(r.id, m, r.session_key, None))
+
+                def job(r=row, m=msg):
+                    return self._process(r.id, m, r.session_key, None)
+
             queued += self._queue(row.session_key, row.id, job)
         if queued:
             log.info("recovering %d unanswered message(s)", queued)
@@ -207,10 +257,12 @@ class Router:
         """The owner approved a pairing request (``chela pairing approve``): tell the sender,
         then answer the message that asked (the newest one; older ones are dropped)."""
         probe = InboundMessage(channel=channel, chat_id=sender_id, sender_id=sender_id, text="")
-        held = self.store.inbound_with_status("pairing", session_key=session_key(probe, self.cfg, "guest"))
+        held = self.store.inbound_with_status(
+            "pairing", session_key=session_key(probe, self.cfg, "guest")
+        )
         if not held:
             return False
-        last = held[-1]          # on_inbound keeps only the newest one
+        last = held[-1]  # on_inbound keeps only the newest one
         msg = InboundMessage.from_json(last.payload)
         verdict = self.admit(msg)
         if not verdict.served:
@@ -218,60 +270,104 @@ class Router:
         key = self.session_key(msg, verdict)
         self.store.requeue_inbound(last.id, key)
         with contextlib.suppress(Exception):
-            await self.deliver(msg.channel, OutboundMessage(chat_id=msg.chat_id, account=msg.account,
-                                                            text=pairing.approved_message()))
+            await self.deliver(
+                msg.channel,
+                OutboundMessage(
+                    chat_id=msg.chat_id, account=msg.account, text=pairing.approved_message()
+                ),
+            )
         self._queue(key, last.id, lambda: self._process(last.id, msg, key, verdict))
         return True
 
     # --------------------------------------------------------------------- processing
     async def _pairing_reply(self, msg: InboundMessage) -> None:
         text = pairing.request_pairing(self.store, msg.channel, msg.sender_id, msg.sender_name)
-        code = next((r["code"] for r in self.store.pairing_requests(msg.channel) if r["sender_id"] == msg.sender_id), "?")
-        log.info("pairing requested channel=%s sender=%s code=%s replied=%s; to admit them run: chela pairing approve %s %s",
-                 msg.channel, msg.sender_id, code, bool(text), msg.channel, code)
+        code = next(
+            (
+                r["code"]
+                for r in self.store.pairing_requests(msg.channel)
+                if r["sender_id"] == msg.sender_id
+            ),
+            "?",
+        )
+        log.info(
+            "pairing requested channel=%s sender=%s code=%s replied=%s; to admit them run: chela pairing approve %s %s",
+            msg.channel,
+            msg.sender_id,
+            code,
+            bool(text),
+            msg.channel,
+            code,
+        )
         if text:
             with contextlib.suppress(Exception):
-                await self._send(msg.channel, OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account))
+                await self._send(
+                    msg.channel,
+                    OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account),
+                )
 
-    async def _process(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict | None) -> None:
+    async def _process(
+        self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict | None
+    ) -> None:
         started = time.perf_counter()
         try:
             if verdict is None:  # recovered after a restart: the config may have changed since
                 verdict = self.admit(msg)
             if not verdict.served:
                 self.store.set_inbound_status(inbound_id, "skipped")
-                log.info("not served channel=%s session=%s reason=%s", msg.channel, key, verdict.reason)
+                log.info(
+                    "not served channel=%s session=%s reason=%s", msg.channel, key, verdict.reason
+                )
                 return
             cmd = parse_command(msg.text)
             if cmd is not None:
                 reply = await self._command(msg, key, cmd, verdict)
-                out = OutboundMessage(chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account)
-                self.store.commit_turn(key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)])
+                out = OutboundMessage(
+                    chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account
+                )
+                self.store.commit_turn(
+                    key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)]
+                )
                 await self._deliver_stored(inbound_id, msg, [_out_json(out)])
                 return
             if msg.chat_type == "group" and not self._addressed(msg, key):
                 ch = self.channels.get(msg.channel)
                 cap = (ch.capabilities if ch else Capabilities()).group_history
                 label = msg.sender_name or msg.sender_username or msg.sender_id
-                self.store.add_group_history(key, label, msg.text or "", msg.timestamp or time.time(), cap)
+                self.store.add_group_history(
+                    key, label, msg.text or "", msg.timestamp or time.time(), cap
+                )
                 self.store.set_inbound_status(inbound_id, "history")
                 return
             await self._turn(inbound_id, msg, key, verdict)
-            log.info("turn done channel=%s session=%s trust=%s ms=%.0f", msg.channel, key, verdict.trust,
-                     (time.perf_counter() - started) * 1000)
+            log.info(
+                "turn done channel=%s session=%s trust=%s ms=%.0f",
+                msg.channel,
+                key,
+                verdict.trust,
+                (time.perf_counter() - started) * 1000,
+            )
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("turn failed channel=%s session=%s", msg.channel, key)
             # the apology first: it must not depend on the store (the failure may be a full disk)
             with contextlib.suppress(Exception):
-                await self._send(msg.channel, OutboundMessage(chat_id=msg.chat_id, thread_id=msg.thread_id,
-                                                              text="Sorry, something went wrong on my side. Please try again.",
-                                                              account=msg.account))
+                await self._send(
+                    msg.channel,
+                    OutboundMessage(
+                        chat_id=msg.chat_id,
+                        thread_id=msg.thread_id,
+                        text="Sorry, something went wrong on my side. Please try again.",
+                        account=msg.account,
+                    ),
+                )
             try:
                 self.store.set_inbound_status(inbound_id, "failed")
-            except Exception:  # noqa: BLE001 - logged; the message stays pending and is retried after a restart
-                log.exception("could not record the failed turn channel=%s session=%s", msg.channel, key)
+            except Exception:
+                log.exception(
+                    "could not record the failed turn channel=%s session=%s", msg.channel, key
+                )
         finally:
             ch = self.channels.get(msg.channel)
             if ch is not None:
@@ -303,14 +399,21 @@ class Router:
             return f"Only the owner can use /{name}."
         return None
 
-    async def _immediate(self, inbound_id: int, msg: InboundMessage, key: str, cmd: tuple[str, str]) -> None:
+    async def _immediate(
+        self, inbound_id: int, msg: InboundMessage, key: str, cmd: tuple[str, str]
+    ) -> None:
         name, arg = cmd
         reply = self._command_refusal(msg, name)
         if reply is None:
             approvals = self.agent.approvals
-            reply = (approvals.answer(arg, approve=name == "approve") if approvals is not None
-                     else "No command is waiting for approval.")
-        out = OutboundMessage(chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account)
+            reply = (
+                approvals.answer(arg, approve=name == "approve")
+                if approvals is not None
+                else "No command is waiting for approval."
+            )
+        out = OutboundMessage(
+            chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account
+        )
         self.store.commit_turn(key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)])
         await self._deliver_stored(inbound_id, msg, [_out_json(out)])
         ch = self.channels.get(msg.channel)
@@ -318,7 +421,9 @@ class Router:
             with contextlib.suppress(Exception):
                 await ch.turn_done(msg.chat_id, msg.message_id)
 
-    async def _command(self, msg: InboundMessage, key: str, cmd: tuple[str, str], verdict: Verdict) -> str:
+    async def _command(
+        self, msg: InboundMessage, key: str, cmd: tuple[str, str], verdict: Verdict
+    ) -> str:
         name, raw_arg = cmd
         refusal = self._command_refusal(msg, name)
         if refusal:
@@ -332,11 +437,15 @@ class Router:
         if name == "status":
             s = self.store.session(key)
             now = datetime.now(zone(self.cfg)).strftime("%Y-%m-%d %H:%M %Z")
-            u = await self.agent.context_usage(self._turn_request(msg, key, "", verdict, include_intro=False))
-            return (f"Model: {self.cfg.agent.model}\nSession: {key}\nMessages: {self.store.message_count(key)}\n"
-                    f"Tokens: {s['usage_in']} in / {s['usage_out']} out\n"
-                    f"Context: {u['used']} / {u['budget']} tokens of history (window {u['window']}, "
-                    f"compactions {u['compactions']})\nTime: {now}")
+            u = await self.agent.context_usage(
+                self._turn_request(msg, key, "", verdict, include_intro=False)
+            )
+            return (
+                f"Model: {self.cfg.agent.model}\nSession: {key}\nMessages: {self.store.message_count(key)}\n"
+                f"Tokens: {s['usage_in']} in / {s['usage_out']} out\n"
+                f"Context: {u['used']} / {u['budget']} tokens of history (window {u['window']}, "
+                f"compactions {u['compactions']})\nTime: {now}"
+            )
         if name == "compact":
             req = self._turn_request(msg, key, "", verdict, include_intro=False)
             return await self.agent.compact_now(req, raw_arg)
@@ -346,13 +455,18 @@ class Router:
             kind = arg if arg in ("list", "detail", "json") else "list"
             req = self._turn_request(msg, key, "", verdict, include_intro=False)
             ctx = self.agent.prompt_context(req)
-            return context_report(self.agent.cache.get(ctx), ctx, kind, usage=await self.agent.context_usage(req))
+            return context_report(
+                self.agent.cache.get(ctx), ctx, kind, usage=await self.agent.context_usage(req)
+            )
         if name == "activation":
             if arg not in ("mention", "always"):
                 return "Usage: /activation mention|always"
             self.store.set_activation(key, arg)
-            return ("I'll answer here only when mentioned." if arg == "mention"
-                    else "I'll read everything here and answer when it's useful.")
+            return (
+                "I'll answer here only when mentioned."
+                if arg == "mention"
+                else "I'll read everything here and answer when it's useful."
+            )
         # approve/deny reach here only from a recovered message: the wait they answered is gone
         return "That approval code is no longer waiting."
 
@@ -360,8 +474,15 @@ class Router:
     def file_root(self, key: str, verdict: Verdict) -> Path | None:
         return guest_dir(self.cfg, key) if verdict.trust == "guest" else None
 
-    def _turn_request(self, msg: InboundMessage, key: str, user_text: str, verdict: Verdict, *,
-                      include_intro: bool) -> TurnRequest:
+    def _turn_request(
+        self,
+        msg: InboundMessage,
+        key: str,
+        user_text: str,
+        verdict: Verdict,
+        *,
+        include_intro: bool,
+    ) -> TurnRequest:
         from bot.prompt.delivery import delivery_instructions
         from bot.prompt.group import group_chat_context
 
@@ -369,18 +490,35 @@ class Router:
         extra = ""
         if msg.chat_type == "group":
             sess = self.store.session(key)
-            extra = group_chat_context(msg.channel, msg.chat_title or msg.chat_id,
-                                       [], self._activation(msg, key),
-                                       include_activation=include_intro and not sess["intro_done"])
+            extra = group_chat_context(
+                msg.channel,
+                msg.chat_title or msg.chat_id,
+                [],
+                self._activation(msg, key),
+                include_activation=include_intro and not sess["intro_done"],
+            )
         return TurnRequest(
-            session_key=key, user_text=user_text, channel=msg.channel, account=msg.account,
-            chat_type=msg.chat_type, group_id=msg.chat_id if msg.chat_type == "group" else "",
-            group_title=msg.chat_title if msg.chat_type == "group" else "", extra_context=extra,
-            capabilities=caps, reactions=reactions,
+            session_key=key,
+            user_text=user_text,
+            channel=msg.channel,
+            account=msg.account,
+            chat_type=msg.chat_type,
+            group_id=msg.chat_id if msg.chat_type == "group" else "",
+            group_title=msg.chat_title if msg.chat_type == "group" else "",
+            extra_context=extra,
+            capabilities=caps,
+            reactions=reactions,
             after_user_system=delivery_instructions(msg.channel),
-            route={"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account,
-                   "thread_id": msg.thread_id, "chat_type": msg.chat_type},
-            message_text=msg.text, trust=verdict.trust or "guest", file_root=self.file_root(key, verdict),
+            route={
+                "channel": msg.channel,
+                "chat_id": msg.chat_id,
+                "account": msg.account,
+                "thread_id": msg.thread_id,
+                "chat_type": msg.chat_type,
+            },
+            message_text=msg.text,
+            trust=verdict.trust or "guest",
+            file_root=self.file_root(key, verdict),
         )
 
     async def _fetch_media(self, msg: InboundMessage, verdict: Verdict, key: str) -> list[str]:
@@ -407,9 +545,13 @@ class Router:
             try:
                 fetched.append(await ch.fetch_media(item, dest, max_bytes))
             except MediaTooLarge:
-                notes.append(f"attachment not downloaded: {label} ({item.kind}) is larger than {cap_mb:g} MB")
+                notes.append(
+                    f"attachment not downloaded: {label} ({item.kind}) is larger than {cap_mb:g} MB"
+                )
             except ChannelError as e:
-                log.warning("media fetch failed channel=%s chat=%s: %s", msg.channel, msg.chat_id, e)
+                log.warning(
+                    "media fetch failed channel=%s chat=%s: %s", msg.channel, msg.chat_id, e
+                )
                 notes.append(f"attachment could not be downloaded: {label} ({item.kind})")
         msg.attachments = fetched
         return notes
@@ -421,12 +563,25 @@ class Router:
         pol = self.policy(msg.channel)
         notes = await self._fetch_media(msg, verdict, key)
         pending = self.store.peek_group_history(key) if msg.chat_type == "group" else []
-        user_text = format_user_turn(msg, tz=zone(self.cfg), pending=pending, notes=notes,
-                                     was_mentioned=(msg.mentioned or msg.reply_to_bot
-                                                    or bool(self._name_re and self._name_re.search(msg.text or "")))
-                                     if msg.chat_type == "group" else None)
+        user_text = format_user_turn(
+            msg,
+            tz=zone(self.cfg),
+            pending=pending,
+            notes=notes,
+            was_mentioned=(
+                msg.mentioned
+                or msg.reply_to_bot
+                or bool(self._name_re and self._name_re.search(msg.text or ""))
+            )
+            if msg.chat_type == "group"
+            else None,
+        )
         req = self._turn_request(msg, key, user_text, verdict, include_intro=True)
-        typing = asyncio.create_task(self._keep_typing(ch, msg)) if ch and ch.capabilities.typing else None
+        typing = (
+            asyncio.create_task(self._keep_typing(ch, msg))
+            if ch and ch.capabilities.typing
+            else None
+        )
         if ch and pol and pol.reactions == "ack" and msg.message_id:
             with contextlib.suppress(Exception):
                 await ch.react(msg.chat_id, msg.message_id, ACK_EMOJI)
@@ -441,40 +596,77 @@ class Router:
             self.store.take_group_history(key)
         if req.extra_context and msg.chat_type == "group":
             self.store.mark_intro_done(key)
-        self.store.commit_turn(key, result.turn_id, result.to_store, inbound_id=inbound_id,
-                               outbound=[_out_json(o) for o in outs], usage=result.usage)
-        if (verdict.trust == "owner" and msg.chat_type == "direct" and ch is not None
-                and ch.capabilities.proactive):
+        self.store.commit_turn(
+            key,
+            result.turn_id,
+            result.to_store,
+            inbound_id=inbound_id,
+            outbound=[_out_json(o) for o in outs],
+            usage=result.usage,
+        )
+        if (
+            verdict.trust == "owner"
+            and msg.chat_type == "direct"
+            and ch is not None
+            and ch.capabilities.proactive
+        ):
             # where heartbeats, cron jobs and approval requests reach the owner (never a guest)
-            route = {"channel": msg.channel, "chat_id": msg.chat_id, "account": msg.account,
-                     "thread_id": msg.thread_id, "at": time.time()}
+            route = {
+                "channel": msg.channel,
+                "chat_id": msg.chat_id,
+                "account": msg.account,
+                "thread_id": msg.thread_id,
+                "at": time.time(),
+            }
             self.store.put("route:last", route)
             self.store.put(f"route:last:{msg.channel}", route)
         if outs:
             await self._deliver_stored(inbound_id, msg, [_out_json(o) for o in outs])
 
-    def _plan_to_outbound(self, plan, msg: InboundMessage, reply_mode: str, req: TurnRequest) -> list[OutboundMessage]:
+    def _plan_to_outbound(
+        self, plan, msg: InboundMessage, reply_mode: str, req: TurnRequest
+    ) -> list[OutboundMessage]:
         if plan.silent:
             return []
         roots = [req.file_root] if req.trust == "guest" and req.file_root else None
-        return [build_outbound(self.cfg, self.channels.get(msg.channel), plan, chat_id=msg.chat_id,
-                               thread_id=msg.thread_id, trigger_id=msg.message_id, reply_mode=reply_mode,
-                               account=msg.account, roots=roots)]
+        return [
+            build_outbound(
+                self.cfg,
+                self.channels.get(msg.channel),
+                plan,
+                chat_id=msg.chat_id,
+                thread_id=msg.thread_id,
+                trigger_id=msg.message_id,
+                reply_mode=reply_mode,
+                account=msg.account,
+                roots=roots,
+            )
+        ]
 
     def owner_route(self, route: dict, trust: str) -> dict | None:
         """Where to ask the owner something: this chat when it is the owner's direct chat on
         a channel that can send on its own, else the owner's last direct chat."""
         ch = self.channels.get(route.get("channel", ""))
-        if (trust == "owner" and route.get("chat_type") == "direct" and ch is not None
-                and ch.capabilities.proactive):
+        if (
+            trust == "owner"
+            and route.get("chat_type") == "direct"
+            and ch is not None
+            and ch.capabilities.proactive
+        ):
             return route
         last = self.store.get("route:last")
         return last if last and last.get("channel") in self.channels else None
 
     async def notify(self, route: dict, text: str) -> bool:
-        return await self.deliver(route["channel"], OutboundMessage(chat_id=route["chat_id"], text=text,
-                                                                    account=route.get("account", "default"),
-                                                                    thread_id=route.get("thread_id")))
+        return await self.deliver(
+            route["channel"],
+            OutboundMessage(
+                chat_id=route["chat_id"],
+                text=text,
+                account=route.get("account", "default"),
+                thread_id=route.get("thread_id"),
+            ),
+        )
 
     async def _keep_typing(self, ch: Channel, msg: InboundMessage) -> None:
         with contextlib.suppress(asyncio.CancelledError):
@@ -483,7 +675,9 @@ class Router:
                     # never cancel a platform call in flight: a cancelled HTTP request can
                     # leak a connection-pool slot (PTB's stock httpx request does;
                     # bench/typing_cancel_leak.py)
-                    await asyncio.shield(asyncio.ensure_future(ch.typing(msg.chat_id, msg.thread_id)))
+                    await asyncio.shield(
+                        asyncio.ensure_future(ch.typing(msg.chat_id, msg.thread_id))
+                    )
                 await asyncio.sleep(TYPING_EVERY)
 
     # ------------------------------------------------------------------------ delivery
@@ -503,9 +697,17 @@ class Router:
                 await self._send(channel, out)
                 return True
             except ChannelError as e:
-                log.warning("delivery failed channel=%s chat=%s attempt=%d: %s", channel, out.chat_id, attempt, e)
+                log.warning(
+                    "delivery failed channel=%s chat=%s attempt=%d: %s",
+                    channel,
+                    out.chat_id,
+                    attempt,
+                    e,
+                )
             except Exception:
-                log.exception("delivery error channel=%s chat=%s attempt=%d", channel, out.chat_id, attempt)
+                log.exception(
+                    "delivery error channel=%s chat=%s attempt=%d", channel, out.chat_id, attempt
+                )
             if attempt < DELIVERY_ATTEMPTS:
                 await asyncio.sleep(delay)
                 delay *= 2
@@ -518,20 +720,34 @@ class Router:
         return await ch.send(out)
 
 
-def build_outbound(cfg: Config, ch: Channel | None, plan, *, chat_id: str, thread_id: str | None = None,
-                   trigger_id: str = "", reply_mode: str = "off", account: str = "default",
-                   roots: list[Path] | None = None) -> OutboundMessage:
+def build_outbound(
+    cfg: Config,
+    ch: Channel | None,
+    plan,
+    *,
+    chat_id: str,
+    thread_id: str | None = None,
+    trigger_id: str = "",
+    reply_mode: str = "off",
+    account: str = "default",
+    roots: list[Path] | None = None,
+) -> OutboundMessage:
     """A reply plan → one OutboundMessage: reply threading resolved, local media checked
     against ``roots`` (default: the owner's workspace and the media dir; a guest turn
     passes its own directory), and media the channel cannot carry turned into text."""
     from bot.replies import resolve_media
 
-    media, notes = resolve_media(plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir])
+    media, notes = resolve_media(
+        plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir]
+    )
     text = plan.text
     if notes:
         text = "\n".join([text, *notes]).strip()
     if ch is not None and not ch.capabilities.media and media:
-        links = [f"{m.kind.title()}: {m.target}" if m.is_url else f"[attachment: {m.name or m.target}]" for m in media]
+        links = [
+            f"{m.kind.title()}: {m.target}" if m.is_url else f"[attachment: {m.name or m.target}]"
+            for m in media
+        ]
         text = "\n".join([text, *links]).strip()
         media = []
     reply_to = None
@@ -541,9 +757,16 @@ def build_outbound(cfg: Config, ch: Channel | None, plan, *, chat_id: str, threa
         reply_to = plan.reply_to
     elif reply_mode in ("first", "all") and trigger_id:
         reply_to = trigger_id
-    return OutboundMessage(chat_id=chat_id, text=text, thread_id=thread_id, reply_to_id=reply_to,
-                           reply_mode=reply_mode if reply_mode != "off" else "first", media=media,
-                           audio_as_voice=plan.audio_as_voice, account=account)
+    return OutboundMessage(
+        chat_id=chat_id,
+        text=text,
+        thread_id=thread_id,
+        reply_to_id=reply_to,
+        reply_mode=reply_mode if reply_mode != "off" else "first",
+        media=media,
+        audio_as_voice=plan.audio_as_voice,
+        account=account,
+    )
 
 
 def _out_json(o: OutboundMessage) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from channels.base import InboundMessage
 
@@ -124,7 +124,7 @@ class SessionLanes:
         tasks = list(self._workers.values())
         if not tasks:
             return True
-        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        _done, pending = await asyncio.wait(tasks, timeout=timeout)
         for t in pending:
             t.cancel()
         if pending:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from bot.config import Config
 
@@ -18,7 +18,7 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     """Plain aligned columns with a header line (no trailing spaces)."""
     cells = [headers] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells]
     return "\n".join(lines)
 
 
@@ -36,7 +36,9 @@ def ago(ts: float, now: float) -> str:
 def when(ts: float, now: float) -> str:
     local = datetime.fromtimestamp(ts).astimezone()
     d = max(0.0, ts - now)
-    rel = f"in {d:.0f}s" if d < 90 else f"in {d / 60:.0f}m" if d < 90 * 60 else f"in {d / 3600:.1f}h"
+    rel = (
+        f"in {d:.0f}s" if d < 90 else f"in {d / 60:.0f}m" if d < 90 * 60 else f"in {d / 3600:.1f}h"
+    )
     return f"{local:%Y-%m-%d %H:%M:%S} ({rel})"
 
 
@@ -74,13 +76,18 @@ def cron_rows(cfg: Config, now: float) -> list[list[str]]:
     from bot.agent.turn import zone
 
     jobs = [(j.name, j.schedule, "config") for j in cfg.cron]
-    jobs += [(r[0], r[1], "tool") for r in (_rows(cfg, "SELECT name, schedule FROM cron_jobs ORDER BY name") or [])]
+    jobs += [
+        (r[0], r[1], "tool")
+        for r in (_rows(cfg, "SELECT name, schedule FROM cron_jobs ORDER BY name") or [])
+    ]
     tz = zone(cfg)
     out = []
     for name, schedule, source in jobs:
         try:
             trig = CronTrigger.from_crontab(schedule, timezone=tz or None)
-            nxt = trig.get_next_fire_time(None, datetime.fromtimestamp(now, timezone.utc).astimezone(trig.timezone))
+            nxt = trig.get_next_fire_time(
+                None, datetime.fromtimestamp(now, UTC).astimezone(trig.timezone)
+            )
             nxt_s = when(nxt.timestamp(), now) if nxt else "never"
         except ValueError as e:
             nxt_s = f"bad schedule: {e}"
@@ -94,10 +101,16 @@ def status_text(cfg: Config, now: float | None = None) -> str:
 
     now = time.time() if now is None else now
     daemon = running_daemon(cfg.agent.state_dir)
-    out = [f"config: {cfg.source or '(no config file; defaults)'}", f"state dir: {cfg.agent.state_dir}"]
+    out = [
+        f"config: {cfg.source or '(no config file; defaults)'}",
+        f"state dir: {cfg.agent.state_dir}",
+    ]
     if daemon:
-        since = f", up since {datetime.fromtimestamp(daemon['started']).astimezone():%Y-%m-%d %H:%M:%S}" \
-            if daemon.get("started") else " (starting)"
+        since = (
+            f", up since {datetime.fromtimestamp(daemon['started']).astimezone():%Y-%m-%d %H:%M:%S}"
+            if daemon.get("started")
+            else " (starting)"
+        )
         out.append(f"daemon: running (pid {daemon.get('pid')}{since})")
         chans = daemon.get("channels")
         out.append(f"channels: {', '.join(chans) if chans else 'none'}")
@@ -114,12 +127,18 @@ def status_text(cfg: Config, now: float | None = None) -> str:
         out.append(table(["NAME", "SCHEDULE", "SOURCE", "NEXT RUN"], crons))
     else:
         out.append("cron jobs: none")
-    sessions = _rows(cfg, "SELECT key, updated, usage_in, usage_out FROM sessions ORDER BY updated DESC")
+    sessions = _rows(
+        cfg, "SELECT key, updated, usage_in, usage_out FROM sessions ORDER BY updated DESC"
+    )
     out.append("")
     if not sessions:
         out.append("sessions: none yet")
     else:
         out.append("sessions:")
-        out.append(table(["SESSION", "LAST ACTIVITY", "TOKENS IN", "TOKENS OUT"],
-                         [[k, ago(u, now), f"{i:,}", f"{o:,}"] for k, u, i, o in sessions]))
+        out.append(
+            table(
+                ["SESSION", "LAST ACTIVITY", "TOKENS IN", "TOKENS OUT"],
+                [[k, ago(u, now), f"{i:,}", f"{o:,}"] for k, u, i, o in sessions],
+            )
+        )
     return "\n".join(out)

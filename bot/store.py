@@ -17,9 +17,11 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from bot.private import private_dir, private_file
+import contextlib
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbound (
@@ -138,13 +140,23 @@ def _unusable(path: str, e: BaseException) -> str:
     """Why the database at ``path`` cannot be used, and what to do about it."""
     what = getattr(e, "strerror", None) or str(e)
     if isinstance(e, sqlite3.DatabaseError) and "not a database" in str(e):
-        return (f"{path} is not a Chela database (SQLite says: {e}). Move it away, or point "
-                "agent.state_dir at another directory; Chela creates a new database there.")
-    if isinstance(e, PermissionError) or "readonly" in str(e).lower() or "read-only" in str(e).lower():
-        return (f"cannot write the state database {path}: {what}. Chela needs a writable state directory "
-                "(agent.state_dir); fix its owner or mode, or choose another directory.")
-    return (f"cannot open the state database {path}: {what}. Check that agent.state_dir is a directory "
-            "Chela can create and write.")
+        return (
+            f"{path} is not a Chela database (SQLite says: {e}). Move it away, or point "
+            "agent.state_dir at another directory; Chela creates a new database there."
+        )
+    if (
+        isinstance(e, PermissionError)
+        or "readonly" in str(e).lower()
+        or "read-only" in str(e).lower()
+    ):
+        return (
+            f"cannot write the state database {path}: {what}. Chela needs a writable state directory "
+            "(agent.state_dir); fix its owner or mode, or choose another directory."
+        )
+    return (
+        f"cannot open the state database {path}: {what}. Check that agent.state_dir is a directory "
+        "Chela can create and write."
+    )
 
 
 def _is_tool_result(data: str) -> bool:
@@ -200,10 +212,8 @@ class Store:
         if on_disk:
             # side files left by an older run (possibly created under a looser mode)
             for suffix in ("-wal", "-shm", "-journal"):
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     private_file(self.path + suffix)
-                except FileNotFoundError:
-                    pass
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
@@ -221,8 +231,15 @@ class Store:
         self.db.close()
 
     # -------------------------------------------------------------------------- inbound
-    def add_inbound(self, channel: str, account: str, chat_id: str, message_id: str,
-                    session_key: str, payload: dict) -> int | None:
+    def add_inbound(
+        self,
+        channel: str,
+        account: str,
+        chat_id: str,
+        message_id: str,
+        session_key: str,
+        payload: dict,
+    ) -> int | None:
         """Persist an inbound message; None when the same platform message was stored before."""
         cur = self.db.execute(
             "INSERT OR IGNORE INTO inbound(channel, account, chat_id, message_id, session_key, payload, created)"
@@ -232,17 +249,23 @@ class Store:
         return cur.lastrowid if cur.rowcount else None
 
     def set_inbound_status(self, inbound_id: int, status: str) -> None:
-        self.db.execute("UPDATE inbound SET status=?, outbound=NULL WHERE id=?", (status, inbound_id))
+        self.db.execute(
+            "UPDATE inbound SET status=?, outbound=NULL WHERE id=?", (status, inbound_id)
+        )
 
     def unfinished_inbound(self) -> list[InboundRow]:
         rows = self.db.execute(
             "SELECT id, session_key, payload, status, outbound FROM inbound"
             " WHERE status IN ('pending','delivering') ORDER BY id"
         ).fetchall()
-        return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
+        return [
+            InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None)
+            for r in rows
+        ]
 
-    def inbound_with_status(self, status: str, *, channel: str | None = None,
-                            session_key: str | None = None) -> list[InboundRow]:
+    def inbound_with_status(
+        self, status: str, *, channel: str | None = None, session_key: str | None = None
+    ) -> list[InboundRow]:
         q = "SELECT id, session_key, payload, status, outbound FROM inbound WHERE status=?"
         args: list = [status]
         if channel is not None:
@@ -252,25 +275,34 @@ class Store:
             q += " AND session_key=?"
             args.append(session_key)
         rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None) for r in rows]
+        return [
+            InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None)
+            for r in rows
+        ]
 
     def hold_for_pairing(self, inbound_id: int, session_key: str) -> None:
         """Keep this message of an unknown sender for after their pairing is approved, and
         forget their older held ones (only the newest is answered)."""
         with self._tx():
             self.db.execute("UPDATE inbound SET status='pairing' WHERE id=?", (inbound_id,))
-            self.db.execute("DELETE FROM inbound WHERE session_key=? AND status='pairing' AND id<?",
-                            (session_key, inbound_id))
+            self.db.execute(
+                "DELETE FROM inbound WHERE session_key=? AND status='pairing' AND id<?",
+                (session_key, inbound_id),
+            )
 
     def requeue_inbound(self, inbound_id: int, session_key: str) -> None:
         """Make a held message pending again (e.g. after its sender's pairing was approved)."""
-        self.db.execute("UPDATE inbound SET status='pending', session_key=?, outbound=NULL WHERE id=?",
-                        (session_key, inbound_id))
+        self.db.execute(
+            "UPDATE inbound SET status='pending', session_key=?, outbound=NULL WHERE id=?",
+            (session_key, inbound_id),
+        )
 
     # ------------------------------------------------------------------------- sessions
     def _ensure_session(self, key: str) -> None:
         now = time.time()
-        self.db.execute("INSERT OR IGNORE INTO sessions(key, created, updated) VALUES (?,?,?)", (key, now, now))
+        self.db.execute(
+            "INSERT OR IGNORE INTO sessions(key, created, updated) VALUES (?,?,?)", (key, now, now)
+        )
 
     def session(self, key: str) -> dict:
         self._ensure_session(key)
@@ -278,17 +310,30 @@ class Store:
             "SELECT epoch, activation, intro_done, usage_in, usage_out, created, updated FROM sessions WHERE key=?",
             (key,),
         ).fetchone()
-        return {"key": key, "epoch": r[0], "activation": r[1], "intro_done": bool(r[2]),
-                "usage_in": r[3], "usage_out": r[4], "created": r[5], "updated": r[6]}
+        return {
+            "key": key,
+            "epoch": r[0],
+            "activation": r[1],
+            "intro_done": bool(r[2]),
+            "usage_in": r[3],
+            "usage_out": r[4],
+            "created": r[5],
+            "updated": r[6],
+        }
 
     def reset_session(self, key: str) -> None:
         self._ensure_session(key)
-        self.db.execute("UPDATE sessions SET epoch=epoch+1, intro_done=0, updated=? WHERE key=?", (time.time(), key))
+        self.db.execute(
+            "UPDATE sessions SET epoch=epoch+1, intro_done=0, updated=? WHERE key=?",
+            (time.time(), key),
+        )
         self.db.execute("DELETE FROM group_history WHERE session_key=?", (key,))
 
     def set_activation(self, key: str, activation: str | None) -> None:
         self._ensure_session(key)
-        self.db.execute("UPDATE sessions SET activation=?, intro_done=0 WHERE key=?", (activation, key))
+        self.db.execute(
+            "UPDATE sessions SET activation=?, intro_done=0 WHERE key=?", (activation, key)
+        )
 
     def mark_intro_done(self, key: str) -> None:
         self.db.execute("UPDATE sessions SET intro_done=1 WHERE key=?", (key,))
@@ -323,15 +368,26 @@ class Store:
             "SELECT COUNT(*) FROM messages WHERE session_key=? AND epoch=?", (key, epoch)
         ).fetchone()[0]
 
-    def commit_turn(self, key: str, turn: str, messages: Iterable[dict], *, kind: str = "chat",
-                    inbound_id: int | None = None, outbound: list | None = None,
-                    usage: dict | None = None) -> None:
+    def commit_turn(
+        self,
+        key: str,
+        turn: str,
+        messages: Iterable[dict],
+        *,
+        kind: str = "chat",
+        inbound_id: int | None = None,
+        outbound: list | None = None,
+        usage: dict | None = None,
+    ) -> None:
         """Store a whole turn atomically; with ``inbound_id`` the inbound row moves to
         'delivering' (with the reply to deliver) or 'done' in the same transaction."""
         now = time.time()
         epoch = self.session(key)["epoch"]
-        rows = [(key, epoch, turn, kind, m.get("role", ""), s, len(s), self._count(m), now)
-                for m in messages for s in (json.dumps(m, ensure_ascii=False),)]
+        rows = [
+            (key, epoch, turn, kind, m.get("role", ""), s, len(s), self._count(m), now)
+            for m in messages
+            for s in (json.dumps(m, ensure_ascii=False),)
+        ]
         with self._tx():
             self.db.executemany(
                 "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
@@ -341,19 +397,28 @@ class Store:
             usage = usage or {}
             self.db.execute(
                 "UPDATE sessions SET updated=?, usage_in=usage_in+?, usage_out=usage_out+? WHERE key=?",
-                (now, int(usage.get("prompt_tokens", 0) or 0), int(usage.get("completion_tokens", 0) or 0), key),
+                (
+                    now,
+                    int(usage.get("prompt_tokens", 0) or 0),
+                    int(usage.get("completion_tokens", 0) or 0),
+                    key,
+                ),
             )
             if inbound_id is not None:
                 if outbound:
-                    self.db.execute("UPDATE inbound SET status='delivering', outbound=? WHERE id=?",
-                                    (json.dumps(outbound), inbound_id))
+                    self.db.execute(
+                        "UPDATE inbound SET status='delivering', outbound=? WHERE id=?",
+                        (json.dumps(outbound), inbound_id),
+                    )
                 else:
-                    self.db.execute("UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,))
+                    self.db.execute(
+                        "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
+                    )
 
     def _count(self, message: dict) -> int:
         try:
             return int(self.token_counter(message))
-        except Exception:  # noqa: BLE001 - a tokenizer problem must not lose a turn
+        except Exception:
             return estimate_tokens(message)
 
     # ------------------------------------------------------------------- compaction
@@ -362,14 +427,27 @@ class Store:
         epoch = self.session(key)["epoch"]
         r = self.db.execute(
             "SELECT id, upto_id, text, tokens, source, created FROM summaries WHERE session_key=? AND epoch=?"
-            " ORDER BY id DESC LIMIT 1", (key, epoch)).fetchone()
-        return None if r is None else {"id": r[0], "upto_id": r[1], "text": r[2], "tokens": r[3],
-                                       "source": r[4], "created": r[5]}
+            " ORDER BY id DESC LIMIT 1",
+            (key, epoch),
+        ).fetchone()
+        return (
+            None
+            if r is None
+            else {
+                "id": r[0],
+                "upto_id": r[1],
+                "text": r[2],
+                "tokens": r[3],
+                "source": r[4],
+                "created": r[5],
+            }
+        )
 
     def summary_count(self, key: str) -> int:
         epoch = self.session(key)["epoch"]
-        return self.db.execute("SELECT COUNT(*) FROM summaries WHERE session_key=? AND epoch=?",
-                               (key, epoch)).fetchone()[0]
+        return self.db.execute(
+            "SELECT COUNT(*) FROM summaries WHERE session_key=? AND epoch=?", (key, epoch)
+        ).fetchone()[0]
 
     def window(self, key: str, *, limit: int) -> list[WindowRow]:
         """The messages in the model's view: those after the current summary, newest
@@ -380,12 +458,15 @@ class Store:
         after = s["upto_id"] if s else 0
         rows = self.db.execute(
             "SELECT id, role, data, tokens FROM messages WHERE session_key=? AND epoch=? AND id>?"
-            " ORDER BY id DESC LIMIT ?", (key, epoch, after, limit)).fetchall()
+            " ORDER BY id DESC LIMIT ?",
+            (key, epoch, after, limit),
+        ).fetchall()
         out: list[WindowRow] = []
         missing: list[tuple[int, int]] = []
-        for mid, role, data, tokens in reversed(rows):
+        for mid, role, data, stored_tokens in reversed(rows):
             msg = json.loads(data)
-            if tokens is None:       # stored before token counts existed: count once, keep it
+            tokens = stored_tokens
+            if tokens is None:  # stored before token counts existed: count once, keep it
                 tokens = self._count(msg)
                 missing.append((tokens, mid))
             out.append(WindowRow(mid, role, msg, tokens))
@@ -395,21 +476,40 @@ class Store:
             out.pop(0)
         return out
 
-    def save_summary(self, key: str, upto_id: int, text: str, tokens: int, *, source: str = "model",
-                     reason: str = "", epoch: int | None = None) -> int:
+    def save_summary(
+        self,
+        key: str,
+        upto_id: int,
+        text: str,
+        tokens: int,
+        *,
+        source: str = "model",
+        reason: str = "",
+        epoch: int | None = None,
+    ) -> int:
         """Replace the session's messages up to ``upto_id`` by a summary, in one
         transaction: either both the summary and the marks are there, or neither."""
         if epoch is None:
             epoch = self.session(key)["epoch"]
         with self._tx():
-            prev = self.db.execute("SELECT MAX(upto_id) FROM summaries WHERE session_key=? AND epoch=?",
-                                   (key, epoch)).fetchone()[0] or 0
+            prev = (
+                self.db.execute(
+                    "SELECT MAX(upto_id) FROM summaries WHERE session_key=? AND epoch=?",
+                    (key, epoch),
+                ).fetchone()[0]
+                or 0
+            )
             cur = self.db.execute(
                 "INSERT INTO summaries(session_key, epoch, upto_id, text, tokens, source, reason, created)"
-                " VALUES (?,?,?,?,?,?,?,?)", (key, epoch, upto_id, text, tokens, source, reason, time.time()))
+                " VALUES (?,?,?,?,?,?,?,?)",
+                (key, epoch, upto_id, text, tokens, source, reason, time.time()),
+            )
             sid = int(cur.lastrowid or 0)
-            self.db.execute("UPDATE messages SET summary_id=? WHERE session_key=? AND epoch=? AND id<=?"
-                            " AND id>?", (sid, key, epoch, upto_id, prev))
+            self.db.execute(
+                "UPDATE messages SET summary_id=? WHERE session_key=? AND epoch=? AND id<=?"
+                " AND id>?",
+                (sid, key, epoch, upto_id, prev),
+            )
         return sid
 
     def _tx(self):
@@ -427,8 +527,10 @@ class Store:
 
     # -------------------------------------------------------------------- group history
     def add_group_history(self, key: str, sender: str, text: str, ts: float, cap: int) -> None:
-        self.db.execute("INSERT INTO group_history(session_key, sender, text, ts) VALUES (?,?,?,?)",
-                        (key, sender, text, ts))
+        self.db.execute(
+            "INSERT INTO group_history(session_key, sender, text, ts) VALUES (?,?,?,?)",
+            (key, sender, text, ts),
+        )
         self.db.execute(
             "DELETE FROM group_history WHERE session_key=? AND id NOT IN"
             " (SELECT id FROM group_history WHERE session_key=? ORDER BY id DESC LIMIT ?)",
@@ -436,21 +538,30 @@ class Store:
         )
 
     def take_group_history(self, key: str) -> list[dict]:
-        rows = self.db.execute("SELECT id, sender, text, ts FROM group_history WHERE session_key=? ORDER BY id",
-                               (key,)).fetchall()
+        rows = self.db.execute(
+            "SELECT id, sender, text, ts FROM group_history WHERE session_key=? ORDER BY id", (key,)
+        ).fetchall()
         if rows:
-            self.db.execute("DELETE FROM group_history WHERE session_key=? AND id<=?", (key, rows[-1][0]))
+            self.db.execute(
+                "DELETE FROM group_history WHERE session_key=? AND id<=?", (key, rows[-1][0])
+            )
         return [{"sender": r[1], "text": r[2], "ts": r[3]} for r in rows]
 
     def peek_group_history(self, key: str) -> list[dict]:
-        rows = self.db.execute("SELECT sender, text, ts FROM group_history WHERE session_key=? ORDER BY id",
-                               (key,)).fetchall()
+        rows = self.db.execute(
+            "SELECT sender, text, ts FROM group_history WHERE session_key=? ORDER BY id", (key,)
+        ).fetchall()
         return [{"sender": r[0], "text": r[1], "ts": r[2]} for r in rows]
 
     # -------------------------------------------------------------------------- pairing
     def is_approved(self, channel: str, sender_id: str) -> bool:
-        return self.db.execute("SELECT 1 FROM approved_senders WHERE channel=? AND sender_id=?",
-                               (channel, sender_id)).fetchone() is not None
+        return (
+            self.db.execute(
+                "SELECT 1 FROM approved_senders WHERE channel=? AND sender_id=?",
+                (channel, sender_id),
+            ).fetchone()
+            is not None
+        )
 
     def pairing_requests(self, channel: str | None = None) -> list[dict]:
         q = "SELECT channel, sender_id, sender_name, code, created, notified FROM pairing_requests"
@@ -458,11 +569,26 @@ class Store:
         if channel:
             q += " WHERE channel=?"
             args = (channel,)
-        return [dict(zip(("channel", "sender_id", "sender_name", "code", "created", "notified"), r))
-                for r in self.db.execute(q + " ORDER BY created", args)]
+        return [
+            dict(
+                zip(
+                    ("channel", "sender_id", "sender_name", "code", "created", "notified"),
+                    r,
+                    strict=True,
+                )
+            )
+            for r in self.db.execute(q + " ORDER BY created", args)
+        ]
 
-    def upsert_pairing(self, channel: str, sender_id: str, sender_name: str, code: str,
-                       created: float, notified: float) -> None:
+    def upsert_pairing(
+        self,
+        channel: str,
+        sender_id: str,
+        sender_name: str,
+        code: str,
+        created: float,
+        notified: float,
+    ) -> None:
         self.db.execute(
             "INSERT INTO pairing_requests(channel, sender_id, sender_name, code, created, notified) VALUES (?,?,?,?,?,?)"
             " ON CONFLICT(channel, sender_id) DO UPDATE SET sender_name=excluded.sender_name, code=excluded.code,"
@@ -471,15 +597,23 @@ class Store:
         )
 
     def delete_pairing(self, channel: str, sender_id: str) -> None:
-        self.db.execute("DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id))
+        self.db.execute(
+            "DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id)
+        )
 
     def approve(self, channel: str, sender_id: str) -> None:
         with self._tx():
-            self.db.execute("INSERT OR REPLACE INTO approved_senders(channel, sender_id, approved) VALUES (?,?,?)",
-                            (channel, sender_id, time.time()))
-            self.db.execute("INSERT OR IGNORE INTO pairing_welcome(channel, sender_id) VALUES (?,?)",
-                            (channel, sender_id))
-            self.db.execute("DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id))
+            self.db.execute(
+                "INSERT OR REPLACE INTO approved_senders(channel, sender_id, approved) VALUES (?,?,?)",
+                (channel, sender_id, time.time()),
+            )
+            self.db.execute(
+                "INSERT OR IGNORE INTO pairing_welcome(channel, sender_id) VALUES (?,?)",
+                (channel, sender_id),
+            )
+            self.db.execute(
+                "DELETE FROM pairing_requests WHERE channel=? AND sender_id=?", (channel, sender_id)
+            )
 
     def take_new_approvals(self) -> list[tuple[str, str]]:
         """Approvals not acted on yet (the sender is told and their message answered)."""
@@ -494,16 +628,24 @@ class Store:
         return json.loads(row[0]) if row else default
 
     def put(self, key: str, value: Any) -> None:
-        self.db.execute("INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, json.dumps(value)))
+        self.db.execute(
+            "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, json.dumps(value))
+        )
 
     # ---------------------------------------------------------------------------- cron
     def cron_jobs(self) -> list[dict]:
-        return [dict(zip(("name", "schedule", "prompt", "target", "to"), r))
-                for r in self.db.execute("SELECT name, schedule, prompt, target, to_ FROM cron_jobs ORDER BY name")]
+        return [
+            dict(zip(("name", "schedule", "prompt", "target", "to"), r, strict=True))
+            for r in self.db.execute(
+                "SELECT name, schedule, prompt, target, to_ FROM cron_jobs ORDER BY name"
+            )
+        ]
 
     def add_cron_job(self, name: str, schedule: str, prompt: str, target: str, to: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO cron_jobs(name, schedule, prompt, target, to_, created) VALUES (?,?,?,?,?,?)",
-                        (name, schedule, prompt, target, to, time.time()))
+        self.db.execute(
+            "INSERT OR REPLACE INTO cron_jobs(name, schedule, prompt, target, to_, created) VALUES (?,?,?,?,?,?)",
+            (name, schedule, prompt, target, to, time.time()),
+        )
 
     def remove_cron_job(self, name: str) -> bool:
         return self.db.execute("DELETE FROM cron_jobs WHERE name=?", (name,)).rowcount > 0

@@ -13,7 +13,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Literal
+from typing import Literal
+from collections.abc import Awaitable, Callable
 
 ChatType = Literal["direct", "group"]
 MediaKind = Literal["image", "document", "video", "audio", "voice"]
@@ -37,8 +38,8 @@ class MediaItem:
     target: str
     name: str = ""
     mime: str = ""
-    ref: str = ""          # platform handle of an inbound file not fetched yet
-    size: int = 0          # size in bytes when the platform says it (0 = unknown)
+    ref: str = ""  # platform handle of an inbound file not fetched yet
+    size: int = 0  # size in bytes when the platform says it (0 = unknown)
 
     @property
     def is_url(self) -> bool:
@@ -49,33 +50,39 @@ class MediaItem:
 class InboundMessage:
     """A message from a platform, already translated into Chela's terms."""
 
-    channel: str                      # "telegram", "discord", "slack", "signal", "terminal", "http"
-    chat_id: str                      # where a reply goes (DM chat id, group id, channel id)
+    channel: str  # "telegram", "discord", "slack", "signal", "terminal", "http"
+    chat_id: str  # where a reply goes (DM chat id, group id, channel id)
     sender_id: str
     text: str
     message_id: str = ""
     chat_type: ChatType = "direct"
-    account: str = "default"          # which bot account of the channel received it
-    thread_id: str | None = None      # forum topic / thread; becomes ``:thread:<id>`` in the session key
+    account: str = "default"  # which bot account of the channel received it
+    thread_id: str | None = (
+        None  # forum topic / thread; becomes ``:thread:<id>`` in the session key
+    )
     sender_name: str = ""
-    sender_username: str = ""         # without "@"
-    chat_title: str = ""              # group title when known
-    reply_to_id: str | None = None    # id of the message this one replies to
-    reply_to_bot: bool = False        # the replied-to message is one of ours
-    peer_session: bool = False        # the platform names the conversation by its sender (OpenAI ``user``):
-                                      # key it per sender whatever ``session.dm_scope`` says
-    mentioned: bool = False           # a platform-native mention of the bot (entity, <@id>, @username)
+    sender_username: str = ""  # without "@"
+    chat_title: str = ""  # group title when known
+    reply_to_id: str | None = None  # id of the message this one replies to
+    reply_to_bot: bool = False  # the replied-to message is one of ours
+    peer_session: bool = (
+        False  # the platform names the conversation by its sender (OpenAI ``user``):
+    )
+    # key it per sender whatever ``session.dm_scope`` says
+    mentioned: bool = False  # a platform-native mention of the bot (entity, <@id>, @username)
     sender_is_bot: bool = False
     attachments: list[MediaItem] = field(default_factory=list)
-    timestamp: float = 0.0            # unix seconds, platform time when known
-    group_kind: str = "group"         # "group" (Telegram/Signal) or "channel" (Discord/Slack) for session keys
-    raw_id: str = ""                  # platform-level unique id for de-duplication (update id, event id)
+    timestamp: float = 0.0  # unix seconds, platform time when known
+    group_kind: str = (
+        "group"  # "group" (Telegram/Signal) or "channel" (Discord/Slack) for session keys
+    )
+    raw_id: str = ""  # platform-level unique id for de-duplication (update id, event id)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "InboundMessage":
+    def from_json(cls, data: dict) -> InboundMessage:
         data = dict(data)
         data["attachments"] = [MediaItem(**a) for a in data.get("attachments", [])]
         known = {f.name for f in dataclasses.fields(cls)}
@@ -95,7 +102,7 @@ class OutboundMessage:
     text: str = ""
     thread_id: str | None = None
     reply_to_id: str | None = None
-    reply_mode: Literal["off", "first", "all"] = "off"   # how reply_to_id applies to chunks
+    reply_mode: Literal["off", "first", "all"] = "off"  # how reply_to_id applies to chunks
     media: list[MediaItem] = field(default_factory=list)
     audio_as_voice: bool = False
     account: str = "default"
@@ -108,14 +115,18 @@ class Capabilities:
     media: bool = False
     threads: bool = False
     typing: bool = False
-    max_text: int = 4000              # chunk size used for text
-    proactive: bool = True            # can deliver a message nobody asked for (heartbeats, the message
-                                      # tool); request/response channels (HTTP, terminal) cannot
-    group_history: int = 50           # unanswered group messages kept as context (SPEC: 50, Discord 20)
+    max_text: int = 4000  # chunk size used for text
+    proactive: bool = True  # can deliver a message nobody asked for (heartbeats, the message
+    # tool); request/response channels (HTTP, terminal) cannot
+    group_history: int = 50  # unanswered group messages kept as context (SPEC: 50, Discord 20)
 
     def names(self) -> list[str]:
         """Lower-case capability names for the Runtime line."""
-        return sorted(n for n in ("reactions", "inline_buttons", "media", "threads", "typing") if getattr(self, n))
+        return sorted(
+            n
+            for n in ("reactions", "inline_buttons", "media", "threads", "typing")
+            if getattr(self, n)
+        )
 
 
 InboundSink = Callable[[InboundMessage], Awaitable[None]]
@@ -125,7 +136,7 @@ returns.  It never raises for policy reasons; it may raise on storage failure, i
 case the adapter must not acknowledge."""
 
 
-async def wait_task_end(task: "asyncio.Task | None") -> BaseException | None:
+async def wait_task_end(task: asyncio.Task | None) -> BaseException | None:
     """For ``Channel.wait_closed``: wait for a channel's own background task to end and
     return its error (None if it returned or was cancelled).  Cancelling the waiter does
     not touch the task."""
@@ -135,9 +146,9 @@ async def wait_task_end(task: "asyncio.Task | None") -> BaseException | None:
         await asyncio.shield(task)
     except asyncio.CancelledError:
         if not task.done():
-            raise                      # the waiter was cancelled, not the task
+            raise  # the waiter was cancelled, not the task
         return None
-    except Exception as exc:  # noqa: BLE001 - returned, not raised: the caller decides
+    except Exception as exc:
         return exc
     return None
 
@@ -193,13 +204,13 @@ class Channel(abc.ABC):
         channels whose attachments are already URLs or local files."""
         return item
 
-    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:  # noqa: B027 - optional, a no-op by default
         """Show a typing indicator once (the core refreshes it).  Optional."""
 
-    async def react(self, chat_id: str, message_id: str, emoji: str) -> None:
+    async def react(self, chat_id: str, message_id: str, emoji: str) -> None:  # noqa: B027 - optional, a no-op by default
         """Set a reaction on a message.  Optional."""
 
-    async def turn_done(self, chat_id: str, message_id: str) -> None:
+    async def turn_done(self, chat_id: str, message_id: str) -> None:  # noqa: B027 - optional, a no-op by default
         """Called by the core when it has finished with an inbound message, whether or
         not anything was sent (silent replies, skipped senders).  Request/response
         channels (HTTP, terminal) use it to complete the caller's wait.  Optional."""

@@ -8,11 +8,12 @@ on the channels side so that ``channels/`` never imports ``bot/``.
 from __future__ import annotations
 
 import re
-from typing import Callable, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 R = TypeVar("R")
 
-__all__ = ["chunk_markdown", "chunk_rendered", "fence_open", "fence_closes"]
+__all__ = ["chunk_markdown", "chunk_rendered", "fence_closes", "fence_open"]
 
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
@@ -117,12 +118,18 @@ def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[
             if fence_closes(first, fence[0]):
                 rest = after.lstrip("\n")  # the closer we added stands for this line
             else:
-                prefix = fence[3] + fence[0] + fence[1] + "\n"   # reopened with its indentation
+                prefix = fence[3] + fence[0] + fence[1] + "\n"  # reopened with its indentation
     return chunks
 
 
-def chunk_rendered(text: str, limit: int, render: Callable[[str], R],
-                   size: Callable[[R], int] = len, *, floor: int = 100) -> list[R]:
+def chunk_rendered(
+    text: str,
+    limit: int,
+    render: Callable[[str], R],
+    size: Callable[[R], int] = len,
+    *,
+    floor: int = 100,
+) -> list[R]:
     """Chunk Markdown, then render each chunk for a platform, keeping every rendering
     within ``limit`` as ``size`` measures it.
 
@@ -174,7 +181,7 @@ def _next_chunk(
         body = prefix + piece
         fence = _open_fence_at_end(body)
         # do not end a chunk on a bare fence opener: cut before it instead
-        if fence is not None and fence[2] >= len(prefix) and "\n" not in body[fence[2]:]:
+        if fence is not None and fence[2] >= len(prefix) and "\n" not in body[fence[2] :]:
             opener_at = fence[2] - len(prefix)
             if rest[:opener_at].strip():
                 end = nxt = opener_at
@@ -187,7 +194,9 @@ def _next_chunk(
                 inner = len(body) - len(prefix) + 1
                 room = w - inner - len(fence[3]) - len(fence[0]) - 1
                 if room >= 1 and len(rest) > inner:
-                    cut, after = _find_cut(rest[inner:], room) if len(rest) - inner > room else (room, room)
+                    cut, after = (
+                        _find_cut(rest[inner:], room) if len(rest) - inner > room else (room, room)
+                    )
                     end, nxt = inner + cut, inner + after
                     piece = rest[:end]
                     body = prefix + piece

@@ -49,6 +49,7 @@ from channels.base import (
     OutboundMessage,
     wait_task_end,
 )
+import contextlib
 
 log = logging.getLogger("chela.channels.discord")
 
@@ -57,8 +58,9 @@ MAX_FILES_PER_MESSAGE = 10
 
 class DiscordChannel(Channel):
     name = "discord"
-    capabilities = Capabilities(reactions=True, media=True, threads=True, typing=True, max_text=2000,
-                                group_history=20)
+    capabilities = Capabilities(
+        reactions=True, media=True, threads=True, typing=True, max_text=2000, group_history=20
+    )
 
     def __init__(
         self,
@@ -81,7 +83,9 @@ class DiscordChannel(Channel):
         self.chunk_limit = min(int(chunk_limit), 2000)
         self.max_lines = max_lines
         self.ready_timeout = ready_timeout
-        self.guild_ready_timeout = guild_ready_timeout  # discord.py waits this long after the last GUILD_CREATE
+        self.guild_ready_timeout = (
+            guild_ready_timeout  # discord.py waits this long after the last GUILD_CREATE
+        )
         self.client: discord.Client | None = None
         self._sink: InboundSink | None = None
         self._task: asyncio.Task | None = None
@@ -92,7 +96,7 @@ class DiscordChannel(Channel):
         self._where = BoundedLRU(5000)
         # uncached channel id -> lookup of its thread parent id (None: not a thread)
         self._parents: dict[int, asyncio.Future[int | None]] = {}
-        self._dm_channels: dict[int, int] = {}        # user id -> DM channel id
+        self._dm_channels: dict[int, int] = {}  # user id -> DM channel id
         self._inbound_lock = asyncio.Lock()
 
     # ------------------------------------------------------------------ lifecycle
@@ -114,9 +118,9 @@ class DiscordChannel(Channel):
         if self._saved_bases is None:
             return
         base, gateway = self._saved_bases
-        if self.api_base and Route.BASE == self.api_base:
+        if self.api_base and self.api_base == Route.BASE:
             Route.BASE = base
-        if self.gateway_url and DiscordWebSocket.DEFAULT_GATEWAY == yarl.URL(self.gateway_url):
+        if self.gateway_url and yarl.URL(self.gateway_url) == DiscordWebSocket.DEFAULT_GATEWAY:
             DiscordWebSocket.DEFAULT_GATEWAY = gateway
         self._saved_bases = None
 
@@ -134,22 +138,27 @@ class DiscordChannel(Channel):
             guild_ready_timeout=self.guild_ready_timeout,
             chunk_guilds_at_startup=False,
             # Model text must never ping @everyone/@here or whole roles.
-            allowed_mentions=discord.AllowedMentions(everyone=False, roles=False, users=True, replied_user=True),
+            allowed_mentions=discord.AllowedMentions(
+                everyone=False, roles=False, users=True, replied_user=True
+            ),
         )
 
         _tolerate_bad_events(client, self.account)
 
         @client.event
-        async def on_ready() -> None:  # noqa: ANN202 - discord.py event
+        async def on_ready() -> None:
             user = client.user
             if user is not None:
-                self._identity = {"id": str(user.id), "username": user.name,
-                                  "name": getattr(user, "global_name", None) or user.name}
+                self._identity = {
+                    "id": str(user.id),
+                    "username": user.name,
+                    "name": getattr(user, "global_name", None) or user.name,
+                }
             log.info("discord[%s]: ready as %s", self.account, self._identity.get("username"))
             self._ready.set()
 
         @client.event
-        async def on_message(message: discord.Message) -> None:  # noqa: ANN202
+        async def on_message(message: discord.Message) -> None:
             await self._on_message(message)
 
         return client
@@ -162,8 +171,11 @@ class DiscordChannel(Channel):
         self._task = asyncio.create_task(self._run(client), name=f"discord-{self.account}")
         ready_wait = asyncio.create_task(self._ready.wait())
         try:
-            done, _ = await asyncio.wait({ready_wait, self._task}, timeout=self.ready_timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {ready_wait, self._task},
+                timeout=self.ready_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         finally:
             ready_wait.cancel()
         if self._ready.is_set():
@@ -172,10 +184,14 @@ class DiscordChannel(Channel):
             exc = self._task.exception() if not self._task.cancelled() else None
             await self._close_client()
             if isinstance(exc, discord.PrivilegedIntentsRequired):
-                raise ChannelError("discord: the bot needs the Message Content privileged intent "
-                                   "(enable it in the Developer Portal, Bot → Privileged Gateway Intents)") from exc
+                raise ChannelError(
+                    "discord: the bot needs the Message Content privileged intent "
+                    "(enable it in the Developer Portal, Bot → Privileged Gateway Intents)"
+                ) from exc
             if exc is not None:
-                raise ChannelError(f"discord: gateway connection failed: {type(exc).__name__}: {exc}") from exc
+                raise ChannelError(
+                    f"discord: gateway connection failed: {type(exc).__name__}: {exc}"
+                ) from exc
             raise ChannelError("discord: gateway connection closed before READY")
         await self._close_client()
         raise ChannelError(f"discord: gateway not READY within {self.ready_timeout:g}s")
@@ -196,7 +212,7 @@ class DiscordChannel(Channel):
         except discord.LoginFailure as exc:
             await self._close_client()
             raise ChannelError(f"discord: login failed (bad token?): {exc}") from exc
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             await self._close_client()
             raise ChannelError(f"discord: login timed out after {self.ready_timeout:g}s") from exc
         except Exception as exc:  # HTTPException, aiohttp.ClientError, OSError
@@ -211,7 +227,9 @@ class DiscordChannel(Channel):
             raise
         except Exception as exc:
             if self._ready.is_set():
-                log.error("discord[%s]: gateway stopped: %s: %s", self.account, type(exc).__name__, exc)
+                log.error(
+                    "discord[%s]: gateway stopped: %s: %s", self.account, type(exc).__name__, exc
+                )
             raise
 
     async def _close_client(self) -> None:
@@ -226,12 +244,10 @@ class DiscordChannel(Channel):
             if not task.done():
                 try:
                     await asyncio.wait_for(asyncio.shield(task), timeout=5)
-                except (asyncio.TimeoutError, Exception):
+                except (TimeoutError, Exception):
                     task.cancel()
-                    try:
+                    with contextlib.suppress(BaseException):
                         await task
-                    except BaseException:
-                        pass
             elif not task.cancelled():
                 task.exception()  # mark retrieved
         self._ready.clear()
@@ -258,7 +274,9 @@ class DiscordChannel(Channel):
             # concurrent messages of the same channel share the lookup.
             lookup = self._parents.get(channel.id)
             if lookup is None:
-                lookup = self._parents[channel.id] = asyncio.ensure_future(self._fetch_parent(channel.id))
+                lookup = self._parents[channel.id] = asyncio.ensure_future(
+                    self._fetch_parent(channel.id)
+                )
             return await asyncio.shield(lookup)
         return None
 
@@ -288,7 +306,9 @@ class DiscordChannel(Channel):
         except Exception:
             return False
 
-    def translate(self, message: discord.Message, *, parent_id: int | None, reply_to_bot: bool) -> InboundMessage:
+    def translate(
+        self, message: discord.Message, *, parent_id: int | None, reply_to_bot: bool
+    ) -> InboundMessage:
         client = self.client
         bot_id = client.user.id if client is not None and client.user is not None else 0
         channel = message.channel
@@ -297,9 +317,12 @@ class DiscordChannel(Channel):
             chat_id, thread_id = str(parent_id), str(channel.id)
         else:
             chat_id, thread_id = str(channel.id), None
-        content = message.content if isinstance(message.content, str) else str(message.content or "")
+        content = (
+            message.content if isinstance(message.content, str) else str(message.content or "")
+        )
         mentioned = any(u.id == bot_id for u in message.mentions) or (
-            bool(bot_id) and (f"<@{bot_id}>" in content or f"<@!{bot_id}>" in content))
+            bool(bot_id) and (f"<@{bot_id}>" in content or f"<@!{bot_id}>" in content)
+        )
         title = ""
         if not is_dm:
             name = getattr(channel, "name", None)
@@ -321,7 +344,8 @@ class DiscordChannel(Channel):
             sender_name=message.author.display_name,
             sender_username=message.author.name,
             chat_title=title,
-            reply_to_id=str(message.reference.message_id) if message.reference and message.reference.message_id
+            reply_to_id=str(message.reference.message_id)
+            if message.reference and message.reference.message_id
             else None,
             reply_to_bot=reply_to_bot,
             mentioned=mentioned,
@@ -406,7 +430,9 @@ class DiscordChannel(Channel):
             return []
         from channels.chunking import chunk_markdown
 
-        return [c for c in chunk_markdown(text, self.chunk_limit, max_lines=self.max_lines) if c.strip()]
+        return [
+            c for c in chunk_markdown(text, self.chunk_limit, max_lines=self.max_lines) if c.strip()
+        ]
 
     async def send(self, msg: OutboundMessage) -> list[str]:
         client = self._require_client()
@@ -416,8 +442,9 @@ class DiscordChannel(Channel):
         reference: discord.MessageReference | None = None
         if msg.reply_to_id:
             try:
-                reference = discord.MessageReference(message_id=int(msg.reply_to_id), channel_id=channel_id,
-                                                     fail_if_not_exists=False)
+                reference = discord.MessageReference(
+                    message_id=int(msg.reply_to_id), channel_id=channel_id, fail_if_not_exists=False
+                )
             except ValueError:
                 log.warning("discord: ignoring non-numeric reply_to_id %r", msg.reply_to_id)
 
@@ -467,14 +494,17 @@ class DiscordChannel(Channel):
                     sent = await self._send_files(channel, value, ref)
                     if sent is None:
                         names = ", ".join(i.name or Path(i.target).name for i in value)
-                        note = "\n".join(f"[attachment unavailable: {i.name or Path(i.target).name}]" for i in value)
+                        note = "\n".join(
+                            f"[attachment unavailable: {i.name or Path(i.target).name}]"
+                            for i in value
+                        )
                         errors.append(f"upload failed: {names}")
                         sent = await channel.send(note, reference=ref)
             except discord.HTTPException as exc:
                 errors.append(f"{exc.status} {exc.text or exc}")
                 log.warning("discord[%s]: send to %s failed: %s", self.account, channel_id, exc)
                 continue
-            except (OSError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError) as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
                 log.warning("discord[%s]: send to %s failed: %s", self.account, channel_id, exc)
                 continue
@@ -484,22 +514,26 @@ class DiscordChannel(Channel):
             raise ChannelError(f"discord: nothing delivered to {channel_id}: {'; '.join(errors)}")
         return ids
 
-    async def _send_files(self, channel: discord.PartialMessageable, items: list[MediaItem],
-                          ref: discord.MessageReference | None) -> discord.Message | None:
+    async def _send_files(
+        self,
+        channel: discord.PartialMessageable,
+        items: list[MediaItem],
+        ref: discord.MessageReference | None,
+    ) -> discord.Message | None:
         files: list[discord.File] = []
         try:
             for item in items:
-                files.append(discord.File(item.target, filename=item.name or os.path.basename(item.target)))
+                files.append(
+                    discord.File(item.target, filename=item.name or os.path.basename(item.target))
+                )
             return await channel.send(files=files, reference=ref)
         except (discord.HTTPException, OSError, ValueError) as exc:
             log.warning("discord[%s]: upload failed: %s", self.account, exc)
             return None
         finally:
             for f in files:
-                try:
+                with contextlib.suppress(Exception):
                     f.close()
-                except Exception:
-                    pass
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         try:
@@ -514,9 +548,15 @@ class DiscordChannel(Channel):
             client = self._require_client()
             mid = int(message_id)
             channel_id = self._where.get(mid) or await self._resolve_channel_id(chat_id, None)
-            await client.get_partial_messageable(channel_id).get_partial_message(mid).add_reaction(emoji)
+            await (
+                client.get_partial_messageable(channel_id)
+                .get_partial_message(mid)
+                .add_reaction(emoji)
+            )
         except Exception as exc:
-            log.warning("discord[%s]: reaction %r on %s failed: %s", self.account, emoji, message_id, exc)
+            log.warning(
+                "discord[%s]: reaction %r on %s failed: %s", self.account, emoji, message_id, exc
+            )
 
 
 def _tolerate_bad_events(client: discord.Client, account: str) -> None:
@@ -531,10 +571,16 @@ def _tolerate_bad_events(client: discord.Client, account: str) -> None:
         def run(data):
             try:
                 return parse(data)
-            except Exception as exc:  # noqa: BLE001 - skip the event, keep the connection
-                log.warning("discord[%s]: skipped a malformed %s event: %s: %s",
-                            account, event, type(exc).__name__, exc)
+            except Exception as exc:
+                log.warning(
+                    "discord[%s]: skipped a malformed %s event: %s: %s",
+                    account,
+                    event,
+                    type(exc).__name__,
+                    exc,
+                )
                 return None
+
         return run
 
     for event, parse in list(parsers.items()):

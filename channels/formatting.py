@@ -21,9 +21,14 @@ import dataclasses
 import html
 import re
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
-__all__ = ["markdown_to_telegram_html", "markdown_to_slack_mrkdwn", "markdown_to_signal", "markdown_to_plain"]
+__all__ = [
+    "markdown_to_plain",
+    "markdown_to_signal",
+    "markdown_to_slack_mrkdwn",
+    "markdown_to_telegram_html",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,10 +95,10 @@ class _Style:
     bold: Callable[[str], str]
     italic: Callable[[str], str]
     strike: Callable[[str], str]
-    code: Callable[[str], str]          # raw content → rendered
-    link: Callable[[str, str], str]     # (rendered text, raw url) → rendered
-    url: Callable[[str], str]           # bare raw url → rendered
-    native: re.Pattern[str] | None = None   # the platform's own markup, passed through as written
+    code: Callable[[str], str]  # raw content → rendered
+    link: Callable[[str, str], str]  # (rendered text, raw url) → rendered
+    url: Callable[[str], str]  # bare raw url → rendered
+    native: re.Pattern[str] | None = None  # the platform's own markup, passed through as written
 
 
 _PH_OPEN, _PH_CLOSE = "\ue000", "\ue001"
@@ -135,10 +140,10 @@ def _protect(text: str, style: _Style, saved: list[str]) -> str:
         if not c:
             pos = m.end()
             continue
-        content = text[m.end():c.start()].replace("\n", " ")
+        content = text[m.end() : c.start()].replace("\n", " ")
         if len(content) >= 2 and content[0] == " " and content[-1] == " " and content.strip():
             content = content[1:-1]
-        out.append(text[start:m.start()])
+        out.append(text[start : m.start()])
         out.append(hold(style.code(content)))
         pos = start = c.end()
     out.append(text[start:])
@@ -158,13 +163,10 @@ def _can_open(s: str, i: int, d: str) -> bool:
     if not after or after.isspace():
         return False
     before = s[i - 1] if i > 0 else ""
-    if d in ("*", "_", "__"):
-        # no emphasis inside words (snake_case, 2*3*4)
-        if before and (before.isalnum() or before == "_"):
-            return False
-    if d == "*" and after == "*":
+    # no emphasis inside words (snake_case, 2*3*4)
+    if d in ("*", "_", "__") and before and (before.isalnum() or before == "_"):
         return False
-    return True
+    return not (d == "*" and after == "*")
 
 
 def _emphasis(s: str, style: _Style) -> str:
@@ -175,7 +177,7 @@ def _emphasis(s: str, style: _Style) -> str:
     while i < n:
         ch = s[i]
         if ch in "*_~":
-            two = s[i:i + 2]
+            two = s[i : i + 2]
             for d in ((two,) if two in ("**", "__", "~~") else ()) + ((ch,) if ch != "~" else ()):
                 if not _can_open(s, i, d):
                     continue
@@ -186,9 +188,14 @@ def _emphasis(s: str, style: _Style) -> str:
                 if not m:
                     failed[d] = min(failed.get(d, n + 1), start)
                     continue
-                inner = _emphasis(s[start:m.start()], style)
-                wrap = {"**": style.bold, "__": style.bold, "~~": style.strike,
-                        "*": style.italic, "_": style.italic}[d]
+                inner = _emphasis(s[start : m.start()], style)
+                wrap = {
+                    "**": style.bold,
+                    "__": style.bold,
+                    "~~": style.strike,
+                    "*": style.italic,
+                    "_": style.italic,
+                }[d]
                 out.append(wrap(inner))
                 i = m.start() + len(d)
                 break
@@ -222,9 +229,16 @@ def _inline(text: str, style: _Style) -> str:
 # Renderers
 
 
-def _render(md: str, style: _Style, *, code_block: Callable[[_Code], str],
-            heading: Callable[[str], str], quote: Callable[[list[str]], str],
-            bullet: str = "• ", hr: str = "———") -> str:
+def _render(
+    md: str,
+    style: _Style,
+    *,
+    code_block: Callable[[_Code], str],
+    heading: Callable[[str], str],
+    quote: Callable[[list[str]], str],
+    bullet: str = "• ",
+    hr: str = "———",
+) -> str:
     parts: list[str] = []
     heading_style = dataclasses.replace(style, bold=lambda t: t)
     for block in _blocks(md or ""):
@@ -234,7 +248,7 @@ def _render(md: str, style: _Style, *, code_block: Callable[[_Code], str],
         lines_out: list[str] = []
         quoted: list[str] = []
 
-        def flush() -> None:
+        def flush(lines_out: list[str] = lines_out, quoted: list[str] = quoted) -> None:
             if quoted:
                 lines_out.append(quote([_inline(q, style) for q in quoted]))
                 quoted.clear()
@@ -328,7 +342,11 @@ def slack_link(url: str, text: str = "") -> str:
 
 
 def _slack_link(rendered_text: str, url: str) -> str:
-    return f"<{_slack_url(url)}|{rendered_text.replace('|', '¦')}>" if rendered_text else f"<{_slack_url(url)}>"
+    return (
+        f"<{_slack_url(url)}|{rendered_text.replace('|', '¦')}>"
+        if rendered_text
+        else f"<{_slack_url(url)}>"
+    )
 
 
 # Slack's own markup, as the model may write it: user/channel mentions (<@U123>, <#C123|x>),
@@ -411,22 +429,30 @@ _SIG_STYLES = ("BOLD", "ITALIC", "STRIKETHROUGH", "MONOSPACE")
 _SIG_OPEN = {style: chr(0xE010 + 2 * i) for i, style in enumerate(_SIG_STYLES)}
 _SIG_CLOSE = {style: chr(0xE011 + 2 * i) for i, style in enumerate(_SIG_STYLES)}
 _SIG_MARKERS = re.compile("[" + "".join(_SIG_OPEN.values()) + "".join(_SIG_CLOSE.values()) + "]")
-_SIG_BY_CHAR = {**{c: (s, True) for s, c in _SIG_OPEN.items()}, **{c: (s, False) for s, c in _SIG_CLOSE.items()}}
+_SIG_BY_CHAR = {
+    **{c: (s, True) for s, c in _SIG_OPEN.items()},
+    **{c: (s, False) for s, c in _SIG_CLOSE.items()},
+}
 
 
 def _sig(style: str) -> Callable[[str], str]:
     return lambda t: f"{_SIG_OPEN[style]}{t}{_SIG_CLOSE[style]}" if t else t
 
 
-_SIGNAL = dataclasses.replace(_PLAIN, bold=_sig("BOLD"), italic=_sig("ITALIC"), strike=_sig("STRIKETHROUGH"),
-                              code=_sig("MONOSPACE"))
+_SIGNAL = dataclasses.replace(
+    _PLAIN,
+    bold=_sig("BOLD"),
+    italic=_sig("ITALIC"),
+    strike=_sig("STRIKETHROUGH"),
+    code=_sig("MONOSPACE"),
+)
 
 
 def _style_ranges(marked: str) -> tuple[str, list[str]]:
     out: list[str] = []
     ranges: list[str] = []
     open_at: dict[str, list[int]] = {s: [] for s in _SIG_STYLES}
-    pos = 0                                   # UTF-16 code units so far
+    pos = 0  # UTF-16 code units so far
     for ch in marked:
         hit = _SIG_BY_CHAR.get(ch)
         if hit is None:

@@ -24,11 +24,18 @@ import json
 import logging
 import time
 import uuid
-from typing import Iterable
+from collections.abc import Iterable
 
 from aiohttp import web
 
-from channels.base import Capabilities, Channel, ChannelError, InboundMessage, InboundSink, OutboundMessage
+from channels.base import (
+    Capabilities,
+    Channel,
+    ChannelError,
+    InboundMessage,
+    InboundSink,
+    OutboundMessage,
+)
 from channels.util import is_loopback
 
 log = logging.getLogger("chela.http")
@@ -36,20 +43,31 @@ log = logging.getLogger("chela.http")
 MAX_BODY = 4 * 1024 * 1024
 PREFLIGHT_MAX_AGE = 600
 # request storage key: the allowed Origin this request came from (set by the guard)
-_CORS_KEY = web.RequestKey("cors_origin", str) if hasattr(web, "RequestKey") else "chela.cors_origin"
+_CORS_KEY = (
+    web.RequestKey("cors_origin", str) if hasattr(web, "RequestKey") else "chela.cors_origin"
+)
 
 
 class HttpChannel(Channel):
     name = "http"
     capabilities = Capabilities(max_text=1_000_000, proactive=False)
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 8787, token: str = "", model_name: str = "chela",
-                 reply_timeout: float = 600.0, allowed_origins: Iterable[str] = (), token_hint: str = ""):
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8787,
+        token: str = "",
+        model_name: str = "chela",
+        reply_timeout: float = 600.0,
+        allowed_origins: Iterable[str] = (),
+        token_hint: str = "",
+    ):
         self.host, self.port, self.token = host, port, token
         self.model_name = model_name
         self.reply_timeout = reply_timeout
         self.allowed_origins = {_norm_origin(o) for o in allowed_origins if o}
-        self.token_hint = token_hint          # where the owner finds the token, for the 401 message
+        self.token_hint = token_hint  # where the owner finds the token, for the 401 message
         self._runner: web.AppRunner | None = None
         self._sink: InboundSink | None = None
         self._pending: dict[str, tuple[asyncio.Future, list[str]]] = {}
@@ -57,7 +75,9 @@ class HttpChannel(Channel):
 
     async def start(self, sink: InboundSink) -> None:
         if not self.token:
-            raise ChannelError(f"refusing to serve the HTTP API on {self.host}:{self.port} without a token")
+            raise ChannelError(
+                f"refusing to serve the HTTP API on {self.host}:{self.port} without a token"
+            )
         self._sink = sink
         app = web.Application(client_max_size=MAX_BODY, middlewares=[self._guard])
         app.router.add_get("/healthz", self._healthz)
@@ -99,7 +119,11 @@ class HttpChannel(Channel):
 
     # -------------------------------------------------------------------------- guard
     def _base_url(self) -> str:
-        host = self.host if is_loopback(self.host) or self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        host = (
+            self.host
+            if is_loopback(self.host) or self.host not in ("0.0.0.0", "::", "")
+            else "127.0.0.1"
+        )
         if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.bound_port or self.port}"
@@ -112,8 +136,11 @@ class HttpChannel(Channel):
 
     def _authorized(self, request: web.Request) -> bool:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        return (bool(self.token) and scheme.lower() == "bearer"
-                and hmac.compare_digest(value.strip().encode(), self.token.encode()))
+        return (
+            bool(self.token)
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(value.strip().encode(), self.token.encode())
+        )
 
     @web.middleware
     async def _guard(self, request: web.Request, handler) -> web.StreamResponse:
@@ -138,35 +165,51 @@ class HttpChannel(Channel):
         origin = request.headers.get("Origin")
         if origin is not None:
             if _norm_origin(origin) not in self.allowed_origins:
-                return _error(403, f"the origin {origin!r} is not allowed; add it to "
-                                   "channels.http.allowed_origins to let that page call the API",
-                              "forbidden_origin")
+                return _error(
+                    403,
+                    f"the origin {origin!r} is not allowed; add it to "
+                    "channels.http.allowed_origins to let that page call the API",
+                    "forbidden_origin",
+                )
             request[_CORS_KEY] = origin
             if request.method == "OPTIONS":
                 return self._preflight(request)
         route_error = request.match_info.http_exception
         if request.path == "/healthz" and route_error is None:
-            return None                          # liveness needs no token
+            return None  # liveness needs no token
         if not self._authorized(request):
             where = f" (the token is {self.token_hint})" if self.token_hint else ""
-            resp = _error(401, f"invalid or missing bearer token; send 'Authorization: Bearer <token>'{where}",
-                          "invalid_api_key")
+            resp = _error(
+                401,
+                f"invalid or missing bearer token; send 'Authorization: Bearer <token>'{where}",
+                "invalid_api_key",
+            )
             resp.headers["WWW-Authenticate"] = 'Bearer realm="chela"'
             return resp
         if isinstance(route_error, web.HTTPMethodNotAllowed):
             allowed = ", ".join(sorted(route_error.allowed_methods))
-            resp = _error(405, f"{request.method} is not allowed on {request.path}; use {allowed}",
-                          "method_not_allowed")
+            resp = _error(
+                405,
+                f"{request.method} is not allowed on {request.path}; use {allowed}",
+                "method_not_allowed",
+            )
             resp.headers["Allow"] = allowed
             return resp
         if route_error is not None:
-            return _error(404, f"no route {request.method} {request.path}; the API serves "
-                               "POST /v1/chat/completions, GET /v1/models and GET /healthz", "not_found")
+            return _error(
+                404,
+                f"no route {request.method} {request.path}; the API serves "
+                "POST /v1/chat/completions, GET /v1/models and GET /healthz",
+                "not_found",
+            )
         if request.method == "POST":
             if request.content_type.lower() != "application/json":
                 got = request.headers.get("Content-Type", "none")
-                return _error(415, f"the Content-Type {got!r} is not accepted; send Content-Type: application/json",
-                              "unsupported_media_type")
+                return _error(
+                    415,
+                    f"the Content-Type {got!r} is not accepted; send Content-Type: application/json",
+                    "unsupported_media_type",
+                )
             if request.content_length is not None and request.content_length > MAX_BODY:
                 return _too_large()
         return None
@@ -175,12 +218,19 @@ class HttpChannel(Channel):
         method = request.headers.get("Access-Control-Request-Method", "")
         allowed = sorted(self._route_methods(request))
         if not allowed or (method and method.upper() not in allowed):
-            return _error(405, f"{method or 'this method'} is not allowed on {request.path}", "method_not_allowed")
-        return web.Response(status=204, headers={
-            "Access-Control-Allow-Methods": ", ".join(allowed),
-            "Access-Control-Allow-Headers": "Authorization, Content-Type",
-            "Access-Control-Max-Age": str(PREFLIGHT_MAX_AGE),
-        })
+            return _error(
+                405,
+                f"{method or 'this method'} is not allowed on {request.path}",
+                "method_not_allowed",
+            )
+        return web.Response(
+            status=204,
+            headers={
+                "Access-Control-Allow-Methods": ", ".join(allowed),
+                "Access-Control-Allow-Headers": "Authorization, Content-Type",
+                "Access-Control-Max-Age": str(PREFLIGHT_MAX_AGE),
+            },
+        )
 
     @staticmethod
     def _route_methods(request: web.Request) -> set[str]:
@@ -196,10 +246,15 @@ class HttpChannel(Channel):
         return web.json_response({"ok": True})
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "chela"}]})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [{"id": self.model_name, "object": "model", "owned_by": "chela"}],
+            }
+        )
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
-        raw = await request.read()      # over client_max_size raises 413, turned into JSON by _guard
+        raw = await request.read()  # over client_max_size raises 413, turned into JSON by _guard
         try:
             body = json.loads(raw)
         except RecursionError:
@@ -207,11 +262,17 @@ class HttpChannel(Channel):
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
             return _error(400, "the body is not valid JSON", "invalid_request_error")
         if not isinstance(body, dict):
-            return _error(400, "the body must be a JSON object with a messages list", "invalid_request_error")
+            return _error(
+                400, "the body must be a JSON object with a messages list", "invalid_request_error"
+            )
         text = _last_user_text(body.get("messages"))
         if not text:
-            return _error(400, "messages must end with a user message whose content is a string or a list of "
-                               "{\"type\": \"text\", \"text\": \"...\"} parts", "invalid_request_error")
+            return _error(
+                400,
+                "messages must end with a user message whose content is a string or a list of "
+                '{"type": "text", "text": "..."} parts',
+                "invalid_request_error",
+            )
         user = body.get("user")
         if user is not None and not isinstance(user, str):
             return _error(400, "user must be a string", "invalid_request_error")
@@ -220,39 +281,65 @@ class HttpChannel(Channel):
         chat_id = f"req-{rid}"
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[chat_id] = (fut, [])
-        msg = InboundMessage(channel="http", chat_id=chat_id, sender_id=user, sender_name=user or "http client",
-                             text=text, message_id=rid, chat_type="direct", timestamp=time.time(), raw_id=rid,
-                             peer_session=bool(user))
+        msg = InboundMessage(
+            channel="http",
+            chat_id=chat_id,
+            sender_id=user,
+            sender_name=user or "http client",
+            text=text,
+            message_id=rid,
+            chat_type="direct",
+            timestamp=time.time(),
+            raw_id=rid,
+            peer_session=bool(user),
+        )
         try:
             assert self._sink is not None
             await self._sink(msg)
             content = await asyncio.wait_for(fut, self.reply_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return _error(504, "the assistant did not answer in time", "timeout")
         finally:
             self._pending.pop(chat_id, None)
         if body.get("stream"):
             return await self._stream(request, rid, content)
-        return web.json_response({
-            "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
-            "model": self.model_name,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        })
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{rid}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.model_name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
 
     async def _stream(self, request: web.Request, rid: str, content: str) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await resp.prepare(request)
         created = int(time.time())
 
         def chunk(delta: dict, finish: str | None = None) -> bytes:
-            data = {"id": f"chatcmpl-{rid}", "object": "chat.completion.chunk", "created": created,
-                    "model": self.model_name, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            data = {
+                "id": f"chatcmpl-{rid}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": self.model_name,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
             return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
         await resp.write(chunk({"role": "assistant", "content": ""}))
         for i in range(0, len(content), 256):
-            await resp.write(chunk({"content": content[i:i + 256]}))
+            await resp.write(chunk({"content": content[i : i + 256]}))
         await resp.write(chunk({}, "stop"))
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
@@ -269,12 +356,17 @@ async def _add_cors_headers(request: web.Request, response: web.StreamResponse) 
 
 def _error(status: int, message: str, code: str) -> web.Response:
     kind = "invalid_request_error" if status < 500 else "server_error"
-    return web.json_response({"error": {"message": message, "type": kind, "code": code}}, status=status)
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "code": code}}, status=status
+    )
 
 
 def _too_large() -> web.Response:
-    return _error(413, f"the request body is over {MAX_BODY // (1024 * 1024)} MB; send a shorter conversation",
-                  "request_too_large")
+    return _error(
+        413,
+        f"the request body is over {MAX_BODY // (1024 * 1024)} MB; send a shorter conversation",
+        "request_too_large",
+    )
 
 
 def _norm_origin(origin: str) -> str:
@@ -286,7 +378,7 @@ def _host_of(header: str) -> str:
     h = header.strip().lower()
     if h.startswith("["):
         end = h.find("]")
-        if end < 0 or (h[end + 1:] and not (h[end + 1] == ":" and h[end + 2:].isdigit())):
+        if end < 0 or (h[end + 1 :] and not (h[end + 1] == ":" and h[end + 2 :].isdigit())):
             return ""
         return h[1:end]
     name, sep, port = h.rpartition(":")
@@ -306,7 +398,9 @@ def _last_user_text(messages) -> str | None:
             if isinstance(c, str):
                 return c
             if isinstance(c, list):
-                parts = [p.get("text") for p in c if isinstance(p, dict) and p.get("type") == "text"]
+                parts = [
+                    p.get("text") for p in c if isinstance(p, dict) and p.get("type") == "text"
+                ]
                 if not all(isinstance(t, str) for t in parts):
                     return None
                 return "\n".join(parts) if parts else None

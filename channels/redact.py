@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 MARK = "*[REDACTED]"
 _MIN_SECRET = 4
@@ -51,7 +51,7 @@ def _redact_value(value: str) -> str:
 
 
 def _pair_sub(m: re.Match[str]) -> str:
-    for group, quote in (("dq", '"'), ("sq", "'"), ("bare", "")):
+    for group, quote in (("dq", '"'), ("sq", "'"), ("bare", "")):  # noqa: B007 - quote is used after the loop
         value = m.group(group)
         if value is not None:
             break
@@ -108,7 +108,7 @@ class RedactSecrets(logging.Filter):
             return True
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a broken record is the logging module's to report
+        except Exception:
             return True
         redacted = redact_values(message, self.secrets)
         if redacted != message:

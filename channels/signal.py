@@ -39,7 +39,8 @@ import stat
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import aiohttp
 from yarl import URL
@@ -55,6 +56,7 @@ from channels.base import (
     MediaTooLarge,
     OutboundMessage,
 )
+import contextlib
 
 log = logging.getLogger(__name__)
 
@@ -62,19 +64,27 @@ MENTION_PLACEHOLDER = "\ufffc"
 DEFAULT_ATTACHMENTS_DIR = "~/.local/share/signal-cli/attachments"
 
 _PHONE_RE = re.compile(r"^\+[0-9]{3,20}$")
-_UUID_RE = re.compile(r"^(PNI:)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_UUID_RE = re.compile(
+    r"^(PNI:)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+)
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _COPY_CHUNK = 64 * 1024
 
-_MEDIA_LABELS = {"image": "Image", "document": "File", "video": "Video", "audio": "Audio", "voice": "Voice"}
+_MEDIA_LABELS = {
+    "image": "Image",
+    "document": "File",
+    "video": "Video",
+    "audio": "Audio",
+    "voice": "Voice",
+}
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
 class SSEEvent:
-    __slots__ = ("event", "data", "id")
+    __slots__ = ("data", "event", "id")
 
     def __init__(self, event: str, data: str, id: str | None) -> None:
         self.event = event
@@ -167,9 +177,8 @@ class SSEParser:
         elif field == "id":
             if "\x00" not in value:
                 self.last_event_id = value
-        elif field == "retry":
-            if value.isdigit():
-                self.retry_ms = int(value)
+        elif field == "retry" and value.isdigit():
+            self.retry_ms = int(value)
         return None
 
 
@@ -213,7 +222,9 @@ def _hard_split(text: str, limit: int) -> list[str]:
 
 
 class _RpcError(Exception):
-    def __init__(self, message: str, *, code: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.retry_after = retry_after
@@ -275,7 +286,9 @@ class SignalChannel(Channel):
         self.http_url = http_url.rstrip("/")
         self.account_name = account_name
         self.media_dir = Path(media_dir).expanduser() if media_dir else None
-        self.chunk_limit = min(int(chunk_limit), self.capabilities.max_text) if chunk_limit else 4000
+        self.chunk_limit = (
+            min(int(chunk_limit), self.capabilities.max_text) if chunk_limit else 4000
+        )
         self.attachments_dir = Path(os.path.expanduser(attachments_dir or DEFAULT_ATTACHMENTS_DIR))
         self.reconnect_initial = reconnect_initial
         self.reconnect_max = reconnect_max
@@ -293,13 +306,13 @@ class SignalChannel(Channel):
         self._running = False
         self._last_event_id: str | None = None
         self._ids = itertools.count(1)
-        self._seen = BoundedLRU(dedupe_size)                 # (source, timestamp) already delivered
-        self._authors = BoundedLRU(memory_size)              # (chat_id, message_id) -> (author, text snippet)
-        self._chat_kinds = BoundedLRU(memory_size)           # chat_id -> "group" | "direct"
-        self._own_sent = BoundedLRU(memory_size)             # timestamps of messages we sent
-        self._text_styles = True                       # until signal-cli refuses them
-        self.connects = 0                              # successful events-stream connections
-        self._stream_got_data = False                  # the current events stream delivered bytes
+        self._seen = BoundedLRU(dedupe_size)  # (source, timestamp) already delivered
+        self._authors = BoundedLRU(memory_size)  # (chat_id, message_id) -> (author, text snippet)
+        self._chat_kinds = BoundedLRU(memory_size)  # chat_id -> "group" | "direct"
+        self._own_sent = BoundedLRU(memory_size)  # timestamps of messages we sent
+        self._text_styles = True  # until signal-cli refuses them
+        self.connects = 0  # successful events-stream connections
+        self._stream_got_data = False  # the current events stream delivered bytes
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -333,7 +346,7 @@ class SignalChannel(Channel):
         except ChannelError:
             await self._close_session()
             raise
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             await self._close_session()
             raise self._unreachable(e) from e
         self._running = True
@@ -350,17 +363,19 @@ class SignalChannel(Channel):
         except ChannelError:
             await self._close_session()
             raise
-        log.info("signal: connected to signal-cli at %s as %s for sending only", self.http_url, self.account)
+        log.info(
+            "signal: connected to signal-cli at %s as %s for sending only",
+            self.http_url,
+            self.account,
+        )
 
     async def stop(self) -> None:
         self._running = False
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            except (asyncio.CancelledError, Exception):
-                pass
         resp, self._resp = self._resp, None
         if resp is not None:
             resp.close()  # the task may have been cancelled before it ever ran
@@ -378,7 +393,7 @@ class SignalChannel(Channel):
             async with session.get(f"{self.http_url}/api/v1/check", timeout=timeout) as resp:
                 status = resp.status
                 await resp.read()
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             raise self._unreachable(e) from e
         if status == 200:
             return
@@ -418,9 +433,13 @@ class SignalChannel(Channel):
                     resp = await self._open_events()
                 except asyncio.CancelledError:
                     raise
-                except Exception as e:  # noqa: BLE001 - keep retrying forever while running
-                    log.warning("signal: events stream connect to %s failed (%s); retrying in %.1fs",
-                                self.http_url, e, delay)
+                except Exception as e:
+                    log.warning(
+                        "signal: events stream connect to %s failed (%s); retrying in %.1fs",
+                        self.http_url,
+                        e,
+                        delay,
+                    )
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.reconnect_max)
                     continue
@@ -438,7 +457,7 @@ class SignalChannel(Channel):
             except _Stalled:
                 reason = f"silent for {self.idle_timeout:g}s (no keep-alive)"
                 got_data = True
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 reason = f"failed ({type(e).__name__}: {e})"
                 # a stream that delivered data and then broke was healthy: reset the backoff
                 got_data = self._stream_got_data
@@ -473,7 +492,7 @@ class SignalChannel(Channel):
                     await self._handle_event(ev)
                 except asyncio.CancelledError:
                     raise
-                except Exception:  # noqa: BLE001 - one odd event must not kill the stream
+                except Exception:
                     log.exception("signal: could not handle event %s: %.300r", ev.id, ev.data)
                 if ev.id is not None:
                     self._last_event_id = ev.id
@@ -487,7 +506,9 @@ class SignalChannel(Channel):
         except ValueError:
             log.warning("signal: undecodable event data: %.200r", ev.data)
             return
-        if isinstance(payload, dict) and payload.get("method") == "receive":  # JSON-RPC notification form
+        if (
+            isinstance(payload, dict) and payload.get("method") == "receive"
+        ):  # JSON-RPC notification form
             payload = payload.get("params") or {}
         if isinstance(payload, dict) and "result" in payload and "envelope" not in payload:
             payload = payload.get("result") or {}
@@ -504,7 +525,10 @@ class SignalChannel(Channel):
             await self._handle_envelope(envelope)
 
     async def _handle_envelope(self, env: dict) -> None:
-        key = (env.get("sourceNumber") or env.get("source") or env.get("sourceUuid"), env.get("timestamp"))
+        key = (
+            env.get("sourceNumber") or env.get("source") or env.get("sourceUuid"),
+            env.get("timestamp"),
+        )
         if key in self._seen:
             log.debug("signal: duplicate envelope %s ignored", key)
             return
@@ -520,8 +544,10 @@ class SignalChannel(Channel):
                 break
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - storage failure: try again, then give up loudly
-                log.exception("signal: inbound sink failed for %s (attempt %d)", msg.raw_id, attempt + 1)
+            except Exception:
+                log.exception(
+                    "signal: inbound sink failed for %s (attempt %d)", msg.raw_id, attempt + 1
+                )
                 if attempt == 2:
                     return
                 await asyncio.sleep(0.5 * (attempt + 1))
@@ -530,14 +556,18 @@ class SignalChannel(Channel):
     # ------------------------------------------------------------------ translation
 
     def _is_self(self, *ids: Any) -> bool:
-        return any(i and (i == self.account or (self.account_uuid and i == self.account_uuid)) for i in ids)
+        return any(
+            i and (i == self.account or (self.account_uuid and i == self.account_uuid)) for i in ids
+        )
 
     def translate(self, env: dict) -> InboundMessage | None:
         """Turn one envelope into an ``InboundMessage`` (``None`` for everything else)."""
         dm = env.get("dataMessage")
         if not isinstance(dm, dict):
             return None  # receipts, typing, sync, calls, stories, edits
-        number = env.get("sourceNumber") or (env.get("source") if _PHONE_RE.match(str(env.get("source") or "")) else None)
+        number = env.get("sourceNumber") or (
+            env.get("source") if _PHONE_RE.match(str(env.get("source") or "")) else None
+        )
         uuid = env.get("sourceUuid") or ""
         source = number or env.get("source") or uuid
         if not source or self._is_self(number, uuid, env.get("source")):
@@ -570,11 +600,16 @@ class SignalChannel(Channel):
         quote = dm.get("quote")
         if isinstance(quote, dict) and quote.get("id") is not None:
             reply_to_id = str(quote["id"])
-            reply_to_bot = self._is_self(quote.get("author"), quote.get("authorNumber"), quote.get("authorUuid"))
+            reply_to_bot = self._is_self(
+                quote.get("author"), quote.get("authorNumber"), quote.get("authorUuid")
+            )
             if not reply_to_bot and reply_to_id.isdigit() and int(reply_to_id) in self._own_sent:
                 reply_to_bot = True
-            if reply_to_bot and not self.account_uuid and quote.get("authorUuid") and (
-                quote.get("authorNumber") == self.account
+            if (
+                reply_to_bot
+                and not self.account_uuid
+                and quote.get("authorUuid")
+                and (quote.get("authorNumber") == self.account)
             ):
                 self.account_uuid = quote["authorUuid"]
 
@@ -612,7 +647,9 @@ class SignalChannel(Channel):
                 if not self.account_uuid and m.get("uuid") and m.get("number") == self.account:
                     self.account_uuid = m["uuid"]
             label = m.get("name") or m.get("number") or (m.get("uuid") or "")[:8] or "someone"
-            spans.append((int(m.get("start") or 0), int(m.get("length") or 1), "@" + label.lstrip("@")))
+            spans.append(
+                (int(m.get("start") or 0), int(m.get("length") or 1), "@" + label.lstrip("@"))
+            )
         # Replace from the end so earlier offsets stay valid (offsets are UTF-16 units).
         for start, length, label in sorted(spans, key=lambda s: s[0], reverse=True):
             i = _utf16_to_index(text, start)
@@ -642,8 +679,16 @@ class SignalChannel(Channel):
                 size = max(0, int(att.get("size") or 0))
             except (TypeError, ValueError):
                 size = 0
-            out.append(MediaItem(kind=kind, target="", name=name, mime=mime,  # type: ignore[arg-type]
-                                 ref=ref, size=size))
+            out.append(
+                MediaItem(
+                    kind=kind,
+                    target="",
+                    name=name,
+                    mime=mime,  # type: ignore[arg-type]
+                    ref=ref,
+                    size=size,
+                )
+            )
         return out, notes
 
     def _stored_path(self, ref: str) -> Path:
@@ -669,7 +714,7 @@ class SignalChannel(Channel):
         dest = Path(dest_dir).absolute() / f"signal_{uuid.uuid4().hex[:12]}_{safe}"
         try:
             await asyncio.to_thread(_copy_capped, src, dest, max_bytes, name)
-        except OSError as e:                 # anything _copy_capped did not already translate
+        except OSError as e:  # anything _copy_capped did not already translate
             dest.unlink(missing_ok=True)
             raise ChannelError(f"signal: copying attachment {name} failed ({e})") from None
         return dataclasses.replace(item, target=str(dest))
@@ -686,10 +731,10 @@ class SignalChannel(Channel):
     def _target(self, chat_id: str) -> tuple[str, dict]:
         """Return (clean chat id, recipient params) for a chat id."""
         if chat_id.startswith("group:"):
-            cid = chat_id[len("group:"):]
+            cid = chat_id[len("group:") :]
             return cid, {"groupId": cid}
         if chat_id.startswith("direct:"):
-            cid = chat_id[len("direct:"):]
+            cid = chat_id[len("direct:") :]
             return cid, {"recipient": [cid]}
         kind = self._chat_kinds.get(chat_id)
         if kind is None:
@@ -704,7 +749,10 @@ class SignalChannel(Channel):
         try:
             ts = int(reply_to_id)
         except (TypeError, ValueError):
-            log.debug("signal: reply_to_id %r is not a Signal timestamp; sending without quote", reply_to_id)
+            log.debug(
+                "signal: reply_to_id %r is not a Signal timestamp; sending without quote",
+                reply_to_id,
+            )
             return None
         known = self._author_of(chat_id, str(ts))
         if known is not None:
@@ -725,7 +773,7 @@ class SignalChannel(Channel):
         chat_id, target = self._target(msg.chat_id)
         limit = self.chunk_limit
         chunks: list[str] = []
-        styles: dict[int, list[str]] = {}      # chunk index → signal-cli text styles
+        styles: dict[int, list[str]] = {}  # chunk index → signal-cli text styles
         if msg.text and msg.text.strip():
             from channels.chunking import chunk_markdown
             from channels.formatting import markdown_to_signal
@@ -777,7 +825,9 @@ class SignalChannel(Channel):
             except ChannelError:
                 if not ids:
                     raise
-                log.exception("signal: chunk %d/%d to %s failed; continuing", i + 1, len(chunks), chat_id)
+                log.exception(
+                    "signal: chunk %d/%d to %s failed; continuing", i + 1, len(chunks), chat_id
+                )
                 continue
             ts = result.get("timestamp") if isinstance(result, dict) else None
             if ts is not None:
@@ -796,10 +846,13 @@ class SignalChannel(Channel):
         except ChannelError as styled_error:
             refused = styled_error.__cause__
             if not isinstance(refused, _RpcError) or refused.code is None:
-                raise                          # no JSON-RPC answer (transport, HTTP): not the styles' fault
+                raise  # no JSON-RPC answer (transport, HTTP): not the styles' fault
             result = await self._rpc("send", params)
             self._text_styles = False
-            log.warning("signal: signal-cli refused text styles (%s); sending plain text from now on", styled_error)
+            log.warning(
+                "signal: signal-cli refused text styles (%s); sending plain text from now on",
+                styled_error,
+            )
             return result
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
@@ -814,7 +867,9 @@ class SignalChannel(Channel):
         try:
             ts = int(message_id)
         except (TypeError, ValueError):
-            raise ChannelError(f"signal: cannot react to non-timestamp message id {message_id!r}") from None
+            raise ChannelError(
+                f"signal: cannot react to non-timestamp message id {message_id!r}"
+            ) from None
         known = self._author_of(cid, str(ts))
         if known is not None:
             author = known[0]
@@ -848,22 +903,36 @@ class SignalChannel(Channel):
         session = self._get_session()
         if self.rpc_account and "account" not in params and method != "version":
             params = dict(params, account=self.account)
-        body = {"jsonrpc": "2.0", "method": method, "params": params, "id": f"chela-{next(self._ids)}"}
+        body = {
+            "jsonrpc": "2.0",
+            "method": method,
+            "params": params,
+            "id": f"chela-{next(self._ids)}",
+        }
         timeout = aiohttp.ClientTimeout(total=self.rpc_timeout, connect=self.connect_timeout)
         started = time.monotonic()
         try:
-            async with session.post(f"{self.http_url}/api/v1/rpc", json=body, timeout=timeout) as resp:
+            async with session.post(
+                f"{self.http_url}/api/v1/rpc", json=body, timeout=timeout
+            ) as resp:
                 raw = await resp.read()
                 status = resp.status
                 retry_after_hdr = resp.headers.get("Retry-After")
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
             raise _RpcError(f"{type(e).__name__}: {e} (daemon at {self.http_url})") from e
-        log.debug("signal: rpc %s -> HTTP %s in %.0fms", method, status, (time.monotonic() - started) * 1000)
+        log.debug(
+            "signal: rpc %s -> HTTP %s in %.0fms",
+            method,
+            status,
+            (time.monotonic() - started) * 1000,
+        )
         if status != 200:
             retry_after = None
             if status == 429 and retry_after_hdr and retry_after_hdr.strip().isdigit():
                 retry_after = float(retry_after_hdr)
-            raise _RpcError(f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", retry_after=retry_after)
+            raise _RpcError(
+                f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", retry_after=retry_after
+            )
         try:
             data = json.loads(raw)
         except ValueError as e:
@@ -890,7 +959,9 @@ def _copy_capped(src: Path, dest: Path, max_bytes: int, name: str) -> None:
         # O_NONBLOCK: opening a FIFO planted there must not hang the worker thread
         src_fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise ChannelError(f"signal: attachment {name} not found at {src} (is attachments_dir right?)") from None
+        raise ChannelError(
+            f"signal: attachment {name} not found at {src} (is attachments_dir right?)"
+        ) from None
     except OSError as e:
         raise ChannelError(f"signal: cannot open attachment {name} ({e.strerror or e})") from None
     with os.fdopen(src_fd, "rb", buffering=0) as source:
@@ -901,7 +972,7 @@ def _copy_capped(src: Path, dest: Path, max_bytes: int, name: str) -> None:
             raise MediaTooLarge(f"signal: {name} is {info.st_size} bytes, over {max_bytes}")
         with capped_file(dest, max_bytes, f"signal: copying attachment {name}") as out:
             while chunk := source.read(_COPY_CHUNK):
-                out.write(chunk)                 # raises past the cap if the file grew after the check
+                out.write(chunk)  # raises past the cap if the file grew after the check
 
 
 class _Stalled(Exception):

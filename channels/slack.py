@@ -55,7 +55,7 @@ log = logging.getLogger("chela.channels.slack")
 
 SLACK_HARD_LIMIT = 40000
 _ALLOWED_SUBTYPES = {None, "", "file_share", "thread_broadcast", "bot_message", "me_message"}
-_DOWNLOAD_TIMEOUT = 120.0          # whole-file limit for one inbound download
+_DOWNLOAD_TIMEOUT = 120.0  # whole-file limit for one inbound download
 
 # A few unicode emoji the core uses, mapped to Slack's short names.
 EMOJI_NAMES: dict[str, str] = {
@@ -119,7 +119,9 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 class SlackChannel(Channel):
     name = "slack"
-    capabilities = Capabilities(reactions=True, media=True, threads=True, typing=False, max_text=4000)
+    capabilities = Capabilities(
+        reactions=True, media=True, threads=True, typing=False, max_text=4000
+    )
 
     def __init__(
         self,
@@ -159,13 +161,13 @@ class SlackChannel(Channel):
         self._app = None
         self._socket_handler = None
         self._http_runner = None
-        self.http_address: tuple[str, int] | None = None   # bound (host, port) in HTTP mode
+        self.http_address: tuple[str, int] | None = None  # bound (host, port) in HTTP mode
 
-        self._seen = BoundedLRU(5000)                 # (channel, ts) already handed to the sink
+        self._seen = BoundedLRU(5000)  # (channel, ts) already handed to the sink
         self._inflight: dict[tuple[str, str], asyncio.Future] = {}
         self._sink_lock = asyncio.Lock()
-        self._bot_threads = BoundedLRU(2000)          # thread roots the bot posted in (or started)
-        self._bot_roots = BoundedLRU(2000)            # ts of the bot's own top-level messages
+        self._bot_threads = BoundedLRU(2000)  # thread roots the bot posted in (or started)
+        self._bot_roots = BoundedLRU(2000)  # ts of the bot's own top-level messages
         self._started = False
 
     # ------------------------------------------------------------------ plumbing
@@ -179,7 +181,9 @@ class SlackChannel(Channel):
         class _RetryAfter(AsyncRateLimitErrorRetryHandler):
             """Honour ``Retry-After`` exactly (the SDK's handler adds up to 1 s of jitter)."""
 
-            async def prepare_for_next_attempt_async(self, *, state, request, response=None, error=None):
+            async def prepare_for_next_attempt_async(
+                self, *, state, request, response=None, error=None
+            ):
                 if response is None:
                     raise error  # type: ignore[misc]
                 delay = 1.0
@@ -216,7 +220,9 @@ class SlackChannel(Channel):
         if not self.bot_token:
             raise ChannelError("slack: no bot token configured (bot_token_env)")
         if self.mode == "socket" and not self.app_token:
-            raise ChannelError("slack: socket mode needs an app-level token (xapp-…, app_token_env)")
+            raise ChannelError(
+                "slack: socket mode needs an app-level token (xapp-…, app_token_env)"
+            )
         if self.mode == "http" and not self.signing_secret:
             raise ChannelError("slack: http mode needs the signing secret (signing_secret_env)")
 
@@ -232,8 +238,12 @@ class SlackChannel(Channel):
             await self._teardown()
             raise
         self._started = True
-        log.info("slack: connected as %s (%s) via %s mode", self._identity.get("username"),
-                 self._bot_user_id, self.mode)
+        log.info(
+            "slack: connected as %s (%s) via %s mode",
+            self._identity.get("username"),
+            self._bot_user_id,
+            self.mode,
+        )
 
     async def open_for_sending(self) -> None:
         """Web API only (no Socket Mode, no HTTP endpoint)."""
@@ -252,7 +262,9 @@ class SlackChannel(Channel):
             err = e.response.get("error", "") if e.response is not None else ""
             raise ChannelError(f"slack: auth.test failed ({err or e}); check the bot token") from e
         except Exception as e:  # aiohttp.ClientError, OSError, timeouts
-            raise ChannelError(f"slack: cannot reach {self.api_base} ({type(e).__name__}: {e})") from e
+            raise ChannelError(
+                f"slack: cannot reach {self.api_base} ({type(e).__name__}: {e})"
+            ) from e
         self._bot_user_id = auth.get("user_id") or ""
         self._bot_id = auth.get("bot_id") or ""
         self._identity = {
@@ -316,7 +328,7 @@ class SlackChannel(Channel):
             await self._handle_event(body, event)
 
         async def on_other(body):
-            return None   # acknowledged, ignored (reactions, joins, …)
+            return None  # acknowledged, ignored (reactions, joins, …)
 
         app.event("message")(on_event)
         app.event("app_mention")(on_event)
@@ -340,14 +352,20 @@ class SlackChannel(Channel):
             client.wss_uri = opened["url"]
         except SlackApiError as e:
             err = e.response.get("error", "") if e.response is not None else ""
-            raise ChannelError(f"slack: apps.connections.open failed ({err or e}); check the app token") from e
+            raise ChannelError(
+                f"slack: apps.connections.open failed ({err or e}); check the app token"
+            ) from e
         except Exception as e:
-            raise ChannelError(f"slack: cannot open a Socket Mode connection ({type(e).__name__}: {e})") from e
+            raise ChannelError(
+                f"slack: cannot open a Socket Mode connection ({type(e).__name__}: {e})"
+            ) from e
         try:
             # connect() retries forever on its own; bound the first attempt.
             await asyncio.wait_for(client.connect(), timeout=self.connect_timeout)
-        except asyncio.TimeoutError as e:
-            raise ChannelError(f"slack: Socket Mode websocket did not connect within {self.connect_timeout}s") from e
+        except TimeoutError as e:
+            raise ChannelError(
+                f"slack: Socket Mode websocket did not connect within {self.connect_timeout}s"
+            ) from e
         if not await client.is_connected():
             raise ChannelError("slack: Socket Mode websocket not connected")
 
@@ -405,7 +423,7 @@ class SlackChannel(Channel):
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            async with self._sink_lock:   # FIFO: hand messages over in the order they got here
+            async with self._sink_lock:  # FIFO: hand messages over in the order they got here
                 await self._sink(msg)
         except BaseException:
             fut.set_result(False)
@@ -429,7 +447,9 @@ class SlackChannel(Channel):
             return None
         user = event.get("user") or ""
         bot_id = event.get("bot_id") or ""
-        sender_is_bot = bool(bot_id) or subtype == "bot_message" or (bool(user) and user == self._bot_user_id)
+        sender_is_bot = (
+            bool(bot_id) or subtype == "bot_message" or (bool(user) and user == self._bot_user_id)
+        )
         text = event.get("text") or ""
         thread_ts = event.get("thread_ts") or ""
         thread_id = thread_ts if thread_ts and thread_ts != ts else None
@@ -444,7 +464,9 @@ class SlackChannel(Channel):
             or (thread_id is not None and thread_id in self._bot_threads)
         )
         profile = event.get("user_profile") or {}
-        sender_name = profile.get("display_name") or profile.get("real_name") or event.get("username") or ""
+        sender_name = (
+            profile.get("display_name") or profile.get("real_name") or event.get("username") or ""
+        )
         sender_username = profile.get("name") or ""
         try:
             timestamp = float(ts)
@@ -487,7 +509,7 @@ class SlackChannel(Channel):
         """Only send the bot token to Slack's file hosts or the configured API host."""
         host = (urlparse(url).hostname or "").lower()
         api_host = (urlparse(self.api_base).hostname or "").lower()
-        return host == api_host or host == "slack.com" or host.endswith(".slack.com")
+        return host in (api_host, "slack.com") or host.endswith(".slack.com")
 
     @staticmethod
     def _attachments(files: list) -> list[MediaItem]:
@@ -498,15 +520,22 @@ class SlackChannel(Channel):
                 continue
             url = f.get("url_private_download") or f.get("url_private") or ""
             if not url:
-                continue            # tombstoned / external files: nothing to fetch
+                continue  # tombstoned / external files: nothing to fetch
             name = f.get("name") or f.get("title") or f.get("id") or "file"
             try:
                 size = max(0, int(f.get("size") or 0))
             except (TypeError, ValueError):
                 size = 0
-            items.append(MediaItem(kind=_media_kind(f), target="", name=name,  # type: ignore[arg-type]
-                                   mime=f.get("mimetype") or mimetypes.guess_type(name)[0] or "",
-                                   ref=url, size=size))
+            items.append(
+                MediaItem(
+                    kind=_media_kind(f),
+                    target="",
+                    name=name,  # type: ignore[arg-type]
+                    mime=f.get("mimetype") or mimetypes.guess_type(name)[0] or "",
+                    ref=url,
+                    size=size,
+                )
+            )
         return items
 
     async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
@@ -531,12 +560,18 @@ class SlackChannel(Channel):
                     if r.status != 200:
                         raise ChannelError(f"slack: downloading {name} answered HTTP {r.status}")
                     ctype = (r.content_type or "").lower()
-                    if ctype == "text/html" and not (item.mime or "").lower().startswith("text/html"):
+                    if ctype == "text/html" and not (item.mime or "").lower().startswith(
+                        "text/html"
+                    ):
                         # Slack answers a login page, not the file, when the token lacks files:read
-                        raise ChannelError(f"slack: downloading {name} returned an HTML page "
-                                           "(does the bot token have the files:read scope?)")
+                        raise ChannelError(
+                            f"slack: downloading {name} returned an HTML page "
+                            "(does the bot token have the files:read scope?)"
+                        )
                     if r.content_length is not None and r.content_length > max_bytes:
-                        raise MediaTooLarge(f"slack: {name} is {r.content_length} bytes, over {max_bytes}")
+                        raise MediaTooLarge(
+                            f"slack: {name} is {r.content_length} bytes, over {max_bytes}"
+                        )
                     async for chunk in r.content.iter_chunked(64 * 1024):
                         out.write(chunk)
         return dataclasses.replace(item, target=str(dest))
@@ -550,14 +585,16 @@ class SlackChannel(Channel):
         text = (text or "").strip()
         if not text:
             return []
-        return [r for r in chunk_rendered(text, self.chunk_limit, markdown_to_slack_mrkdwn) if r.strip()]
+        return [
+            r for r in chunk_rendered(text, self.chunk_limit, markdown_to_slack_mrkdwn) if r.strip()
+        ]
 
     def _remember_post(self, ts: str, thread_ts: str | None) -> None:
         if thread_ts:
             self._bot_threads.put(thread_ts)
         elif ts:
             self._bot_roots.put(ts)
-            self._bot_threads.put(ts)   # a thread under our own message is one we are in
+            self._bot_threads.put(ts)  # a thread under our own message is one we are in
 
     async def _post(self, chat_id: str, text: str, thread_ts: str | None) -> str:
         kwargs: dict[str, Any] = {"channel": chat_id, "text": text, "mrkdwn": True}
@@ -589,10 +626,20 @@ class SlackChannel(Channel):
             await post_text(chunk)
 
         for item in msg.media:
-            name = item.name or (Path(urlparse(item.target).path).name if item.is_url else Path(item.target).name) \
+            name = (
+                item.name
+                or (
+                    Path(urlparse(item.target).path).name if item.is_url else Path(item.target).name
+                )
                 or "attachment"
+            )
             if item.is_url:
-                label = {"image": "Image", "video": "Video", "audio": "Audio", "voice": "Audio"}.get(item.kind, "File")
+                label = {
+                    "image": "Image",
+                    "video": "Video",
+                    "audio": "Audio",
+                    "voice": "Audio",
+                }.get(item.kind, "File")
                 await post_text(f"{label}: {slack_link(item.target, name)}")
                 continue
             path = Path(item.target)
@@ -601,7 +648,10 @@ class SlackChannel(Channel):
                 continue
             try:
                 resp = await self._web.files_upload_v2(
-                    channel=msg.chat_id, file=str(path), filename=name, title=name,
+                    channel=msg.chat_id,
+                    file=str(path),
+                    filename=name,
+                    title=name,
                     thread_ts=thread_ts or None,
                 )
             except Exception as e:
@@ -613,8 +663,10 @@ class SlackChannel(Channel):
                 self._bot_threads.put(thread_ts)
 
         if not ids:
-            raise ChannelError(f"slack: nothing delivered to {msg.chat_id}"
-                               + (f" ({'; '.join(errors)})" if errors else " (empty message)"))
+            raise ChannelError(
+                f"slack: nothing delivered to {msg.chat_id}"
+                + (f" ({'; '.join(errors)})" if errors else " (empty message)")
+            )
         return ids
 
     @staticmethod
@@ -643,6 +695,8 @@ class SlackChannel(Channel):
         except SlackApiError as e:
             err = e.response.get("error", "") if e.response is not None else str(e)
             if err != "already_reacted":
-                log.warning("slack: reactions.add %s on %s/%s failed: %s", name, chat_id, message_id, err)
+                log.warning(
+                    "slack: reactions.add %s on %s/%s failed: %s", name, chat_id, message_id, err
+                )
         except Exception as e:
             log.warning("slack: reactions.add failed: %s", e)

@@ -17,7 +17,8 @@ import re
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from telegram import Bot, BotCommand, InputFile, Message, ReactionTypeEmoji, ReplyParameters, Update
@@ -47,12 +48,19 @@ from channels.base import (
 )
 from channels.telegram_request import AiohttpRequest
 from channels.util import capped_file
+import contextlib
 
 log = logging.getLogger("chela.channels.telegram")
 
-_MAX_UPLOAD_BYTES = 50 * 1024 * 1024           # Bot API limit for uploads
+_MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # Bot API limit for uploads
 _HARD_TEXT_LIMIT = 4096
-_MEDIA_LABEL = {"image": "Image", "document": "Document", "video": "Video", "audio": "Audio", "voice": "Voice"}
+_MEDIA_LABEL = {
+    "image": "Image",
+    "document": "Document",
+    "video": "Video",
+    "audio": "Audio",
+    "voice": "Voice",
+}
 
 
 class _Stopped(Exception):
@@ -68,7 +76,9 @@ _PTB_LOGGER = "telegram.Bot"
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
-    value = getattr(exc, "_retry_after", None)   # timedelta in PTB ≥ 22.2, avoids the deprecation warning
+    value = getattr(
+        exc, "_retry_after", None
+    )  # timedelta in PTB ≥ 22.2, avoids the deprecation warning
     if value is None:
         value = exc.retry_after
     seconds = value.total_seconds() if hasattr(value, "total_seconds") else float(value)
@@ -79,7 +89,7 @@ def _to_chat_id(chat_id: str) -> int | str:
     try:
         return int(chat_id)
     except (TypeError, ValueError):
-        return chat_id          # "@channelusername"
+        return chat_id  # "@channelusername"
 
 
 def _to_int(value: str | None) -> int | None:
@@ -116,8 +126,9 @@ class TelegramChannel(Channel):
     """
 
     name = "telegram"
-    capabilities = Capabilities(reactions=True, inline_buttons=True, media=True, threads=True, typing=True,
-                                max_text=4000)
+    capabilities = Capabilities(
+        reactions=True, inline_buttons=True, media=True, threads=True, typing=True, max_text=4000
+    )
 
     def __init__(
         self,
@@ -144,12 +155,19 @@ class TelegramChannel(Channel):
         self.token = token
         self.api_base = api_base.rstrip("/")
         self.account = account
-        self.media_dir = Path(media_dir) if media_dir else Path(tempfile.gettempdir()) / "chela-telegram-media"
+        self.media_dir = (
+            Path(media_dir) if media_dir else Path(tempfile.gettempdir()) / "chela-telegram-media"
+        )
         self.poll_timeout = int(poll_timeout)
-        self.stall_timeout = float(stall_timeout) if stall_timeout is not None else self.poll_timeout + 15.0
+        self.stall_timeout = (
+            float(stall_timeout) if stall_timeout is not None else self.poll_timeout + 15.0
+        )
         if self.stall_timeout <= self.poll_timeout:
-            log.warning("telegram: stall_timeout %.1fs <= poll_timeout %ss; idle polls will be treated as stalls",
-                        self.stall_timeout, self.poll_timeout)
+            log.warning(
+                "telegram: stall_timeout %.1fs <= poll_timeout %ss; idle polls will be treated as stalls",
+                self.stall_timeout,
+                self.poll_timeout,
+            )
         self.chunk_limit = min(int(chunk_limit), _HARD_TEXT_LIMIT)
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
@@ -159,7 +177,7 @@ class TelegramChannel(Channel):
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.allowed_updates = list(allowed_updates)
-        self.commands = list(commands or [])     # (name, description) for the chat's command menu
+        self.commands = list(commands or [])  # (name, description) for the chat's command menu
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._bot: Bot | None = None
@@ -167,8 +185,8 @@ class TelegramChannel(Channel):
         self._sink: InboundSink | None = None
         self._task: asyncio.Task | None = None
         self._stopping: asyncio.Event | None = None
-        self._offset: int | None = None          # next offset to confirm (last handled update_id + 1)
-        self._confirmed: int | None = None       # offset the server has last been told
+        self._offset: int | None = None  # next offset to confirm (last handled update_id + 1)
+        self._confirmed: int | None = None  # offset the server has last been told
         self._identity: dict = {}
         self._redactor = RedactSecrets([token])
 
@@ -183,15 +201,28 @@ class TelegramChannel(Channel):
         return self._task is not None and not self._task.done()
 
     def _make_bot(self) -> Bot:
-        general = AiohttpRequest(connection_pool_size=8, read_timeout=self.request_timeout,
-                                 write_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
-                                 pool_timeout=self.request_timeout)
-        polling = AiohttpRequest(connection_pool_size=2, read_timeout=self.poll_timeout + 10.0,
-                                 write_timeout=self.request_timeout, connect_timeout=self.connect_timeout,
-                                 pool_timeout=self.request_timeout)
+        general = AiohttpRequest(
+            connection_pool_size=8,
+            read_timeout=self.request_timeout,
+            write_timeout=self.request_timeout,
+            connect_timeout=self.connect_timeout,
+            pool_timeout=self.request_timeout,
+        )
+        polling = AiohttpRequest(
+            connection_pool_size=2,
+            read_timeout=self.poll_timeout + 10.0,
+            write_timeout=self.request_timeout,
+            connect_timeout=self.connect_timeout,
+            pool_timeout=self.request_timeout,
+        )
         self._requests = [general, polling]
-        return Bot(self.token, base_url=f"{self.api_base}/bot", base_file_url=f"{self.api_base}/file/bot",
-                   request=general, get_updates_request=polling)
+        return Bot(
+            self.token,
+            base_url=f"{self.api_base}/bot",
+            base_file_url=f"{self.api_base}/file/bot",
+            request=general,
+            get_updates_request=polling,
+        )
 
     async def start(self, sink: InboundSink) -> None:
         if self.running:
@@ -209,7 +240,7 @@ class TelegramChannel(Channel):
     async def _connect(self, *, receive: bool) -> None:
         """getMe (and, to receive, deleteWebhook); errors become ChannelError."""
         self._stopping = asyncio.Event()
-        logging.getLogger(_PTB_LOGGER).addFilter(self._redactor)   # before Bot() logs its URL
+        logging.getLogger(_PTB_LOGGER).addFilter(self._redactor)  # before Bot() logs its URL
         bot = self._make_bot()
         try:
             await asyncio.wait_for(bot.initialize(), self.start_timeout)
@@ -220,9 +251,13 @@ class TelegramChannel(Channel):
             await self._close_requests(bot)
             logging.getLogger(_PTB_LOGGER).removeFilter(self._redactor)
             if isinstance(exc, InvalidToken):
-                raise ChannelError("telegram: the bot token was rejected (401 Unauthorized)") from None
+                raise ChannelError(
+                    "telegram: the bot token was rejected (401 Unauthorized)"
+                ) from None
             if isinstance(exc, (asyncio.TimeoutError, TimedOut)):
-                raise ChannelError(f"telegram: no answer from {self.api_base} within {self.start_timeout:.0f}s") from None
+                raise ChannelError(
+                    f"telegram: no answer from {self.api_base} within {self.start_timeout:.0f}s"
+                ) from None
             if isinstance(exc, NetworkError):
                 raise ChannelError(f"telegram: cannot reach {self.api_base}: {exc}") from None
             if isinstance(exc, TelegramError):
@@ -232,17 +267,24 @@ class TelegramChannel(Channel):
             raise
         self._bot = bot
         self._identity = {"id": str(bot.id), "username": bot.username or ""}
-        log.info("telegram[%s]: connected as @%s (id %s)%s", self.account, bot.username, bot.id,
-                 "" if receive else ", for sending only")
+        log.info(
+            "telegram[%s]: connected as @%s (id %s)%s",
+            self.account,
+            bot.username,
+            bot.id,
+            "" if receive else ", for sending only",
+        )
 
     async def _publish_commands(self, bot: Bot) -> None:
         """setMyCommands, so the commands show in the client's menu; a failure only costs the menu."""
         if not self.commands:
             return
         try:
-            await asyncio.wait_for(bot.set_my_commands([BotCommand(n, d[:256]) for n, d in self.commands]),
-                                   self.start_timeout)
-        except (TelegramError, asyncio.TimeoutError) as exc:
+            await asyncio.wait_for(
+                bot.set_my_commands([BotCommand(n, d[:256]) for n, d in self.commands]),
+                self.start_timeout,
+            )
+        except (TimeoutError, TelegramError) as exc:
             log.warning("telegram[%s]: could not set the command menu: %s", self.account, exc)
 
     async def stop(self) -> None:
@@ -253,17 +295,17 @@ class TelegramChannel(Channel):
             try:
                 # the loop notices the stop event; an in-flight sink call may finish (bounded)
                 await asyncio.wait_for(asyncio.shield(task), 10.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-            except Exception:  # noqa: BLE001 - the loop never raises, but be safe on shutdown
+            except Exception:
                 log.exception("telegram: poll loop ended with an error")
         bot, self._bot = self._bot, None
         if bot is not None:
             await self._confirm_offset(bot)
             try:
                 await bot.shutdown()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.debug("telegram: shutdown error", exc_info=True)
             await self._close_requests(bot)
         logging.getLogger(_PTB_LOGGER).removeFilter(self._redactor)
@@ -273,10 +315,8 @@ class TelegramChannel(Channel):
 
     async def _close_requests(self, bot: Bot) -> None:
         for request in self._requests:
-            try:
+            with contextlib.suppress(Exception):
                 await request.shutdown()
-            except Exception:  # noqa: BLE001
-                pass
 
     async def _confirm_offset(self, bot: Bot) -> None:
         """Tell the server about updates handled since the last poll, so a restart won't replay them."""
@@ -284,10 +324,15 @@ class TelegramChannel(Channel):
             return
         try:
             await asyncio.wait_for(
-                bot._post("getUpdates", {"offset": self._offset, "timeout": 0, "limit": 1},
-                          read_timeout=5.0), 5.0)
+                bot._post(
+                    "getUpdates",
+                    {"offset": self._offset, "timeout": 0, "limit": 1},
+                    read_timeout=5.0,
+                ),
+                5.0,
+            )
             self._confirmed = self._offset
-        except Exception:  # noqa: BLE001 - the core de-duplicates by raw_id anyway
+        except Exception:
             log.debug("telegram: could not confirm offset on stop", exc_info=True)
 
     async def _sleep(self, seconds: float) -> None:
@@ -295,7 +340,7 @@ class TelegramChannel(Channel):
         assert self._stopping is not None
         try:
             await asyncio.wait_for(self._stopping.wait(), max(0.0, seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return
         raise _Stopped
 
@@ -303,17 +348,23 @@ class TelegramChannel(Channel):
     async def _fetch(self) -> list:
         """One getUpdates call, raw JSON (so one bad update cannot poison the batch)."""
         assert self._bot is not None and self._stopping is not None
-        data: dict[str, Any] = {"timeout": self.poll_timeout, "allowed_updates": self.allowed_updates}
+        data: dict[str, Any] = {
+            "timeout": self.poll_timeout,
+            "allowed_updates": self.allowed_updates,
+        }
         if self._offset is not None:
             data["offset"] = self._offset
         offset_sent = self._offset
         # Bot._post is PTB's raw call (defaults, errors, the getUpdates request object) without
         # Update.de_list; do_api_request would warn because get_updates exists.
-        fetch = asyncio.ensure_future(self._bot._post("getUpdates", data, read_timeout=self.poll_timeout + 10.0))
+        fetch = asyncio.ensure_future(
+            self._bot._post("getUpdates", data, read_timeout=self.poll_timeout + 10.0)
+        )
         stop = asyncio.ensure_future(self._stopping.wait())
         try:
-            done, _ = await asyncio.wait({fetch, stop}, timeout=self.stall_timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {fetch, stop}, timeout=self.stall_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             stop.cancel()
         if fetch not in done:
@@ -334,25 +385,39 @@ class TelegramChannel(Channel):
                 try:
                     updates = await self._fetch()
                 except _Stalled:
-                    log.warning("telegram[%s]: getUpdates stalled for %.0fs; restarting the poll",
-                                self.account, self.stall_timeout)
+                    log.warning(
+                        "telegram[%s]: getUpdates stalled for %.0fs; restarting the poll",
+                        self.account,
+                        self.stall_timeout,
+                    )
                     continue
                 except RetryAfter as exc:
-                    log.warning("telegram[%s]: getUpdates rate limited; waiting %.0fs", self.account,
-                                _retry_seconds(exc))
+                    log.warning(
+                        "telegram[%s]: getUpdates rate limited; waiting %.0fs",
+                        self.account,
+                        _retry_seconds(exc),
+                    )
                     await self._sleep(_retry_seconds(exc))
                     continue
                 except (InvalidToken, Conflict, NetworkError, TelegramError) as exc:
-                    log.warning("telegram[%s]: getUpdates failed (%s: %s); retrying in %.1fs",
-                                self.account, type(exc).__name__, exc, delay)
+                    log.warning(
+                        "telegram[%s]: getUpdates failed (%s: %s); retrying in %.1fs",
+                        self.account,
+                        type(exc).__name__,
+                        exc,
+                        delay,
+                    )
                     await self._sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
                 except _Stopped:
                     raise
-                except Exception:  # noqa: BLE001 - never let the loop die
-                    log.exception("telegram[%s]: unexpected getUpdates error; retrying in %.1fs",
-                                  self.account, delay)
+                except Exception:
+                    log.exception(
+                        "telegram[%s]: unexpected getUpdates error; retrying in %.1fs",
+                        self.account,
+                        delay,
+                    )
                     await self._sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
@@ -365,16 +430,20 @@ class TelegramChannel(Channel):
             pass
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("telegram[%s]: poll loop crashed", self.account)
 
     async def _handle_raw(self, raw: Any) -> None:
         update_id = raw.get("update_id") if isinstance(raw, dict) else None
         if not isinstance(update_id, int):
-            log.warning("telegram[%s]: skipping an update without a valid update_id: %.200r", self.account, raw)
+            log.warning(
+                "telegram[%s]: skipping an update without a valid update_id: %.200r",
+                self.account,
+                raw,
+            )
             return
         if self._offset is not None and update_id < self._offset:
-            return                                   # already handled (replayed batch)
+            return  # already handled (replayed batch)
         inbound: InboundMessage | None = None
         try:
             update = Update.de_json(raw, self._bot)
@@ -382,12 +451,18 @@ class TelegramChannel(Channel):
                 inbound = await self._translate(update.message, update_id)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a malformed update is skipped, never fatal
-            log.warning("telegram[%s]: skipping update %s that could not be translated: %r",
-                        self.account, update_id, exc)
+        except Exception as exc:
+            log.warning(
+                "telegram[%s]: skipping update %s that could not be translated: %r",
+                self.account,
+                update_id,
+                exc,
+            )
             inbound = None
         if inbound is None:
-            log.debug("telegram[%s]: update %s has nothing to deliver; skipped", self.account, update_id)
+            log.debug(
+                "telegram[%s]: update %s has nothing to deliver; skipped", self.account, update_id
+            )
             self._offset = update_id + 1
             return
         delay = self.backoff_initial
@@ -397,10 +472,14 @@ class TelegramChannel(Channel):
                 break
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - storage failure: do not acknowledge, retry
-                log.exception("telegram[%s]: sink failed for update %s; retrying in %.1fs",
-                              self.account, update_id, delay)
-                await self._sleep(delay)         # raises _Stopped on stop: offset not advanced
+            except Exception:
+                log.exception(
+                    "telegram[%s]: sink failed for update %s; retrying in %.1fs",
+                    self.account,
+                    update_id,
+                    delay,
+                )
+                await self._sleep(delay)  # raises _Stopped on stop: offset not advanced
                 delay = min(delay * 2, self.backoff_max)
         self._offset = update_id + 1
 
@@ -412,11 +491,23 @@ class TelegramChannel(Channel):
             return True
         entities = msg.parse_entities() if msg.text is not None else msg.parse_caption_entities()
         for entity, value in entities.items():
-            if entity.type == MessageEntityType.TEXT_MENTION and entity.user and str(entity.user.id) == bot_id:
+            if (
+                entity.type == MessageEntityType.TEXT_MENTION
+                and entity.user
+                and str(entity.user.id) == bot_id
+            ):
                 return True
-            if entity.type == MessageEntityType.MENTION and username and value.lower() == f"@{username}":
+            if (
+                entity.type == MessageEntityType.MENTION
+                and username
+                and value.lower() == f"@{username}"
+            ):
                 return True
-            if entity.type == MessageEntityType.BOT_COMMAND and username and value.lower().endswith(f"@{username}"):
+            if (
+                entity.type == MessageEntityType.BOT_COMMAND
+                and username
+                and value.lower().endswith(f"@{username}")
+            ):
                 return True
         return False
 
@@ -435,22 +526,32 @@ class TelegramChannel(Channel):
         else:
             sender_id, sender_name, sender_username, sender_is_bot = str(chat.id), "", "", False
 
-        thread_id = str(msg.message_thread_id) if msg.is_topic_message and msg.message_thread_id else None
+        thread_id = (
+            str(msg.message_thread_id) if msg.is_topic_message and msg.message_thread_id else None
+        )
         reply = msg.reply_to_message
         if reply is not None and msg.is_topic_message and reply.forum_topic_created is not None:
-            reply = None        # in a forum topic every message "replies" to the topic's first message
-        reply_to_bot = bool(reply is not None and reply.from_user is not None
-                            and str(reply.from_user.id) == self._identity.get("id"))
+            reply = None  # in a forum topic every message "replies" to the topic's first message
+        reply_to_bot = bool(
+            reply is not None
+            and reply.from_user is not None
+            and str(reply.from_user.id) == self._identity.get("id")
+        )
 
         # Not downloaded here: the sender has not been admitted yet (SPEC §9.4).
         attachments = [
-            MediaItem(kind=kind, target="", name=name,  # type: ignore[arg-type]
-                      mime=mime or (mimetypes.guess_type(name)[0] or ""),
-                      ref=file_obj.file_id, size=int(file_obj.file_size or 0))
+            MediaItem(
+                kind=kind,
+                target="",
+                name=name,  # type: ignore[arg-type]
+                mime=mime or (mimetypes.guess_type(name)[0] or ""),
+                ref=file_obj.file_id,
+                size=int(file_obj.file_size or 0),
+            )
             for kind, file_obj, name, mime in self._media_of(msg)
         ]
         if not text and not attachments:
-            return None          # service messages, stickers, polls, …: nothing for the core
+            return None  # service messages, stickers, polls, …: nothing for the core
 
         return InboundMessage(
             channel="telegram",
@@ -484,7 +585,9 @@ class TelegramChannel(Channel):
             out.append(("image", largest, f"photo_{mid}.jpg", "image/jpeg"))
         if msg.animation is not None:
             a = msg.animation
-            out.append(("video", a, a.file_name or f"animation_{mid}.mp4", a.mime_type or "video/mp4"))
+            out.append(
+                ("video", a, a.file_name or f"animation_{mid}.mp4", a.mime_type or "video/mp4")
+            )
         elif msg.document is not None:
             d = msg.document
             out.append(("document", d, d.file_name or f"document_{mid}", d.mime_type or ""))
@@ -510,27 +613,38 @@ class TelegramChannel(Channel):
         if not item.ref:
             return item
         if item.size and item.size > max_bytes:
-            raise MediaTooLarge(f"telegram: {item.name or 'file'} is {item.size} bytes, over {max_bytes}")
+            raise MediaTooLarge(
+                f"telegram: {item.name or 'file'} is {item.size} bytes, over {max_bytes}"
+            )
         bot = self._require_bot()
         try:
             tg_file = await asyncio.wait_for(bot.get_file(item.ref), self.request_timeout)
         except asyncio.CancelledError:
             raise
         except BadRequest as exc:
-            if "too big" in str(exc).lower():   # over the Bot API's own download limit
+            if "too big" in str(exc).lower():  # over the Bot API's own download limit
                 raise MediaTooLarge(f"telegram: {item.name or 'file'}: {exc}") from None
-            raise ChannelError(f"telegram: getFile failed for {item.name or 'file'}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - timeouts, network, API errors
-            raise ChannelError(f"telegram: getFile failed for {item.name or 'file'}: {exc!r}") from None
+            raise ChannelError(
+                f"telegram: getFile failed for {item.name or 'file'}: {exc}"
+            ) from None
+        except Exception as exc:
+            raise ChannelError(
+                f"telegram: getFile failed for {item.name or 'file'}: {exc!r}"
+            ) from None
         if tg_file.file_size and tg_file.file_size > max_bytes:
-            raise MediaTooLarge(f"telegram: {item.name or 'file'} is {tg_file.file_size} bytes, over {max_bytes}")
+            raise MediaTooLarge(
+                f"telegram: {item.name or 'file'} is {tg_file.file_size} bytes, over {max_bytes}"
+            )
         url = tg_file.file_path or ""
         if not url.startswith(("http://", "https://")):
             raise ChannelError(f"telegram: no download URL for {item.name or 'file'}")
 
         name = item.name or "file"
-        suffix = _safe_suffix(Path(name).suffix, Path(urlsplit(url).path).suffix,
-                              mimetypes.guess_extension(item.mime) if item.mime else "")
+        suffix = _safe_suffix(
+            Path(name).suffix,
+            Path(urlsplit(url).path).suffix,
+            mimetypes.guess_extension(item.mime) if item.mime else "",
+        )
         stem = _safe_name(Path(name).stem)
         dest = Path(dest_dir).absolute() / f"tg_{uuid.uuid4().hex[:12]}_{stem}{suffix}"
         with capped_file(dest, max_bytes, f"telegram: downloading {name}") as out:
@@ -554,44 +668,71 @@ class TelegramChannel(Channel):
                 wait = _retry_seconds(exc)
                 if attempt >= self.send_retries or wait > self.max_retry_after:
                     raise
-                log.info("telegram[%s]: %s rate limited; retrying in %.1fs", self.account, what, wait)
+                log.info(
+                    "telegram[%s]: %s rate limited; retrying in %.1fs", self.account, what, wait
+                )
                 await asyncio.sleep(wait)
             except TimedOut:
-                raise                     # may have been delivered: never risk a duplicate
+                raise  # may have been delivered: never risk a duplicate
             except (BadRequest, Forbidden, InvalidToken):
                 raise
             except NetworkError as exc:
                 if attempt >= self.send_retries:
                     raise
                 wait = min(self.backoff_initial * (2 ** (attempt - 1)), self.backoff_max)
-                log.info("telegram[%s]: %s failed (%s); retrying in %.1fs", self.account, what, exc, wait)
+                log.info(
+                    "telegram[%s]: %s failed (%s); retrying in %.1fs", self.account, what, exc, wait
+                )
                 await asyncio.sleep(wait)
 
-    async def _send_text(self, chat_id: int | str, text: str, parse_mode: str | None,
-                         reply_to: int | None, thread_id: int | None) -> Message:
+    async def _send_text(
+        self,
+        chat_id: int | str,
+        text: str,
+        parse_mode: str | None,
+        reply_to: int | None,
+        thread_id: int | None,
+    ) -> Message:
         bot = self._require_bot()
-        reply = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True) if reply_to else None
-        return await self._call("sendMessage", lambda: bot.send_message(
-            chat_id=chat_id, text=text, parse_mode=parse_mode, reply_parameters=reply,
-            message_thread_id=thread_id))
+        reply = (
+            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            if reply_to
+            else None
+        )
+        return await self._call(
+            "sendMessage",
+            lambda: bot.send_message(
+                chat_id=chat_id,
+                text=text,
+                parse_mode=parse_mode,
+                reply_parameters=reply,
+                message_thread_id=thread_id,
+            ),
+        )
 
-    async def _send_plain(self, chat_id: int | str, text: str, reply_to: int | None,
-                          thread_id: int | None) -> list[Message]:
+    async def _send_plain(
+        self, chat_id: int | str, text: str, reply_to: int | None, thread_id: int | None
+    ) -> list[Message]:
         """Plain text, hard-split at the Telegram limit if needed."""
         out = []
         for i in range(0, len(text), self.chunk_limit):
-            piece = text[i:i + self.chunk_limit]
+            piece = text[i : i + self.chunk_limit]
             if piece.strip():
-                out.append(await self._send_text(chat_id, piece, None, reply_to if not out else None, thread_id))
+                out.append(
+                    await self._send_text(
+                        chat_id, piece, None, reply_to if not out else None, thread_id
+                    )
+                )
         return out
 
-    async def _send_chunk(self, chat_id: int | str, chunk: str, reply_to: int | None,
-                          thread_id: int | None) -> list[Message]:
+    async def _send_chunk(
+        self, chat_id: int | str, chunk: str, reply_to: int | None, thread_id: int | None
+    ) -> list[Message]:
         from channels.formatting import markdown_to_telegram_html
 
         try:
             rendered = markdown_to_telegram_html(chunk)
-        except Exception:  # noqa: BLE001 - the formatter must never cost us the message
+        except Exception:
             log.exception("telegram: Markdown rendering failed; sending plain text")
             rendered = ""
         if not rendered.strip():
@@ -600,10 +741,20 @@ class TelegramChannel(Channel):
             return [await self._send_text(chat_id, rendered, "HTML", reply_to, thread_id)]
         except BadRequest as exc:
             reason = str(exc).lower()
-            if "can't parse entities" in reason or "can't find end tag" in reason or "unsupported start tag" in reason:
-                log.info("telegram[%s]: HTML refused (%s); resending the chunk as plain text", self.account, exc)
+            if (
+                "can't parse entities" in reason
+                or "can't find end tag" in reason
+                or "unsupported start tag" in reason
+            ):
+                log.info(
+                    "telegram[%s]: HTML refused (%s); resending the chunk as plain text",
+                    self.account,
+                    exc,
+                )
             elif "too long" in reason:
-                log.info("telegram[%s]: rendered chunk too long; resending as plain text", self.account)
+                log.info(
+                    "telegram[%s]: rendered chunk too long; resending as plain text", self.account
+                )
             else:
                 raise
             return await self._send_plain(chat_id, chunk, reply_to, thread_id)
@@ -626,16 +777,26 @@ class TelegramChannel(Channel):
             return reply_to if (reply_all or not ids) else None
 
         text = msg.text or ""
-        chunks = [c for c in chunk_markdown(text, self.chunk_limit) if c.strip()] if text.strip() else []
+        chunks = (
+            [c for c in chunk_markdown(text, self.chunk_limit) if c.strip()] if text.strip() else []
+        )
         for chunk in chunks:
             attempted += 1
             try:
                 sent = await self._send_chunk(chat_id, chunk, reply_for_next(), thread_id)
                 ids.extend(str(m.message_id) for m in sent)
-            except Exception as exc:  # noqa: BLE001 - keep going with the rest
+            except Exception as exc:
                 last_error = exc
-                log.warning("telegram[%s]: sending a text chunk to %s failed: %r", self.account, msg.chat_id, exc)
-                if isinstance(exc, (Forbidden, InvalidToken)) or "chat not found" in str(exc).lower():
+                log.warning(
+                    "telegram[%s]: sending a text chunk to %s failed: %r",
+                    self.account,
+                    msg.chat_id,
+                    exc,
+                )
+                if (
+                    isinstance(exc, (Forbidden, InvalidToken))
+                    or "chat not found" in str(exc).lower()
+                ):
                     break
 
         for item in msg.media:
@@ -643,18 +804,34 @@ class TelegramChannel(Channel):
                 break
             attempted += 1
             try:
-                sent_msg = await self._send_media(chat_id, item, msg.audio_as_voice, reply_for_next(), thread_id)
+                sent_msg = await self._send_media(
+                    chat_id, item, msg.audio_as_voice, reply_for_next(), thread_id
+                )
                 ids.append(str(sent_msg.message_id))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 last_error = exc
-                log.warning("telegram[%s]: sending %s to %s failed: %r", self.account, item.kind, msg.chat_id, exc)
+                log.warning(
+                    "telegram[%s]: sending %s to %s failed: %r",
+                    self.account,
+                    item.kind,
+                    msg.chat_id,
+                    exc,
+                )
 
         if attempted and not ids:
-            raise ChannelError(f"telegram: nothing could be delivered to {msg.chat_id}: {last_error}")
+            raise ChannelError(
+                f"telegram: nothing could be delivered to {msg.chat_id}: {last_error}"
+            )
         return ids
 
-    async def _send_media(self, chat_id: int | str, item: MediaItem, as_voice: bool,
-                          reply_to: int | None, thread_id: int | None) -> Message:
+    async def _send_media(
+        self,
+        chat_id: int | str,
+        item: MediaItem,
+        as_voice: bool,
+        reply_to: int | None,
+        thread_id: int | None,
+    ) -> Message:
         bot = self._require_bot()
         kind = item.kind
         if kind == "audio" and as_voice:
@@ -666,7 +843,11 @@ class TelegramChannel(Channel):
             "audio": (bot.send_audio, "audio"),
             "voice": (bot.send_voice, "voice"),
         }.get(kind, (bot.send_document, "document"))
-        reply = ReplyParameters(message_id=reply_to, allow_sending_without_reply=True) if reply_to else None
+        reply = (
+            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            if reply_to
+            else None
+        )
         label = _MEDIA_LABEL.get(kind, "File")
 
         async def send_note(note: str) -> Message:
@@ -674,10 +855,19 @@ class TelegramChannel(Channel):
 
         if item.is_url:
             try:
-                return await self._call(f"send {kind}", lambda: sender(
-                    chat_id=chat_id, **{field: item.target}, reply_parameters=reply, message_thread_id=thread_id))
+                return await self._call(
+                    f"send {kind}",
+                    lambda: sender(
+                        chat_id=chat_id,
+                        **{field: item.target},
+                        reply_parameters=reply,
+                        message_thread_id=thread_id,
+                    ),
+                )
             except BadRequest as exc:
-                log.info("telegram[%s]: %s URL refused (%s); sending a link", self.account, kind, exc)
+                log.info(
+                    "telegram[%s]: %s URL refused (%s); sending a link", self.account, kind, exc
+                )
                 return await send_note(f"{label}: {item.target}")
 
         path = Path(item.target)
@@ -689,13 +879,19 @@ class TelegramChannel(Channel):
                 raise ValueError("file larger than the 50 MB upload limit")
             data = await asyncio.to_thread(path.read_bytes)
             upload_name = item.name or path.name
-            return await self._call(f"send {kind}", lambda: sender(
-                chat_id=chat_id, **{field: InputFile(data, filename=upload_name)},
-                reply_parameters=reply, message_thread_id=thread_id,
-                write_timeout=max(self.request_timeout, 120.0)))
+            return await self._call(
+                f"send {kind}",
+                lambda: sender(
+                    chat_id=chat_id,
+                    **{field: InputFile(data, filename=upload_name)},
+                    reply_parameters=reply,
+                    message_thread_id=thread_id,
+                    write_timeout=max(self.request_timeout, 120.0),
+                ),
+            )
         except (Forbidden, InvalidToken):
             raise
-        except Exception as exc:  # noqa: BLE001 - a note instead, the rest continues
+        except Exception as exc:
             log.warning("telegram[%s]: upload of %s failed: %r", self.account, name, exc)
             return await send_note(f"[attachment unavailable: {name}]")
 
@@ -705,9 +901,12 @@ class TelegramChannel(Channel):
         if bot is None:
             return
         try:
-            await bot.send_chat_action(chat_id=_to_chat_id(chat_id), action=ChatAction.TYPING,
-                                       message_thread_id=_to_int(thread_id))
-        except Exception as exc:  # noqa: BLE001
+            await bot.send_chat_action(
+                chat_id=_to_chat_id(chat_id),
+                action=ChatAction.TYPING,
+                message_thread_id=_to_int(thread_id),
+            )
+        except Exception as exc:
             log.debug("telegram[%s]: typing failed in %s: %r", self.account, chat_id, exc)
 
     async def react(self, chat_id: str, message_id: str, emoji: str) -> None:
@@ -716,7 +915,17 @@ class TelegramChannel(Channel):
         if bot is None or mid is None:
             return
         try:
-            await bot.set_message_reaction(chat_id=_to_chat_id(chat_id), message_id=mid,
-                                           reaction=[ReactionTypeEmoji(emoji)] if emoji else [])
-        except Exception as exc:  # noqa: BLE001
-            log.info("telegram[%s]: reaction %r on %s/%s failed: %r", self.account, emoji, chat_id, message_id, exc)
+            await bot.set_message_reaction(
+                chat_id=_to_chat_id(chat_id),
+                message_id=mid,
+                reaction=[ReactionTypeEmoji(emoji)] if emoji else [],
+            )
+        except Exception as exc:
+            log.info(
+                "telegram[%s]: reaction %r on %s/%s failed: %r",
+                self.account,
+                emoji,
+                chat_id,
+                message_id,
+                exc,
+            )

@@ -20,7 +20,6 @@ Error texts never carry the bot token: request URLs embed it, so it is masked.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import urllib.parse
 import urllib.request
@@ -71,16 +70,21 @@ class AiohttpRequest(BaseRequest):
             # No trust_env: with it aiohttp looks up ~/.netrc and the proxy variables in a
             # worker thread on every request (two thread hops per call); _proxy_for reads the
             # proxy variables once per host instead.  No cookies: the Bot API sets none.
-            self._session = aiohttp.ClientSession(connector=connector, trust_env=False,
-                                                  cookie_jar=aiohttp.DummyCookieJar(),
-                                                  headers={"User-Agent": self.USER_AGENT})
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                trust_env=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                headers={"User-Agent": self.USER_AGENT},
+            )
 
     async def shutdown(self) -> None:
         session, self._session = self._session, None
         if session is not None and not session.closed:
             await session.close()
 
-    def _timeout(self, read: Any, write: Any, connect: Any, pool: Any, has_files: bool) -> aiohttp.ClientTimeout:
+    def _timeout(
+        self, read: Any, write: Any, connect: Any, pool: Any, has_files: bool
+    ) -> aiohttp.ClientTimeout:
         def pick(value: Any, default: float | None) -> float | None:
             return default if value is BaseRequest.DEFAULT_NONE else value
 
@@ -94,7 +98,9 @@ class AiohttpRequest(BaseRequest):
         wait = None if pool_s is None or connect_s is None else pool_s + connect_s
         parts = (pool_s, connect_s, write_s, read_s)
         total = None if any(t is None for t in parts) else sum(parts)  # type: ignore[arg-type]
-        return aiohttp.ClientTimeout(total=total, connect=wait, sock_connect=connect_s, sock_read=read_s)
+        return aiohttp.ClientTimeout(
+            total=total, connect=wait, sock_connect=connect_s, sock_read=read_s
+        )
 
     def _proxy_for(self, url: str) -> str | None:
         """HTTP(S)_PROXY / NO_PROXY from the environment, as httpx honours them; never for loopback."""
@@ -126,7 +132,9 @@ class AiohttpRequest(BaseRequest):
             raise RuntimeError("This AiohttpRequest is not initialized!")
         files = request_data.multipart_data if request_data else None
         fields = request_data.json_parameters if request_data else None
-        timeout = self._timeout(read_timeout, write_timeout, connect_timeout, pool_timeout, bool(files))
+        timeout = self._timeout(
+            read_timeout, write_timeout, connect_timeout, pool_timeout, bool(files)
+        )
 
         body: Any = None
         if files:
@@ -141,14 +149,18 @@ class AiohttpRequest(BaseRequest):
                 form.add_field(name, content, filename=safe_name, content_type=mimetype)
             body = form
         elif fields:
-            body = fields           # url-encoded form, like PTB's httpx request
+            body = fields  # url-encoded form, like PTB's httpx request
 
         try:
-            async with session.request(method, url, data=body, timeout=timeout, proxy=self._proxy_for(url)) as resp:
+            async with session.request(
+                method, url, data=body, timeout=timeout, proxy=self._proxy_for(url)
+            ) as resp:
                 return resp.status, await resp.read()
         except aiohttp.ConnectionTimeoutError:
-            raise TimedOut("Timed out waiting for a connection to the Bot API; the request was not sent.") from None
-        except asyncio.TimeoutError as err:
+            raise TimedOut(
+                "Timed out waiting for a connection to the Bot API; the request was not sent."
+            ) from None
+        except TimeoutError as err:
             raise TimedOut(f"Timed out talking to the Bot API ({type(err).__name__})") from None
         except aiohttp.ClientConnectorError as err:
             # the connection was never made: nothing reached Telegram
@@ -169,8 +181,9 @@ class AiohttpRequest(BaseRequest):
         session = self._session
         if session is None or session.closed:
             raise RuntimeError("This AiohttpRequest is not initialized!")
-        client_timeout = aiohttp.ClientTimeout(total=timeout, connect=self._connect_timeout,
-                                               sock_read=self._read_timeout)
+        client_timeout = aiohttp.ClientTimeout(
+            total=timeout, connect=self._connect_timeout, sock_read=self._read_timeout
+        )
         written = 0
         try:
             async with session.get(url, timeout=client_timeout, proxy=self._proxy_for(url)) as resp:
@@ -178,13 +191,15 @@ class AiohttpRequest(BaseRequest):
                     raise TelegramError(f"file download answered HTTP {resp.status}")
                 declared = resp.content_length
                 if declared is not None and declared > max_bytes:
-                    raise MediaTooLarge(f"file is {declared} bytes, over the {max_bytes}-byte limit")
+                    raise MediaTooLarge(
+                        f"file is {declared} bytes, over the {max_bytes}-byte limit"
+                    )
                 async for chunk in resp.content.iter_chunked(64 * 1024):
                     written += len(chunk)
                     if written > max_bytes:
                         raise MediaTooLarge(f"file is over the {max_bytes}-byte limit")
                     out.write(chunk)
-        except asyncio.TimeoutError as err:
+        except TimeoutError as err:
             raise TimedOut(f"Timed out downloading a file ({type(err).__name__})") from None
         except aiohttp.ClientError as err:
             raise NetworkError(_mask(f"aiohttp.{type(err).__name__}: {err}")) from None

@@ -14,7 +14,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Awaitable, Callable, TextIO
+from typing import TextIO
+from collections.abc import Awaitable, Callable
 
 from channels.base import Capabilities, Channel, InboundMessage, InboundSink, OutboundMessage
 
@@ -92,8 +93,16 @@ class TerminalChannel(Channel):
         mid = uuid.uuid4().hex
         fut = asyncio.get_running_loop().create_future()
         self._waiting[mid] = fut
-        msg = InboundMessage(channel="terminal", chat_id="local", sender_id=self.user, sender_name=self.user,
-                             text=text, message_id=mid, timestamp=time.time(), chat_type="direct")
+        msg = InboundMessage(
+            channel="terminal",
+            chat_id="local",
+            sender_id=self.user,
+            sender_name=self.user,
+            text=text,
+            message_id=mid,
+            timestamp=time.time(),
+            chat_type="direct",
+        )
         self.last_message = msg
         try:
             await self._sink(msg)
@@ -102,8 +111,13 @@ class TerminalChannel(Channel):
             self._waiting.pop(mid, None)
 
 
-async def chat_loop(term: TerminalChannel, *, history: Path | None = None, banner: str = "",
-                    on_cancel: Callable[[InboundMessage], Awaitable[None]] | None = None) -> int:
+async def chat_loop(
+    term: TerminalChannel,
+    *,
+    history: Path | None = None,
+    banner: str = "",
+    on_cancel: Callable[[InboundMessage], Awaitable[None]] | None = None,
+) -> int:
     """Interactive chat on a terminal until Ctrl-D, /quit or Ctrl-C at the prompt."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory

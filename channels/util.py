@@ -7,7 +7,8 @@ import contextlib
 import ipaddress
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
+from collections.abc import Iterator
 
 from channels.base import ChannelError, MediaTooLarge
 
@@ -67,7 +68,9 @@ def capped_file(dest: Path, max_bytes: int, label: str) -> Iterator[_CappedWrite
     any failure, cancellation included, the partial file is removed; errors other than
     channel errors come out as ``ChannelError`` naming ``label``."""
     try:
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
     except OSError as e:
         raise ChannelError(f"{label}: cannot create {dest.name} ({e.strerror or e})") from None
     try:

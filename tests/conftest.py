@@ -21,7 +21,7 @@ def _check(address) -> None:
             ip = ipaddress.ip_address(host)
         except ValueError:
             if host not in ("localhost",):
-                raise OSError(f"tests must not touch the network: {host!r}")
+                raise OSError(f"tests must not touch the network: {host!r}") from None
             return
         if not ip.is_loopback:
             raise OSError(f"tests must not touch the network: {host!r}")
@@ -48,6 +48,7 @@ def _no_internet():
 
 # --------------------------------------------------------------- end-to-end fixtures
 # The fake servers are imported lazily so unit tests do not pay for aiohttp/PTB.
+
 
 @pytest.fixture
 async def llm():

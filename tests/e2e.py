@@ -18,13 +18,21 @@ TG_TOKEN = "123456:TEST-telegram-token"
 def deep_merge(base: dict, extra: dict) -> dict:
     out = dict(base)
     for k, v in extra.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = (
+            deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        )
     return out
 
 
 def _agent(llm, workspace: Path, state_dir: Path) -> dict:
-    return {"workspace": str(workspace), "state_dir": str(state_dir), "model": "openai/fake-model",
-            "api_base": llm.base_url, "timezone": "UTC", "llm_max_retries": 1}
+    return {
+        "workspace": str(workspace),
+        "state_dir": str(state_dir),
+        "model": "openai/fake-model",
+        "api_base": llm.base_url,
+        "timezone": "UTC",
+        "llm_max_retries": 1,
+    }
 
 
 def make_config(tmp_path: Path, llm, **sections: Any) -> Config:
@@ -35,22 +43,42 @@ def make_config(tmp_path: Path, llm, **sections: Any) -> Config:
 
 def telegram_section(fake, **kw) -> dict:
     os.environ["TEST_TG_TOKEN"] = TG_TOKEN
-    return {"telegram": {"enabled": True, "token_env": "TEST_TG_TOKEN", "api_base": fake.api_base,
-                         "poll_timeout": 1, "allow_from": ["42"], **kw}}
+    return {
+        "telegram": {
+            "enabled": True,
+            "token_env": "TEST_TG_TOKEN",
+            "api_base": fake.api_base,
+            "poll_timeout": 1,
+            "allow_from": ["42"],
+            **kw,
+        }
+    }
 
 
-def config_file(path: Path, llm, *, workspace: Path, state_dir: Path, heartbeat: dict | None = None,
-                channels: dict | None = None) -> Path:
+def config_file(
+    path: Path,
+    llm,
+    *,
+    workspace: Path,
+    state_dir: Path,
+    heartbeat: dict | None = None,
+    channels: dict | None = None,
+) -> Path:
     """The same test config as a TOML file, for the CLI and daemon subprocesses.
 
     ``channels`` takes sections as :func:`telegram_section` returns them."""
-    sections = {"agent": _agent(llm, workspace, state_dir), "heartbeat": {"every": "0m", **(heartbeat or {})}}
+    sections = {
+        "agent": _agent(llm, workspace, state_dir),
+        "heartbeat": {"every": "0m", **(heartbeat or {})},
+    }
     for name, section in (channels or {}).items():
         sections[f"channels.{name}"] = section
     lines: list[str] = []
     for name, values in sections.items():
         lines.append(f"[{name}]")
-        lines += [f"{key} = {json.dumps(value)}" for key, value in values.items()]  # JSON scalars are TOML
+        lines += [
+            f"{key} = {json.dumps(value)}" for key, value in values.items()
+        ]  # JSON scalars are TOML
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -89,7 +117,12 @@ def all_text(request: dict) -> str:
 
 
 # A 5-9k-char answer of five numbered paragraphs and a tail, for the chunking tests.
-LONG_ANSWER = "\n\n".join(f"Paragraph {i}: " + "word " * 300 + "end." for i in range(5)) + "\n\n" + "tail " * 200 + "done."
+LONG_ANSWER = (
+    "\n\n".join(f"Paragraph {i}: " + "word " * 300 + "end." for i in range(5))
+    + "\n\n"
+    + "tail " * 200
+    + "done."
+)
 
 
 def assert_long_answer_delivered(chunks: list[str], limit: int) -> None:

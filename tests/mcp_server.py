@@ -44,7 +44,11 @@ async def slow(seconds: float) -> str:
 @server.tool()
 def whoami() -> str:
     """The label this server was started with."""
-    return os.environ.get("MCP_TEST_LABEL", "(none)") + " secret-visible=" + str("CHELA_SECRET_PROBE" in os.environ)
+    return (
+        os.environ.get("MCP_TEST_LABEL", "(none)")
+        + " secret-visible="
+        + str("CHELA_SECRET_PROBE" in os.environ)
+    )
 
 
 @server.tool()

@@ -6,24 +6,28 @@ import pytest
 
 from channels.base import wait_task_end
 from channels.util import BoundedLRU, is_loopback, parse_listen
+import contextlib
 
 
 def test_bounded_lru_forgets_least_recently_used():
     lru = BoundedLRU(2)
     lru.put("a", 1)
     lru.put("b", 2)
-    assert lru.get("a") == 1      # touching "a" makes "b" the oldest
+    assert lru.get("a") == 1  # touching "a" makes "b" the oldest
     lru.put("c", 3)
     assert "b" not in lru and "a" in lru and "c" in lru and len(lru) == 2
     lru.put("d")
     assert lru.get("d") is True and "a" not in lru
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("127.0.0.1:8787", ("127.0.0.1", 8787)),
-    ("[::1]:80", ("::1", 80)),
-    (":3000", ("127.0.0.1", 3000)),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("127.0.0.1:8787", ("127.0.0.1", 8787)),
+        ("[::1]:80", ("::1", 80)),
+        (":3000", ("127.0.0.1", 3000)),
+    ],
+)
 def test_parse_listen(value, expected):
     assert parse_listen(value) == expected
 
@@ -35,6 +39,7 @@ def test_parse_listen_rejects(value):
 
 
 # ---------------------------------------------------------------------------- wait_task_end
+
 
 async def test_wait_task_end_returns_the_tasks_error_or_none():
     async def boom():
@@ -56,17 +61,24 @@ async def test_cancelling_the_waiter_leaves_the_task_running():
     waiter = asyncio.ensure_future(wait_task_end(task))
     await asyncio.sleep(0.01)
     waiter.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError):
         await waiter
-    except asyncio.CancelledError:
-        pass
     assert waiter.cancelled() and not task.done()
     task.cancel()
 
 
-@pytest.mark.parametrize("host, loopback", [
-    ("127.0.0.1", True), ("127.0.0.53", True), ("::1", True), ("localhost", True),
-    ("0.0.0.0", False), ("192.168.1.5", False), ("example.com", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.53", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+        ("", False),
+    ],
+)
 def test_is_loopback(host, loopback):
     assert is_loopback(host) is loopback

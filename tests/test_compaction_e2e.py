@@ -26,7 +26,10 @@ from tests.fakes.llm import FakeLLM, delay, error, last_user_text, text, tool_ca
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 4000
 OWNER = 42
-NOTES = "\n".join(f"line {i}: the quarterly notes say nothing of interest here, just filler text." for i in range(25))
+NOTES = "\n".join(
+    f"line {i}: the quarterly notes say nothing of interest here, just filler text."
+    for i in range(25)
+)
 
 
 def is_summary(req: dict) -> bool:
@@ -34,8 +37,10 @@ def is_summary(req: dict) -> bool:
 
 
 def is_flush(req: dict) -> bool:
-    return any(m.get("role") == "user" and "[Memory flush before compaction]" in (m.get("content") or "")
-               for m in req["messages"])
+    return any(
+        m.get("role") == "user" and "[Memory flush before compaction]" in (m.get("content") or "")
+        for m in req["messages"]
+    )
 
 
 def facts_in(req: dict) -> list[str]:
@@ -59,7 +64,11 @@ def smart_model(req: dict, *, summary=None):
         if summary is not None:
             return summary(req)
         # keep what the previous summary kept, add new facts verbatim
-        return "Summary:\n" + "\n".join(f"- {f}" for f in facts_in(req)) if facts_in(req) else "Summary: chit-chat."
+        return (
+            "Summary:\n" + "\n".join(f"- {f}" for f in facts_in(req))
+            if facts_in(req)
+            else "Summary: chit-chat."
+        )
     if is_flush(req):
         path = re.search(r"memory/\d{4}-\d{2}-\d{2}\.md", last_user_text(req) or "").group(0)
         if last.get("role") == "user":
@@ -67,7 +76,14 @@ def smart_model(req: dict, *, summary=None):
         if msgs[-2].get("tool_calls", [{}])[0].get("function", {}).get("name") == "read":
             old = last["content"] if not last["content"].startswith("Error") else ""
             new = [f for f in facts_in(req) if f not in old]
-            return tool_calls([("write", {"path": path, "content": old.rstrip("\n") + "\n" + "\n".join(new) + "\n"})])
+            return tool_calls(
+                [
+                    (
+                        "write",
+                        {"path": path, "content": old.rstrip("\n") + "\n" + "\n".join(new) + "\n"},
+                    )
+                ]
+            )
         return text("NO_REPLY")
     if last.get("role") == "tool":
         if msgs[-2]["tool_calls"][0]["function"]["name"] == "memory_search":
@@ -87,8 +103,15 @@ def smart_model(req: dict, *, summary=None):
 
 
 def cfg_for(tmp_path, llm, tg, timeout: float = 30, **compaction):
-    cfg = make_config(tmp_path, llm, channels=telegram_section(tg),
-                      agent={"compaction": {"context_window": WINDOW, **compaction}, "llm_timeout_seconds": timeout})
+    cfg = make_config(
+        tmp_path,
+        llm,
+        channels=telegram_section(tg),
+        agent={
+            "compaction": {"context_window": WINDOW, **compaction},
+            "llm_timeout_seconds": timeout,
+        },
+    )
     ws = cfg.agent.workspace
     ws.mkdir(parents=True, exist_ok=True)
     (ws / "notes.txt").write_text(NOTES)
@@ -151,7 +174,9 @@ async def test_300_turns_in_a_4000_token_window(tmp_path, tg):
     assert all(SUMMARY_LABEL not in r["messages"][0]["content"] for r in turns)
     # summary calls offer no tools; flush turns offer the file tools only
     assert all("tools" not in r for r in llm.requests if is_summary(r))
-    flush_tools = {t["function"]["name"] for r in llm.requests if is_flush(r) for t in r.get("tools", [])}
+    flush_tools = {
+        t["function"]["name"] for r in llm.requests if is_flush(r) for t in r.get("tools", [])
+    }
     assert flush_tools and flush_tools <= {"read", "write", "edit", "memory_search", "memory_get"}
     # a cut never separates a tool call from its result: no request has a tool message without its call
     for r in turns:
@@ -211,7 +236,9 @@ async def test_twin_short_conversation_is_not_compacted(tmp_path, tg):
             assert d.store.summary_count(f"agent:{cfg.agent.id}:main") == 0
     assert replies == ["noted", "noted"]
     assert not any(is_summary(r) or is_flush(r) for r in llm.requests)
-    assert len(llm.requests[-1]["messages"]) == 4 + 1  # system, user, assistant, user, delivery note
+    assert (
+        len(llm.requests[-1]["messages"]) == 4 + 1
+    )  # system, user, assistant, user, delivery note
 
 
 async def test_compact_command_and_status(tmp_path, tg):
@@ -229,24 +256,35 @@ async def test_compact_command_and_status(tmp_path, tg):
             replies = await converse(tg, 1, start=5)
     texts = [s.visible_text for s in tg.sent]
     status1, compact, status2, context, again = texts[4:9]
-    assert "Context: " in status1 and "compactions 0" in status1 and "of history (window 32000" in status1
+    assert (
+        "Context: " in status1
+        and "compactions 0" in status1
+        and "of history (window 32000" in status1
+    )
     assert compact.startswith("Compacted 8 older messages into a summary.")
     assert "compactions 1" in status2
     assert "Session tokens: " in context and "window 32000" in context
     assert again == "Nothing to compact yet."
     assert "4815" in summary["text"]
-    focus = [r for r in llm.requests if is_summary(r)][0]["messages"][1]["content"]
+    focus = next(r for r in llm.requests if is_summary(r))["messages"][1]["content"]
     assert "Pay particular attention to: the locker" in focus
     # the next turn sees the summary first, then nothing else from before
     last = llm.requests[-1]["messages"]
-    assert last[1]["content"].startswith(SUMMARY_LABEL) and body_of(llm.requests[-1]).startswith("turn 5")
+    assert last[1]["content"].startswith(SUMMARY_LABEL) and body_of(llm.requests[-1]).startswith(
+        "turn 5"
+    )
     assert replies == ["noted"]
 
 
 async def test_kill_9_during_compaction_loses_nothing(tmp_path, tg):
     async with FakeLLM(context_window=WINDOW) as llm:
-        cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state",
-                               channels=telegram_section(tg))
+        cfg_path = config_file(
+            tmp_path / "config.toml",
+            llm,
+            workspace=tmp_path / "ws",
+            state_dir=tmp_path / "state",
+            channels=telegram_section(tg),
+        )
         with cfg_path.open("a") as f:
             f.write(f"[agent.compaction]\ncontext_window = {WINDOW}\n")
         (tmp_path / "ws").mkdir()
@@ -256,7 +294,7 @@ async def test_kill_9_during_compaction_loses_nothing(tmp_path, tg):
         async def model(req):
             if is_summary(req):
                 hang.set()
-                await asyncio.sleep(8)          # the process is killed meanwhile
+                await asyncio.sleep(8)  # the process is killed meanwhile
             return smart_model(req)
 
         llm.default = model
@@ -280,9 +318,14 @@ async def test_kill_9_during_compaction_loses_nothing(tmp_path, tg):
         con = sqlite3.connect(db)
         stored = [json.loads(r[0]) for r in con.execute("SELECT data FROM messages ORDER BY id")]
         assert con.execute("SELECT COUNT(*) FROM summaries").fetchone()[0] == 0
-        assert con.execute("SELECT COUNT(*) FROM messages WHERE summary_id IS NOT NULL").fetchone()[0] == 0
+        assert (
+            con.execute("SELECT COUNT(*) FROM messages WHERE summary_id IS NOT NULL").fetchone()[0]
+            == 0
+        )
         con.close()
-        assert sum(1 for m in stored if m["role"] == "user") == i - 1      # every answered turn is there
+        assert (
+            sum(1 for m in stored if m["role"] == "user") == i - 1
+        )  # every answered turn is there
         assert "FACT: my locker code is 4815" in json.dumps(stored)
         # restart: the interrupted message is answered, compaction completes, nothing is lost
         llm.default = smart_model

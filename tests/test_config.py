@@ -10,22 +10,31 @@ from bot.config import ConfigError, config_warnings, load_config, parse_config
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("data, key", [
-    ({"agent": {"modle": "x"}}, "agent.modle: unknown key"),
-    ({"channels": {"telegram": {"dm_policy": "nope"}}}, "channels.telegram.dm_policy"),
-    ({"heartbeat": {"every": "30x"}}, "heartbeat.every"),
-    ({"agent": {"timezone": "Mars/Olympus"}}, "agent.timezone"),
-    ({"agent": {"max_tool_iterations": "many"}}, "agent.max_tool_iterations"),
-    ({"heartbeat": {"active_hours": {"start": "25:00", "end": "22:00"}}}, "heartbeat.active_hours.start"),
-    ({"cron": [{"name": "x", "schedule": "not cron", "prompt": "p"}]}, "cron[0].schedule"),
-    ({"channels": {"signal": {"enabled": True}}}, "channels.signal"),
-    ({"channels": {"http": {"listen": "nowhere"}}}, "channels.http.listen"),
-    ({"channels": {"slack": {"listen": "127.0.0.1:port"}}}, "channels.slack.listen"),
-    ({"tools": {"exec": {"security": "yolo"}}}, "tools.exec.security"),
-    ({"heartbeat": {"target": "telegarm"}}, "heartbeat.target: unknown target 'telegarm'"),
-    ({"cron": [{"name": "x", "schedule": "0 9 * * *", "prompt": "p", "target": "sms"}]}, "cron[0].target"),
-    ({"telegram": {}}, "telegram: unknown key"),
-])
+@pytest.mark.parametrize(
+    "data, key",
+    [
+        ({"agent": {"modle": "x"}}, "agent.modle: unknown key"),
+        ({"channels": {"telegram": {"dm_policy": "nope"}}}, "channels.telegram.dm_policy"),
+        ({"heartbeat": {"every": "30x"}}, "heartbeat.every"),
+        ({"agent": {"timezone": "Mars/Olympus"}}, "agent.timezone"),
+        ({"agent": {"max_tool_iterations": "many"}}, "agent.max_tool_iterations"),
+        (
+            {"heartbeat": {"active_hours": {"start": "25:00", "end": "22:00"}}},
+            "heartbeat.active_hours.start",
+        ),
+        ({"cron": [{"name": "x", "schedule": "not cron", "prompt": "p"}]}, "cron[0].schedule"),
+        ({"channels": {"signal": {"enabled": True}}}, "channels.signal"),
+        ({"channels": {"http": {"listen": "nowhere"}}}, "channels.http.listen"),
+        ({"channels": {"slack": {"listen": "127.0.0.1:port"}}}, "channels.slack.listen"),
+        ({"tools": {"exec": {"security": "yolo"}}}, "tools.exec.security"),
+        ({"heartbeat": {"target": "telegarm"}}, "heartbeat.target: unknown target 'telegarm'"),
+        (
+            {"cron": [{"name": "x", "schedule": "0 9 * * *", "prompt": "p", "target": "sms"}]},
+            "cron[0].target",
+        ),
+        ({"telegram": {}}, "telegram: unknown key"),
+    ],
+)
 def test_errors_name_the_key(data, key):
     with pytest.raises(ConfigError) as e:
         parse_config(data)
@@ -33,7 +42,9 @@ def test_errors_name_the_key(data, key):
 
 
 def test_defaults_and_expansion():
-    cfg = parse_config({"agent": {"workspace": "~/ws"}, "channels": {"telegram": {"allow_from": [123, "456"]}}})
+    cfg = parse_config(
+        {"agent": {"workspace": "~/ws"}, "channels": {"telegram": {"allow_from": [123, "456"]}}}
+    )
     assert cfg.agent.workspace == Path("~/ws").expanduser()
     assert cfg.channels.telegram.allow_from == ["123", "456"]
     assert cfg.heartbeat.every_seconds == 1800
@@ -64,11 +75,21 @@ def test_provider_api_keys_are_secrets_even_when_not_configured(monkeypatch):
 
 
 def test_warnings_for_risky_settings():
-    cfg = parse_config({"channels": {"telegram": {"enabled": True, "dm_policy": "allowlist"},
-                                     "http": {"enabled": True, "listen": "0.0.0.0:8787"}},
-                        "tools": {"exec": {"security": "full"}}})
+    cfg = parse_config(
+        {
+            "channels": {
+                "telegram": {"enabled": True, "dm_policy": "allowlist"},
+                "http": {"enabled": True, "listen": "0.0.0.0:8787"},
+            },
+            "tools": {"exec": {"security": "full"}},
+        }
+    )
     w = "\n".join(config_warnings(cfg))
-    assert "empty allow_from" in w and "security = \"full\"" in w and "reachable from other machines" in w
+    assert (
+        "empty allow_from" in w
+        and 'security = "full"' in w
+        and "reachable from other machines" in w
+    )
 
 
 def test_check_command_exit_codes(tmp_path, capsys):
@@ -106,22 +127,43 @@ def test_missing_channel_secret_names_key_and_variable(monkeypatch):
     monkeypatch.setenv("T_SLACK_BOT", "xoxb-1")
     monkeypatch.setenv("T_SLACK_APP", "xapp-1")
     monkeypatch.delenv("T_SLACK_SIGNING", raising=False)
-    slack = {"enabled": True, "bot_token_env": "T_SLACK_BOT", "app_token_env": "T_SLACK_APP",
-             "signing_secret_env": "T_SLACK_SIGNING"}
+    slack = {
+        "enabled": True,
+        "bot_token_env": "T_SLACK_BOT",
+        "app_token_env": "T_SLACK_APP",
+        "signing_secret_env": "T_SLACK_SIGNING",
+    }
     cfg = parse_config({"channels": {"slack": slack}})
-    assert cfg.channel_secrets("slack") == {"bot_token_env": "T_SLACK_BOT", "app_token_env": "T_SLACK_APP"}
-    assert build_channel(cfg, "slack").app_token == "xapp-1"            # socket mode: no signing secret needed
+    assert cfg.channel_secrets("slack") == {
+        "bot_token_env": "T_SLACK_BOT",
+        "app_token_env": "T_SLACK_APP",
+    }
+    assert (
+        build_channel(cfg, "slack").app_token == "xapp-1"
+    )  # socket mode: no signing secret needed
     cfg = parse_config({"channels": {"slack": {**slack, "mode": "http"}}})
-    with pytest.raises(SecretMissing, match=r"channels\.slack\.signing_secret_env: environment variable T_SLACK_SIGNING"):
+    with pytest.raises(
+        SecretMissing,
+        match=r"channels\.slack\.signing_secret_env: environment variable T_SLACK_SIGNING",
+    ):
         build_channel(cfg, "slack")
     assert cfg.channel_secrets("signal") == {} and cfg.channel_secrets("http") == {}
 
 
-@pytest.mark.parametrize("section, key", [
-    ({"channels": {"telegram": {"allow_from": ["42", "@alice"]}}}, "channels.telegram.allow_from"),
-    ({"channels": {"discord": {"owner_groups": ["@general"]}}}, "channels.discord.owner_groups"),
-    ({"owner": {"numbers": ["@me"]}}, "owner.numbers"),
-])
+@pytest.mark.parametrize(
+    "section, key",
+    [
+        (
+            {"channels": {"telegram": {"allow_from": ["42", "@alice"]}}},
+            "channels.telegram.allow_from",
+        ),
+        (
+            {"channels": {"discord": {"owner_groups": ["@general"]}}},
+            "channels.discord.owner_groups",
+        ),
+        ({"owner": {"numbers": ["@me"]}}, "owner.numbers"),
+    ],
+)
 def test_usernames_are_refused_where_ids_are_needed(section, key):
     with pytest.raises(ConfigError) as e:
         parse_config(section)
@@ -130,8 +172,12 @@ def test_usernames_are_refused_where_ids_are_needed(section, key):
 
 
 def test_ids_are_accepted_where_usernames_are_refused():
-    cfg = parse_config({"channels": {"discord": {"allow_from": [1234567890], "owner_groups": ["987"]}},
-                        "owner": {"numbers": ["+15550001111"]}})
+    cfg = parse_config(
+        {
+            "channels": {"discord": {"allow_from": [1234567890], "owner_groups": ["987"]}},
+            "owner": {"numbers": ["+15550001111"]},
+        }
+    )
     assert cfg.channels.discord.allow_from == ["1234567890"]
     assert cfg.channels.discord.owner_groups == ["987"]
     assert cfg.owner.numbers == ["+15550001111"]
@@ -141,4 +187,7 @@ def test_owner_only_tools_cannot_be_given_to_guests():
     with pytest.raises(ConfigError) as e:
         parse_config({"tools": {"guest": ["session_status", "memory_search"]}})
     assert "tools.guest" in str(e.value) and "memory_search" in str(e.value)
-    assert parse_config({"tools": {"guest": ["session_status", "exec"]}}).tools.guest == ["session_status", "exec"]
+    assert parse_config({"tools": {"guest": ["session_status", "exec"]}}).tools.guest == [
+        "session_status",
+        "exec",
+    ]

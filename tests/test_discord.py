@@ -10,6 +10,7 @@ import pytest
 from channels.base import ChannelError, InboundMessage, MediaItem, OutboundMessage
 from channels.discord import DiscordChannel
 from tests.fakes.discord import FakeDiscord
+import contextlib
 
 BOT_ID = 900000000000000001
 USER_ID = 800000000000000042
@@ -36,10 +37,8 @@ class Sink:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(f"expected {n} inbound messages, got {len(self.items)}")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._event.wait(), remaining)
-            except asyncio.TimeoutError:
-                pass
         return self.items
 
 
@@ -47,18 +46,28 @@ class Sink:
 async def fake():
     f = FakeDiscord(bot_id=BOT_ID, bot_name="chela", token=TOKEN)
     await f.start()
-    f.add_guild(GUILD_ID, "Test Guild", channels=[
-        {"id": CHAN_ID, "name": "general"},
-        {"id": THREAD_ID, "name": "side-topic", "type": 11, "parent_id": CHAN_ID},
-    ])
+    f.add_guild(
+        GUILD_ID,
+        "Test Guild",
+        channels=[
+            {"id": CHAN_ID, "name": "general"},
+            {"id": THREAD_ID, "name": "side-topic", "type": 11, "parent_id": CHAN_ID},
+        ],
+    )
     yield f
     await f.stop()
 
 
 def _adapter(fake: FakeDiscord, tmp_path, token: str = TOKEN, **kw) -> DiscordChannel:
     kw.setdefault("ready_timeout", 5.0)
-    return DiscordChannel(token=token, api_base=fake.api_base, gateway_url=fake.gateway_url,
-                          media_dir=tmp_path, guild_ready_timeout=0.05, **kw)
+    return DiscordChannel(
+        token=token,
+        api_base=fake.api_base,
+        gateway_url=fake.gateway_url,
+        media_dir=tmp_path,
+        guild_ready_timeout=0.05,
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -80,13 +89,15 @@ async def test_connects_and_becomes_ready(fake, connected):
     assert ident["token"] == TOKEN
     intents = ident["intents"]
     import discord
+
     got = discord.Intents._from_value(intents)
     assert got.message_content and got.dm_messages and got.guild_messages
     paths = [c["path"] for c in fake.calls]
     assert "/users/@me" in paths and "/oauth2/applications/@me" in paths
     from discord.gateway import DiscordWebSocket
     from discord.http import Route
-    assert Route.BASE == fake.api_base
+
+    assert fake.api_base == Route.BASE
     await ch.stop()
     await ch.stop()  # idempotent
     assert Route.BASE == "https://discord.com/api/v10"  # process-global bases restored
@@ -94,9 +105,11 @@ async def test_connects_and_becomes_ready(fake, connected):
 
 
 async def test_dm_message(fake, connected):
-    ch, sink = connected
+    _ch, sink = connected
     dm = fake.add_dm_channel(USER_ID, "alice")
-    mid = await fake.inject_message(dm, "hello there", author_id=USER_ID, username="alice", global_name="Alice A")
+    mid = await fake.inject_message(
+        dm, "hello there", author_id=USER_ID, username="alice", global_name="Alice A"
+    )
     [msg] = await sink.wait(1)
     assert msg.channel == "discord"
     assert msg.chat_type == "direct"
@@ -112,8 +125,9 @@ async def test_dm_message(fake, connected):
 
 async def test_guild_mention(fake, connected):
     _, sink = connected
-    await fake.inject_message(CHAN_ID, f"<@{BOT_ID}> what's up", author_id=USER_ID, username="alice",
-                              mentions=[BOT_ID])
+    await fake.inject_message(
+        CHAN_ID, f"<@{BOT_ID}> what's up", author_id=USER_ID, username="alice", mentions=[BOT_ID]
+    )
     await fake.inject_message(CHAN_ID, "just chatting", author_id=USER_ID, username="alice")
     first, second = await sink.wait(2)
     assert first.chat_type == "group" and first.group_kind == "channel"
@@ -126,13 +140,25 @@ async def test_guild_mention(fake, connected):
 async def test_reply_to_bot_message(fake, connected):
     ch, sink = connected
     [bot_mid] = await ch.send(OutboundMessage(chat_id=str(CHAN_ID), text="I am the bot"))
-    other = await fake.inject_message(CHAN_ID, "someone else", author_id=USER_ID + 1, username="bob")
-    await fake.inject_message(CHAN_ID, "replying to you", author_id=USER_ID, username="alice",
-                              referenced_message_id=int(bot_mid))
-    await fake.inject_message(CHAN_ID, "replying to bob", author_id=USER_ID, username="alice",
-                              referenced_message_id=other)
+    other = await fake.inject_message(
+        CHAN_ID, "someone else", author_id=USER_ID + 1, username="bob"
+    )
+    await fake.inject_message(
+        CHAN_ID,
+        "replying to you",
+        author_id=USER_ID,
+        username="alice",
+        referenced_message_id=int(bot_mid),
+    )
+    await fake.inject_message(
+        CHAN_ID, "replying to bob", author_id=USER_ID, username="alice", referenced_message_id=other
+    )
     items = await sink.wait(3)
-    assert [m.text for m in items] == ["someone else", "replying to you", "replying to bob"]  # own echo dropped
+    assert [m.text for m in items] == [
+        "someone else",
+        "replying to you",
+        "replying to bob",
+    ]  # own echo dropped
     assert items[1].reply_to_id == bot_mid and items[1].reply_to_bot is True
     assert items[2].reply_to_id == str(other) and items[2].reply_to_bot is False
 
@@ -145,7 +171,9 @@ async def test_thread_message(fake, connected):
     assert msg.thread_id == str(THREAD_ID)
     assert msg.chat_type == "group"
     # replies and reactions go to the thread
-    await ch.send(OutboundMessage(chat_id=msg.chat_id, thread_id=msg.thread_id, text="thread reply"))
+    await ch.send(
+        OutboundMessage(chat_id=msg.chat_id, thread_id=msg.thread_id, text="thread reply")
+    )
     await ch.react(msg.chat_id, str(mid), "👀")
     assert fake.sent[-1]["channel_id"] == THREAD_ID
     assert fake.reactions == [{"channel_id": THREAD_ID, "message_id": mid, "emoji": "👀"}]
@@ -159,7 +187,7 @@ async def test_uncached_thread_resolved_via_rest(fake, connected):
     await fake.inject_message(late, "second", author_id=USER_ID, username="alice")
     dm = fake.add_dm_channel(USER_ID, "alice")
     await fake.inject_message(dm, "third", author_id=USER_ID, username="alice")
-    first, second, third = await sink.wait(3)
+    first, second, _third = await sink.wait(3)
     assert [m.text for m in sink.items] == ["first", "second", "third"]  # arrival order kept
     assert (first.chat_id, first.thread_id) == (str(CHAN_ID), str(late))
     assert (second.chat_id, second.thread_id) == (str(CHAN_ID), str(late))
@@ -171,7 +199,9 @@ async def test_own_messages_dropped_other_bots_flagged(fake, connected):
     ch, sink = connected
     await ch.send(OutboundMessage(chat_id=str(CHAN_ID), text="from me"))
     await fake.inject_message(CHAN_ID, "spoofed self", author_id=BOT_ID, username="chela", bot=True)
-    await fake.inject_message(CHAN_ID, "beep", author_id=OTHER_BOT_ID, username="otherbot", bot=True)
+    await fake.inject_message(
+        CHAN_ID, "beep", author_id=OTHER_BOT_ID, username="otherbot", bot=True
+    )
     [msg] = await sink.wait(1)
     await asyncio.sleep(0.05)
     assert len(sink.items) == 1
@@ -180,10 +210,12 @@ async def test_own_messages_dropped_other_bots_flagged(fake, connected):
 
 async def test_long_text_chunked_with_reference(fake, connected):
     ch, _ = connected
-    paragraphs = [("word " * 60).strip() for _ in range(16)]   # 16 × 299 chars ≈ 5000
+    paragraphs = [("word " * 60).strip() for _ in range(16)]  # 16 × 299 chars ≈ 5000
     text = "\n\n".join(paragraphs)
     assert len(text) >= 4800
-    ids = await ch.send(OutboundMessage(chat_id=str(CHAN_ID), text=text, reply_to_id="12345", reply_mode="first"))
+    ids = await ch.send(
+        OutboundMessage(chat_id=str(CHAN_ID), text=text, reply_to_id="12345", reply_mode="first")
+    )
     assert len(ids) == len(fake.sent) >= 3
     for rec in fake.sent:
         assert len(rec["content"]) <= 2000
@@ -203,7 +235,9 @@ async def test_long_text_5000_chars_three_messages(fake, connected):
 
 async def test_reply_mode_all(fake, connected):
     ch, _ = connected
-    await ch.send(OutboundMessage(chat_id=str(CHAN_ID), text="a" * 3000, reply_to_id="777", reply_mode="all"))
+    await ch.send(
+        OutboundMessage(chat_id=str(CHAN_ID), text="a" * 3000, reply_to_id="777", reply_mode="all")
+    )
     assert len(fake.sent) == 2
     assert all(r["message_reference"]["message_id"] in (777, "777") for r in fake.sent)
 
@@ -215,17 +249,25 @@ async def test_file_upload_and_media(fake, connected, tmp_path):
     f2 = tmp_path / "pic.png"
     f2.write_bytes(b"\x89PNG fake")
     dm = fake.add_dm_channel(USER_ID, "alice")
-    ids = await ch.send(OutboundMessage(chat_id=str(dm), text="here you go", media=[
-        MediaItem(kind="document", target=str(f1)),
-        MediaItem(kind="image", target=str(f2), name="picture.png"),
-        MediaItem(kind="image", target="https://example.com/cat.jpg"),
-        MediaItem(kind="document", target=str(tmp_path / "missing.pdf")),
-    ]))
+    ids = await ch.send(
+        OutboundMessage(
+            chat_id=str(dm),
+            text="here you go",
+            media=[
+                MediaItem(kind="document", target=str(f1)),
+                MediaItem(kind="image", target=str(f2), name="picture.png"),
+                MediaItem(kind="image", target="https://example.com/cat.jpg"),
+                MediaItem(kind="document", target=str(tmp_path / "missing.pdf")),
+            ],
+        )
+    )
     assert len(ids) == 3
     text, upload, links = fake.sent
     assert text["content"] == "here you go"
-    assert [(f["filename"], f["data"]) for f in upload["files"]] == [("report.txt", b"hello bytes"),
-                                                                     ("picture.png", b"\x89PNG fake")]
+    assert [(f["filename"], f["data"]) for f in upload["files"]] == [
+        ("report.txt", b"hello bytes"),
+        ("picture.png", b"\x89PNG fake"),
+    ]
     assert "payload_json" not in [f["field"] for f in upload["files"]]
     assert links["content"] == "https://example.com/cat.jpg\n[attachment unavailable: missing.pdf]"
 
@@ -234,9 +276,14 @@ async def test_upload_failure_becomes_note(fake, connected, tmp_path):
     ch, _ = connected
     f1 = tmp_path / "big.bin"
     f1.write_bytes(b"x" * 10)
-    fake.fail_next(f"POST /channels/{CHAN_ID}/messages", status=413,
-                   body={"message": "Request entity too large", "code": 40005})
-    ids = await ch.send(OutboundMessage(chat_id=str(CHAN_ID), media=[MediaItem(kind="document", target=str(f1))]))
+    fake.fail_next(
+        f"POST /channels/{CHAN_ID}/messages",
+        status=413,
+        body={"message": "Request entity too large", "code": 40005},
+    )
+    ids = await ch.send(
+        OutboundMessage(chat_id=str(CHAN_ID), media=[MediaItem(kind="document", target=str(f1))])
+    )
     assert len(ids) == 1
     assert fake.sent[0]["content"] == "[attachment unavailable: big.bin]"
 
@@ -281,9 +328,13 @@ async def test_inbound_attachment(fake, connected, tmp_path):
     ch, sink = connected
     before = sorted(tmp_path.rglob("*"))
     dm = fake.add_dm_channel(USER_ID, "alice")
-    await fake.inject_message(dm, "see pic", author_id=USER_ID, username="alice",
-                              attachments=[{"filename": "a.png", "content_type": "image/png"},
-                                           {"filename": "notes.txt"}])
+    await fake.inject_message(
+        dm,
+        "see pic",
+        author_id=USER_ID,
+        username="alice",
+        attachments=[{"filename": "a.png", "content_type": "image/png"}, {"filename": "notes.txt"}],
+    )
     [msg] = await sink.wait(1)
     kinds = [(a.kind, a.name) for a in msg.attachments]
     assert kinds == [("image", "a.png"), ("document", "notes.txt")]
@@ -353,7 +404,7 @@ async def test_open_for_sending_uses_rest_only(fake, tmp_path):
     finally:
         await ch.stop()
     assert len(ids) == 1 and fake.sent[0]["content"] == "reminder"
-    assert fake.identifies == []                          # never opened the gateway
+    assert fake.identifies == []  # never opened the gateway
 
 
 async def test_open_for_sending_reports_a_bad_token(fake, tmp_path):

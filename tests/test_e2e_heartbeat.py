@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 
 from bot.cli import main as cli_main
@@ -12,10 +12,17 @@ from tests.fakes.llm import last_user_text, text, tool_calls
 
 
 def hb_config(tmp_path, llm, tg, heartbeat=None, **agent):
-    cfg = make_config(tmp_path, llm, channels=telegram_section(tg), heartbeat={"every": "24h", **(heartbeat or {})},
-                      **({"agent": agent} if agent else {}))
+    cfg = make_config(
+        tmp_path,
+        llm,
+        channels=telegram_section(tg),
+        heartbeat={"every": "24h", **(heartbeat or {})},
+        **({"agent": agent} if agent else {}),
+    )
     cfg.agent.workspace.mkdir(parents=True, exist_ok=True)
-    (cfg.agent.workspace / "HEARTBEAT.md").write_text("# Checks\n- look at the inbox for anything urgent\n")
+    (cfg.agent.workspace / "HEARTBEAT.md").write_text(
+        "# Checks\n- look at the inbox for anything urgent\n"
+    )
     return cfg
 
 
@@ -50,7 +57,10 @@ async def test_alert_reaches_last_dm_once_within_24h(tmp_path, llm, tg):
     cfg = hb_config(tmp_path, llm, tg)
     async with running(cfg) as d:
         await _dm_first(d, tg, llm)
-        alert = "HEARTBEAT_OK " + "Your flight tomorrow moved to 07:10; the check-in opens tonight. " * 8
+        alert = (
+            "HEARTBEAT_OK "
+            + "Your flight tomorrow moved to 07:10; the check-in opens tonight. " * 8
+        )
         llm.script(text(alert))
         out = await d.scheduled.heartbeat()
         assert out.status == "delivered"
@@ -98,12 +108,17 @@ async def test_busy_main_session_defers(tmp_path, llm, tg):
 
 
 async def test_outside_active_hours_skips(tmp_path, llm, tg):
-    cfg = hb_config(tmp_path, llm, tg, heartbeat={"active_hours": {"start": "08:00", "end": "09:00", "timezone": "UTC"}})
+    cfg = hb_config(
+        tmp_path,
+        llm,
+        tg,
+        heartbeat={"active_hours": {"start": "08:00", "end": "09:00", "timezone": "UTC"}},
+    )
     async with running(cfg) as d:
-        out = await d.scheduled.heartbeat(now=datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc))
+        out = await d.scheduled.heartbeat(now=datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
         assert out.status == "skipped" and "active hours" in out.reason
         llm.script(text("HEARTBEAT_OK"))
-        out = await d.scheduled.heartbeat(now=datetime(2026, 11, 21, 8, 30, tzinfo=timezone.utc))
+        out = await d.scheduled.heartbeat(now=datetime(2026, 11, 21, 8, 30, tzinfo=UTC))
         assert out.status == "ack"
 
 
@@ -118,9 +133,13 @@ async def test_scheduler_fires_heartbeats_by_itself(tmp_path, llm, tg):
 
 async def test_heartbeat_command_dry_run(tmp_path, llm, tg, capsys):
     cfg = hb_config(tmp_path, llm, tg)
-    path = config_file(tmp_path / "c.toml", llm, workspace=cfg.agent.workspace, state_dir=cfg.agent.state_dir)
+    path = config_file(
+        tmp_path / "c.toml", llm, workspace=cfg.agent.workspace, state_dir=cfg.agent.state_dir
+    )
     llm.default = lambda req: text("Reminder: water the plants.")
-    rc = await asyncio.to_thread(cli_main, ["heartbeat", "--dry-run", "--config", str(path), "--log-level", "ERROR"])
+    rc = await asyncio.to_thread(
+        cli_main, ["heartbeat", "--dry-run", "--config", str(path), "--log-level", "ERROR"]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "water the plants" in out and len(llm.requests) == 1
 
@@ -129,16 +148,24 @@ async def test_heartbeat_command_next_to_a_running_daemon_only_sends(tmp_path, l
     """`chela heartbeat` while the daemon runs: the alert goes out, but the command neither
     polls nor resets the webhook, so the daemon keeps getting its messages."""
     cfg = hb_config(tmp_path, llm, tg)
-    path = config_file(tmp_path / "c.toml", llm, workspace=cfg.agent.workspace, state_dir=cfg.agent.state_dir,
-                       heartbeat={"every": "24h", "target": "last"}, channels=telegram_section(tg))
+    path = config_file(
+        tmp_path / "c.toml",
+        llm,
+        workspace=cfg.agent.workspace,
+        state_dir=cfg.agent.state_dir,
+        heartbeat={"every": "24h", "target": "last"},
+        channels=telegram_section(tg),
+    )
     async with running(cfg) as d:
         await _dm_first(d, tg, llm)
         llm.script(text("Your parcel is waiting at the front desk."))
-        rc = await asyncio.to_thread(cli_main, ["heartbeat", "--config", str(path), "--log-level", "ERROR"])
+        rc = await asyncio.to_thread(
+            cli_main, ["heartbeat", "--config", str(path), "--log-level", "ERROR"]
+        )
         assert rc == 0
         sent = await tg.wait_for_sent(2, timeout=10)
         assert sent[1].chat_id == 42 and "parcel" in sent[1].visible_text
-        assert len(tg.calls_of("deleteWebhook")) == 1          # the daemon's own, at its start
+        assert len(tg.calls_of("deleteWebhook")) == 1  # the daemon's own, at its start
         llm.script(text("still listening"))
         tg.inject_message(42, "you there?", from_id=42)
         sent = await tg.wait_for_sent(3, timeout=10)
@@ -149,20 +176,37 @@ async def test_cron_job_created_by_tool_fires_after_restart(tmp_path, llm, tg):
     tools = ["read", "cron", "session_status"]
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg), tools={"enabled": tools})
     async with running(cfg) as d:
-        llm.script(tool_calls([("cron", {"action": "add", "name": "plants", "schedule": "0 9 * * *",
-                                         "prompt": "Remind me to water the plants.", "target": "telegram", "to": "42"})]),
-                   text("Done, I'll remind you at 9."))
+        llm.script(
+            tool_calls(
+                [
+                    (
+                        "cron",
+                        {
+                            "action": "add",
+                            "name": "plants",
+                            "schedule": "0 9 * * *",
+                            "prompt": "Remind me to water the plants.",
+                            "target": "telegram",
+                            "to": "42",
+                        },
+                    )
+                ]
+            ),
+            text("Done, I'll remind you at 9."),
+        )
         tg.inject_message(42, "remind me daily at 9 to water the plants", from_id=42)
         await tg.wait_for_sent(1, timeout=15)
         await eventually(lambda: not d.lanes.busy("agent:main:main"))
-        assert any(m.get("role") == "tool" and "Scheduled job 'plants'" in m.get("content", "")
-                   for m in llm.requests[1]["messages"])
+        assert any(
+            m.get("role") == "tool" and "Scheduled job 'plants'" in m.get("content", "")
+            for m in llm.requests[1]["messages"]
+        )
     # a new daemon on the same state dir: the job is back and fires
     async with running(cfg) as d2:
         job = d2.cron.scheduler.get_job("cron:plants")
         assert job is not None
         llm.script(text("Time to water the plants 🌱"))
-        job.modify(next_run_time=datetime.now(timezone.utc))
+        job.modify(next_run_time=datetime.now(UTC))
         sent = await tg.wait_for_sent(2, timeout=15)
         req = llm.requests[-1]
     assert sent[1].chat_id == 42 and "water the plants" in sent[1].visible_text

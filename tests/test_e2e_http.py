@@ -34,34 +34,51 @@ async def test_chat_completions_plain_and_streaming(tmp_path, llm, monkeypatch):
         async with aiohttp.ClientSession() as s:
             async with s.get(f"http://127.0.0.1:{port}/healthz") as r:
                 assert r.status == 200
-            async with s.post(url, json={"messages": [{"role": "user", "content": "hi"}]},
-                              headers={"Authorization": "Bearer wrong"}) as r:
+            async with s.post(
+                url,
+                json={"messages": [{"role": "user", "content": "hi"}]},
+                headers={"Authorization": "Bearer wrong"},
+            ) as r:
                 assert r.status == 401
             assert llm.requests == []
             llm.script(text("Hello from Chela"))
-            body = {"model": "chela", "user": "alice", "messages": [{"role": "user", "content": "hi"}]}
+            body = {
+                "model": "chela",
+                "user": "alice",
+                "messages": [{"role": "user", "content": "hi"}],
+            }
             async with s.post(url, json=body, headers=auth) as r:
                 assert r.status == 200
                 data = await r.json()
             assert data["object"] == "chat.completion"
-            assert data["choices"][0]["message"] == {"role": "assistant", "content": "Hello from Chela"}
+            assert data["choices"][0]["message"] == {
+                "role": "assistant",
+                "content": "Hello from Chela",
+            }
             llm.script(text("streamed " * 100))
             async with s.post(url, json={**body, "stream": True}, headers=auth) as r:
                 assert r.headers["Content-Type"].startswith("text/event-stream")
                 raw = (await r.read()).decode()
             events = [line[6:] for line in raw.splitlines() if line.startswith("data: ")]
             assert events[-1] == "[DONE]"
-            content = "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1])
+            content = "".join(
+                json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1]
+            )
             assert content == ("streamed " * 100).strip()
             llm.script(text("Look at this\n[IMAGE:https://example.com/a.png]"))
             async with s.post(url, json=body, headers=auth) as r:
                 data = await r.json()
-            assert data["choices"][0]["message"]["content"] == "Look at this\nImage: https://example.com/a.png"
+            assert (
+                data["choices"][0]["message"]["content"]
+                == "Look at this\nImage: https://example.com/a.png"
+            )
             llm.script(text("NO_REPLY"))
             async with s.post(url, json=body, headers=auth) as r:
                 data = await r.json()
             assert data["choices"][0]["message"]["content"] == ""
-            async with s.post(url, data=b"{not json", headers={**auth, "Content-Type": "application/json"}) as r:
+            async with s.post(
+                url, data=b"{not json", headers={**auth, "Content-Type": "application/json"}
+            ) as r:
                 assert r.status == 400
         # a request/response channel is never a heartbeat target
         assert d.store.get("route:last") is None and d.store.get("route:last:http") is None
@@ -75,18 +92,31 @@ async def test_http_adapter_refuses_to_serve_without_token(host):
     from channels.base import ChannelError
     from channels.http import HttpChannel
 
-    ch = HttpChannel(host=host, port=0, token="")     # loopback is no exception (SPEC §9.4)
+    ch = HttpChannel(host=host, port=0, token="")  # loopback is no exception (SPEC §9.4)
     with pytest.raises(ChannelError, match="without a token"):
         await ch.start(lambda m: None)
 
 
 async def test_terminal_chat_one_message(tmp_path, llm):
-    cfg_path = config_file(tmp_path / "c.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state")
+    cfg_path = config_file(
+        tmp_path / "c.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
     llm.script(text("Hi from the **terminal**"))
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "chat", "-m", "hello", "--config", str(cfg_path), "--log-level", "ERROR",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        sys.executable,
+        "-m",
+        "bot",
+        "chat",
+        "-m",
+        "hello",
+        "--config",
+        str(cfg_path),
+        "--log-level",
+        "ERROR",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()
     assert "Hi from the **terminal**" in out.decode()

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import LONG_ANSWER, all_text, assert_long_answer_delivered, make_config, running, system_prompt
+from tests.e2e import (
+    LONG_ANSWER,
+    all_text,
+    assert_long_answer_delivered,
+    make_config,
+    running,
+    system_prompt,
+)
 from tests.fakes.llm import text
 from tests.fakes.signal import FakeSignalCli
 
@@ -29,7 +36,13 @@ async def sig():
 
 @pytest.fixture
 def cfg(tmp_path, llm, sig):
-    section = {"enabled": True, "account": BOT, "http_url": sig.url, "allow_from": [ALICE], "groups": [GROUP]}
+    section = {
+        "enabled": True,
+        "account": BOT,
+        "http_url": sig.url,
+        "allow_from": [ALICE],
+        "groups": [GROUP],
+    }
     return make_config(tmp_path, llm, channels={"signal": section})
 
 
@@ -51,16 +64,30 @@ async def test_dm_gets_reply(cfg, llm, sig):
 async def test_group_mention_gating_and_pending_history(cfg, llm, sig):
     async with running(cfg):
         await sig.wait_for_clients(1)
-        sig.inject_message(BOB, "the deploy broke at noon", group_id=GROUP, group_name="Dev Team", source_name="Bob")
+        sig.inject_message(
+            BOB,
+            "the deploy broke at noon",
+            group_id=GROUP,
+            group_name="Dev Team",
+            source_name="Bob",
+        )
         await asyncio.sleep(1.0)
         assert sig.sent == [] and llm.requests == []
         # a group that is not allowlisted: ignored even with a mention
-        sig.inject_message(BOB, "\ufffc hello", group_id=OTHER_GROUP, group_name="Other", mentions=[BOT])
+        sig.inject_message(
+            BOB, "\ufffc hello", group_id=OTHER_GROUP, group_name="Other", mentions=[BOT]
+        )
         await asyncio.sleep(0.5)
         assert sig.sent == [] and llm.requests == []
         llm.script(text("Looking into it."))
-        sig.inject_message(BOB, "\ufffc what happened?", group_id=GROUP, group_name="Dev Team", mentions=[BOT],
-                           source_name="Bob")
+        sig.inject_message(
+            BOB,
+            "\ufffc what happened?",
+            group_id=GROUP,
+            group_name="Dev Team",
+            mentions=[BOT],
+            source_name="Bob",
+        )
         sent = await sig.wait_for_sent(1, timeout=15)
         await asyncio.sleep(0.5)
     assert len(sig.sent) == 1 and len(llm.requests) == 1
@@ -172,8 +199,14 @@ async def test_event_stream_drop_and_replay_answers_each_message_once(cfg, llm, 
         await asyncio.sleep(1.0)
     assert [s["message"] for s in sig.sent] == ["answer one", "answer two", "answer three"]
     assert len(llm.requests) == 3
-    last_user = [[m for m in r["messages"] if m["role"] == "user"][-1]["content"] for r in llm.requests]
-    assert "message one" in last_user[0] and "message two" in last_user[1] and "message three" in last_user[2]
+    last_user = [
+        [m for m in r["messages"] if m["role"] == "user"][-1]["content"] for r in llm.requests
+    ]
+    assert (
+        "message one" in last_user[0]
+        and "message two" in last_user[1]
+        and "message three" in last_user[2]
+    )
     assert all(w < 1.8 for w in waits), waits
 
 
@@ -181,15 +214,27 @@ async def test_quote_of_bot_message_in_group_counts_as_mention(cfg, llm, sig):
     llm.script(text("First answer."), text("Follow-up answer."))
     async with running(cfg):
         await sig.wait_for_clients(1)
-        sig.inject_message(BOB, "\ufffc question", group_id=GROUP, group_name="Dev Team", mentions=[BOT])
+        sig.inject_message(
+            BOB, "\ufffc question", group_id=GROUP, group_name="Dev Team", mentions=[BOT]
+        )
         sent = await sig.wait_for_sent(1, timeout=15)
-        sig.inject_message(BOB, "and then?", group_id=GROUP, group_name="Dev Team",
-                           quote={"id": sent[0]["timestamp"], "author": BOT, "text": "First answer."})
+        sig.inject_message(
+            BOB,
+            "and then?",
+            group_id=GROUP,
+            group_name="Dev Team",
+            quote={"id": sent[0]["timestamp"], "author": BOT, "text": "First answer."},
+        )
         await sig.wait_for_sent(2, timeout=15)
         # quoting someone else is not addressing the bot
         env = sig.inject_message(ALICE, "unrelated", group_id=GROUP, group_name="Dev Team")
-        sig.inject_message(BOB, "agreed", group_id=GROUP, group_name="Dev Team",
-                           quote={"id": env["timestamp"], "author": ALICE, "text": "unrelated"})
+        sig.inject_message(
+            BOB,
+            "agreed",
+            group_id=GROUP,
+            group_name="Dev Team",
+            quote={"id": env["timestamp"], "author": ALICE, "text": "unrelated"},
+        )
         await asyncio.sleep(1.0)
     assert [s["message"] for s in sig.sent] == ["First answer.", "Follow-up answer."]
     assert len(llm.requests) == 2

@@ -7,7 +7,14 @@ import asyncio
 
 import pytest
 
-from tests.e2e import LONG_ANSWER, all_text, assert_long_answer_delivered, make_config, running, system_prompt
+from tests.e2e import (
+    LONG_ANSWER,
+    all_text,
+    assert_long_answer_delivered,
+    make_config,
+    running,
+    system_prompt,
+)
 from tests.fakes.llm import text
 from tests.fakes.slack import FakeSlack, post_http_event
 
@@ -27,9 +34,16 @@ def slack_config(tmp_path, llm, sl, monkeypatch, **kw):
     monkeypatch.setenv("TEST_SLACK_BOT", sl.bot_token)
     monkeypatch.setenv("TEST_SLACK_APP", sl.app_token)
     monkeypatch.setenv("TEST_SLACK_SIGNING", SIGNING_SECRET)
-    section = {"enabled": True, "bot_token_env": "TEST_SLACK_BOT", "app_token_env": "TEST_SLACK_APP",
-               "signing_secret_env": "TEST_SLACK_SIGNING", "api_base": sl.api_base, "allow_from": [ALICE],
-               "groups": [CHAN], **kw}
+    section = {
+        "enabled": True,
+        "bot_token_env": "TEST_SLACK_BOT",
+        "app_token_env": "TEST_SLACK_APP",
+        "signing_secret_env": "TEST_SLACK_SIGNING",
+        "api_base": sl.api_base,
+        "allow_from": [ALICE],
+        "groups": [CHAN],
+        **kw,
+    }
     return make_config(tmp_path, llm, channels={"slack": section})
 
 
@@ -63,7 +77,9 @@ async def test_dm_gets_reply(cfg, llm, sl):
 
 async def test_channel_mention_gating_pending_history_and_dedup_of_mention_events(cfg, llm, sl):
     async with running(cfg):
-        env = await sl.push_event(sl.message_event(CHAN, "UBOB", "the deploy broke at noon", channel_type="channel"))
+        env = await sl.push_event(
+            sl.message_event(CHAN, "UBOB", "the deploy broke at noon", channel_type="channel")
+        )
         await sl.wait_for_ack(env)
         await asyncio.sleep(1.0)
         assert sl.posted == [] and llm.requests == []
@@ -74,7 +90,9 @@ async def test_channel_mention_gating_pending_history_and_dedup_of_mention_event
         llm.script(text("Looking into it."))
         # Slack sends both a `message` and an `app_mention` event for one mention
         ts = sl.new_ts()
-        await sl.push_event(sl.message_event(CHAN, "UBOB", "<@UBOT> what happened?", ts=ts, channel_type="channel"))
+        await sl.push_event(
+            sl.message_event(CHAN, "UBOB", "<@UBOT> what happened?", ts=ts, channel_type="channel")
+        )
         await sl.push_event(sl.app_mention_event(CHAN, "UBOB", "<@UBOT> what happened?", ts=ts))
         posts = await sl.wait_for_posts(1, timeout=15)
         await asyncio.sleep(1.0)
@@ -128,14 +146,21 @@ async def test_media_markers_link_and_upload(cfg, llm, sl):
             if sl.uploads:
                 break
             await asyncio.sleep(0.05)
-    assert [p["text"] for p in sl.posted] == ["Here you go", "Image: <https://example.com/a.png|a.png>"]
+    assert [p["text"] for p in sl.posted] == [
+        "Here you go",
+        "Image: <https://example.com/a.png|a.png>",
+    ]
     assert len(sl.uploads) == 1
     up = sl.uploads[0]
-    assert up["filename"] == "report.pdf" and up["bytes"] == b"%PDF-1.4 fake" and up["channel"] == DM
+    assert (
+        up["filename"] == "report.pdf" and up["bytes"] == b"%PDF-1.4 fake" and up["channel"] == DM
+    )
     methods = [c[0] for c in sl.calls]
     assert "files.getUploadURLExternal" in methods and "files.completeUploadExternal" in methods
     # text first, then attachments in order
-    assert methods.index("files.getUploadURLExternal") > max(i for i, m in enumerate(methods) if m == "chat.postMessage")
+    assert methods.index("files.getUploadURLExternal") > max(
+        i for i, m in enumerate(methods) if m == "chat.postMessage"
+    )
 
 
 async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, sl):
@@ -175,7 +200,9 @@ async def test_http_mode_signature_check_and_dedup(http_cfg, llm, sl):
         url = d.channels["slack"].http_url
         assert url.startswith("http://127.0.0.1:")
         ev = dm_event(sl, "forged message")
-        status, _ = await post_http_event(url, SIGNING_SECRET, sl.event_callback(ev), bad_signature=True)
+        status, _ = await post_http_event(
+            url, SIGNING_SECRET, sl.event_callback(ev), bad_signature=True
+        )
         assert status == 401
         await asyncio.sleep(0.8)
         assert llm.requests == [] and sl.posted == []
@@ -201,13 +228,24 @@ async def test_thread_the_bot_is_in_needs_no_mention(cfg, llm, sl):
         await sl.push_event(sl.app_mention_event(CHAN, "UBOB", "<@UBOT> start a thread", ts=root))
         posts = await sl.wait_for_posts(1, timeout=15)
         assert posts[0]["thread_ts"] == root
-        await sl.push_event(sl.message_event(CHAN, "UBOB", "follow-up without mention", thread_ts=root,
-                                             channel_type="channel"))
+        await sl.push_event(
+            sl.message_event(
+                CHAN, "UBOB", "follow-up without mention", thread_ts=root, channel_type="channel"
+            )
+        )
         posts = await sl.wait_for_posts(2, timeout=15)
         # a thread the bot is not in still needs a mention
         other = sl.new_ts()
-        await sl.push_event(sl.message_event(CHAN, "UBOB", "other thread reply", thread_ts=other,
-                                             channel_type="channel", parent_user_id="UBOB"))
+        await sl.push_event(
+            sl.message_event(
+                CHAN,
+                "UBOB",
+                "other thread reply",
+                thread_ts=other,
+                channel_type="channel",
+                parent_user_id="UBOB",
+            )
+        )
         await asyncio.sleep(1.0)
     assert [p["text"] for p in sl.posted] == ["In the thread.", "Still here."]
     assert posts[1]["thread_ts"] == root and posts[1]["channel"] == CHAN

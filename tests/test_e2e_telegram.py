@@ -11,7 +11,15 @@ from pathlib import Path
 
 
 from bot.cli import main as cli_main
-from tests.e2e import TG_TOKEN, all_text, config_file, make_config, running, system_prompt, telegram_section
+from tests.e2e import (
+    TG_TOKEN,
+    all_text,
+    config_file,
+    make_config,
+    running,
+    system_prompt,
+    telegram_section,
+)
 from tests.fakes.llm import delay, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,15 +69,36 @@ async def test_unknown_sender_gets_pairing_code_then_is_served(tmp_path, llm, tg
 async def test_group_pending_history_and_mention(tmp_path, llm, tg):
     cfg = tg_config(tmp_path, llm, tg, groups=["-100"])
     async with running(cfg):
-        tg.inject_message(-100, "anyone seen the deploy logs?", from_id=5, username="bob", first_name="Bob",
-                          chat_type="supergroup", title="Dev Team")
-        tg.inject_message(-100, "they are in /var/log/app", from_id=6, username="carol", first_name="Carol",
-                          chat_type="supergroup", title="Dev Team")
+        tg.inject_message(
+            -100,
+            "anyone seen the deploy logs?",
+            from_id=5,
+            username="bob",
+            first_name="Bob",
+            chat_type="supergroup",
+            title="Dev Team",
+        )
+        tg.inject_message(
+            -100,
+            "they are in /var/log/app",
+            from_id=6,
+            username="carol",
+            first_name="Carol",
+            chat_type="supergroup",
+            title="Dev Team",
+        )
         await asyncio.sleep(1.5)
         assert tg.sent == [] and llm.requests == []
         llm.script(text("Thanks, noted."))
-        tg.inject_message(-100, "@chela_bot summarise please", from_id=5, username="bob", first_name="Bob",
-                          chat_type="supergroup", title="Dev Team")
+        tg.inject_message(
+            -100,
+            "@chela_bot summarise please",
+            from_id=5,
+            username="bob",
+            first_name="Bob",
+            chat_type="supergroup",
+            title="Dev Team",
+        )
         sent = await tg.wait_for_sent(1, timeout=15)
         # a second group, not allowlisted, is ignored even with a mention
         tg.inject_message(-200, "@chela_bot hello", from_id=5, chat_type="group", title="Other")
@@ -92,7 +121,9 @@ async def test_no_reply_sends_nothing_and_reply_tag_threads(tmp_path, llm, tg):
         llm.script(text("[[reply_to_current]] Sure thing"))
         mid_update = tg.inject_message(42, "can you?", from_id=42)
         sent = await tg.wait_for_sent(1, timeout=15)
-    trigger = [m for (chat, mid), m in tg.messages.items() if chat == 42 and m.get("text") == "can you?"][0]
+    trigger = next(
+        m for (chat, mid), m in tg.messages.items() if chat == 42 and m.get("text") == "can you?"
+    )
     assert sent[0].visible_text == "Sure thing"
     assert sent[0].reply_to_message_id == trigger["message_id"]
     assert mid_update
@@ -102,7 +133,11 @@ async def test_media_markers_send_photo_and_document_after_text(tmp_path, llm, t
     cfg = tg_config(tmp_path, llm, tg)
     async with running(cfg):
         (cfg.agent.workspace / "report.pdf").write_bytes(b"%PDF-1.4 fake")
-        llm.script(text("Here you go\n[IMAGE:https://example.com/cat.png]\n[DOCUMENT:report.pdf]\n[DOCUMENT:../../etc/passwd]"))
+        llm.script(
+            text(
+                "Here you go\n[IMAGE:https://example.com/cat.png]\n[DOCUMENT:report.pdf]\n[DOCUMENT:../../etc/passwd]"
+            )
+        )
         tg.inject_message(42, "send files", from_id=42)
         sent = await tg.wait_for_sent(3, timeout=15)
     kinds = [(s.method, s.url or s.filename) for s in sent]
@@ -113,7 +148,7 @@ async def test_media_markers_send_photo_and_document_after_text(tmp_path, llm, t
 
 
 async def test_long_answer_is_chunked_and_html_rejection_resent_plain(tmp_path, llm, tg):
-    para = ("word " * 199 + "end.\n\n")
+    para = "word " * 199 + "end.\n\n"
     long_answer = (para * 9)[:9000]
     async with running(tg_config(tmp_path, llm, tg)):
         llm.script(text(long_answer))
@@ -121,7 +156,11 @@ async def test_long_answer_is_chunked_and_html_rejection_resent_plain(tmp_path, 
         sent = await tg.wait_for_sent(3, timeout=15)
         await asyncio.sleep(0.3)
         assert len(tg.sent) == 3 and all(len(s.text) <= 4096 for s in sent)
-        tg.fail_next("sendMessage", status=400, description="Bad Request: can't parse entities: unsupported tag")
+        tg.fail_next(
+            "sendMessage",
+            status=400,
+            description="Bad Request: can't parse entities: unsupported tag",
+        )
         llm.script(text("**bold** answer"))
         tg.inject_message(42, "again", from_id=42)
         sent = await tg.wait_for_sent(4, timeout=15)
@@ -163,7 +202,9 @@ async def test_malformed_update_and_huge_message_do_not_stop_the_daemon(tmp_path
         tg.inject_message(42, "still there?", from_id=42)
         sent = await tg.wait_for_sent(2, timeout=15)
     assert len(sent) == 2
-    assert len(llm.requests[0]["messages"][-2]["content"]) < 70_000  # the huge text was cut, not dropped
+    assert (
+        len(llm.requests[0]["messages"][-2]["content"]) < 70_000
+    )  # the huge text was cut, not dropped
 
 
 async def test_tool_call_round_trip_through_telegram(tmp_path, llm, tg):
@@ -174,7 +215,10 @@ async def test_tool_call_round_trip_through_telegram(tmp_path, llm, tg):
         tg.inject_message(42, "what is the code word?", from_id=42)
         sent = await tg.wait_for_sent(1, timeout=15)
     assert sent[0].visible_text == "It is heron."
-    assert any(m.get("role") == "tool" and "heron" in m.get("content", "") for m in llm.requests[1]["messages"])
+    assert any(
+        m.get("role") == "tool" and "heron" in m.get("content", "")
+        for m in llm.requests[1]["messages"]
+    )
 
 
 async def test_llm_outage_gives_clear_message_and_daemon_keeps_running(tmp_path, llm, tg):
@@ -193,8 +237,13 @@ async def test_llm_outage_gives_clear_message_and_daemon_keeps_running(tmp_path,
 
 
 async def test_kill_9_mid_turn_then_restart_answers_exactly_once(tmp_path, llm, tg):
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state",
-                           channels=telegram_section(tg))
+    cfg_path = config_file(
+        tmp_path / "config.toml",
+        llm,
+        workspace=tmp_path / "ws",
+        state_dir=tmp_path / "state",
+        channels=telegram_section(tg),
+    )
     env = {**os.environ, "TEST_TG_TOKEN": TG_TOKEN, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "bot", "run", "--config", str(cfg_path)]
     llm.script(delay(8, text("too late")))  # longer than the kill, short enough for teardown
@@ -229,5 +278,7 @@ async def test_message_tool_without_channel_or_recipient_sends_to_this_chat(tmp_
         await llm.wait_for_requests(2, timeout=15)
         await asyncio.sleep(0.3)
     assert [(s.chat_id, s.visible_text) for s in tg.sent] == [(42, "a note sent by the tool")]
-    assert any(m.get("role") == "tool" and m.get("content") == "sent" for m in llm.requests[1]["messages"])
+    assert any(
+        m.get("role") == "tool" and m.get("content") == "sent" for m in llm.requests[1]["messages"]
+    )
     assert sent

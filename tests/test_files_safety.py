@@ -68,7 +68,9 @@ async def test_planted_old_temp_name_is_not_followed(reg, ws, outside):
     c = ctx(ws)
     out = await reg.execute("write", {"path": "f.txt", "content": "rewritten"}, c)
     assert out.startswith("Wrote 9 bytes to f.txt"), out
-    out = await reg.execute("edit", {"path": "f.txt", "old_text": "rewritten", "new_text": "edited"}, c)
+    out = await reg.execute(
+        "edit", {"path": "f.txt", "old_text": "rewritten", "new_text": "edited"}, c
+    )
     assert out.startswith("Edited f.txt"), out
     out = await reg.execute("write", {"path": "new.txt", "content": "fresh"}, c)
     assert out.startswith("Wrote 5 bytes to new.txt"), out
@@ -136,7 +138,9 @@ async def test_in_workspace_symlink_read_works_write_refused(reg, ws, outside):
     assert not (ws / "a" / "new.txt").exists()
     assert (ws / "alias.txt").is_symlink()
     # the real path still works
-    out = await reg.execute("edit", {"path": "a/real.txt", "old_text": "inner", "new_text": "outer"}, c)
+    out = await reg.execute(
+        "edit", {"path": "a/real.txt", "old_text": "inner", "new_text": "outer"}, c
+    )
     assert out.startswith("Edited a/real.txt"), out
     assert (ws / "a" / "real.txt").read_text() == "outer text"
     outside_untouched(outside)
@@ -214,9 +218,13 @@ async def test_race_swapped_target_file(reg, ws, outside, no_precheck):
 
 async def test_race_twin_plain_paths_still_work(reg, ws, no_precheck):
     c = ctx(ws)
-    assert (await reg.execute("write", {"path": "p/q.txt", "content": "abc"}, c)).startswith("Wrote")
+    assert (await reg.execute("write", {"path": "p/q.txt", "content": "abc"}, c)).startswith(
+        "Wrote"
+    )
     assert await reg.execute("read", {"path": "p/q.txt"}, c) == "abc"
-    assert (await reg.execute("edit", {"path": "p/q.txt", "old_text": "b", "new_text": "B"}, c)).startswith("Edited")
+    assert (
+        await reg.execute("edit", {"path": "p/q.txt", "old_text": "b", "new_text": "B"}, c)
+    ).startswith("Edited")
     assert (ws / "p/q.txt").read_text() == "aBc"
 
 
@@ -225,9 +233,13 @@ async def test_race_twin_plain_paths_still_work(reg, ws, no_precheck):
 
 async def test_normal_write_edit_read(reg, ws):
     c = ctx(ws)
-    assert (await reg.execute("write", {"path": "notes.txt", "content": "alpha beta"}, c)).startswith("Wrote 10 bytes")
+    assert (
+        await reg.execute("write", {"path": "notes.txt", "content": "alpha beta"}, c)
+    ).startswith("Wrote 10 bytes")
     assert await reg.execute("read", {"path": "notes.txt"}, c) == "alpha beta"
-    out = await reg.execute("edit", {"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}, c)
+    out = await reg.execute(
+        "edit", {"path": "notes.txt", "old_text": "beta", "new_text": "gamma"}, c
+    )
     assert out == "Edited notes.txt: replaced 1 occurrence."
     assert await reg.execute("read", {"path": str(ws / "notes.txt")}, c) == "alpha gamma"
     assert sorted(os.listdir(ws)) == ["notes.txt"]  # no temp files left

@@ -29,15 +29,27 @@ def env(**extra) -> dict:
     return {**os.environ, "PYTHONPATH": str(ROOT), "TEST_TG_TOKEN": TG_TOKEN, **extra}
 
 
-async def chela(*argv: str, env_extra: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+async def chela(
+    *argv: str, env_extra: dict | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """Run the CLI in a subprocess without blocking the loop the fakes answer on."""
-    return await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "bot", *argv], env=env(**(env_extra or {})),
-                                   capture_output=True, text=True, timeout=timeout)
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bot", *argv],
+        env=env(**(env_extra or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def start_daemon(cfg_path: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bot", "run", "--config", str(cfg_path)], env=env(),
-                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    return subprocess.Popen(
+        [sys.executable, "-m", "bot", "run", "--config", str(cfg_path)],
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )
 
 
 async def wait_log(log: Path, needle: str, timeout: float = 30) -> str:
@@ -56,10 +68,29 @@ def stop(proc: subprocess.Popen) -> int:
 
 # ------------------------------------------------------------------------ onboard → check → run
 def onboard_args(tmp_path: Path, llm, tg, *more: str) -> list[str]:
-    return ["onboard", "--non-interactive", "--config", str(tmp_path / "config.toml"), "--model", "openai/fake-model",
-            "--api-base", llm.base_url, "--channel", "telegram", "--telegram-token-env", "TEST_TG_TOKEN",
-            "--telegram-api-base", tg.api_base, "--owner", "telegram:42", "--workspace", str(tmp_path / "ws"),
-            "--state-dir", str(tmp_path / "state"), *more]
+    return [
+        "onboard",
+        "--non-interactive",
+        "--config",
+        str(tmp_path / "config.toml"),
+        "--model",
+        "openai/fake-model",
+        "--api-base",
+        llm.base_url,
+        "--channel",
+        "telegram",
+        "--telegram-token-env",
+        "TEST_TG_TOKEN",
+        "--telegram-api-base",
+        tg.api_base,
+        "--owner",
+        "telegram:42",
+        "--workspace",
+        str(tmp_path / "ws"),
+        "--state-dir",
+        str(tmp_path / "state"),
+        *more,
+    ]
 
 
 async def test_onboard_writes_a_config_check_accepts_and_run_starts_with(tmp_path, llm, tg):
@@ -67,8 +98,8 @@ async def test_onboard_writes_a_config_check_accepts_and_run_starts_with(tmp_pat
     assert r.returncode == 0, r.stderr
     cfg_path = tmp_path / "config.toml"
     assert f"wrote {cfg_path}" in r.stdout and "OK    model: openai/fake-model" in r.stdout
-    assert f"chela run --config {cfg_path}" in r.stdout                     # the next step
-    assert len(llm.requests) == 1 and llm.requests[0].get("max_tokens") == 1   # the one-token check
+    assert f"chela run --config {cfg_path}" in r.stdout  # the next step
+    assert len(llm.requests) == 1 and llm.requests[0].get("max_tokens") == 1  # the one-token check
     assert (tmp_path / "ws" / "AGENTS.md").is_file() and (cfg_path.stat().st_mode & 0o077) == 0
     data = tomllib.loads(cfg_path.read_text())
     assert data["channels"]["telegram"]["allow_from"] == ["42"]
@@ -81,8 +112,14 @@ async def test_onboard_writes_a_config_check_accepts_and_run_starts_with(tmp_pat
     proc = start_daemon(cfg_path, log)
     try:
         text_ = await wait_log(log, "ready in")
-        for line in (f"config file: {cfg_path}", f"workspace: {tmp_path / 'ws'}", f"state dir: {tmp_path / 'state'}",
-                     "channels: telegram", "heartbeat: every 30m, target last", "HTTP API: off"):
+        for line in (
+            f"config file: {cfg_path}",
+            f"workspace: {tmp_path / 'ws'}",
+            f"state dir: {tmp_path / 'state'}",
+            "channels: telegram",
+            "heartbeat: every 30m, target last",
+            "HTTP API: off",
+        ):
             assert line in text_
         tg.inject_message(42, "hello", from_id=42)
         sent = await tg.wait_for_sent(1, timeout=30)
@@ -101,26 +138,39 @@ async def test_onboard_never_overwrites_without_force(tmp_path, llm, tg):
     assert "[channels.telegram]" in cfg_path.read_text()
 
 
-async def test_onboard_refuses_a_username_as_owner_id_and_a_failing_model_exits_1(tmp_path, llm, tg):
+async def test_onboard_refuses_a_username_as_owner_id_and_a_failing_model_exits_1(
+    tmp_path, llm, tg
+):
     args = onboard_args(tmp_path, llm, tg)
     args[args.index("telegram:42")] = "telegram:@me"
     r = await chela(*args)
-    assert r.returncode == 1 and "allow_from" in r.stderr and not (tmp_path / "config.toml").exists()
+    assert (
+        r.returncode == 1 and "allow_from" in r.stderr and not (tmp_path / "config.toml").exists()
+    )
     llm.script(error(401, {"error": {"message": "bad key"}}))
     r = await chela(*onboard_args(tmp_path, llm, tg))
     assert r.returncode == 1 and "FAIL  model:" in r.stdout and "401" in r.stdout
-    assert (tmp_path / "config.toml").is_file()          # written; the failure is the model's
+    assert (tmp_path / "config.toml").is_file()  # written; the failure is the model's
 
 
 # ------------------------------------------------------------------------------ the lock
-async def test_second_daemon_refuses_naming_the_pid_then_starts_after_the_first_exits(tmp_path, llm, tg):
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state",
-                           channels=telegram_section(tg))
+async def test_second_daemon_refuses_naming_the_pid_then_starts_after_the_first_exits(
+    tmp_path, llm, tg
+):
+    cfg_path = config_file(
+        tmp_path / "config.toml",
+        llm,
+        workspace=tmp_path / "ws",
+        state_dir=tmp_path / "state",
+        channels=telegram_section(tg),
+    )
     first = start_daemon(cfg_path, tmp_path / "first.log")
     try:
         await wait_log(tmp_path / "first.log", "ready in")
         r = await chela("run", "--config", str(cfg_path), timeout=30)
-        assert r.returncode == 1 and f"pid {first.pid}" in r.stderr and "already running" in r.stderr
+        assert (
+            r.returncode == 1 and f"pid {first.pid}" in r.stderr and "already running" in r.stderr
+        )
 
         # status sees it: pid, channels, no traceback
         r = await chela("status", "--config", str(cfg_path))
@@ -146,13 +196,21 @@ def test_lock_is_released_with_the_process_and_refuses_while_held(tmp_path):
     assert running_daemon(tmp_path)["pid"] == os.getpid()
     a.release()
     assert running_daemon(tmp_path) is None
-    b = StateLock(tmp_path)              # twin: free again, a new holder gets it
+    b = StateLock(tmp_path)  # twin: free again, a new holder gets it
     b.acquire()
     b.release()
     # a holder killed with SIGKILL leaves the file but no lock
-    proc = subprocess.Popen([sys.executable, "-c", "import sys,time; from bot.lock import StateLock; "
-                             f"StateLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
-                            env=env(), stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys,time; from bot.lock import StateLock; "
+            f"StateLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(60)",
+        ],
+        env=env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "held"
     assert running_daemon(tmp_path)["pid"] == proc.pid
     proc.kill()
@@ -163,24 +221,34 @@ def test_lock_is_released_with_the_process_and_refuses_while_held(tmp_path):
 
 # ------------------------------------------------------------------- check and run agree
 async def test_check_and_run_refuse_the_same_missing_secret(tmp_path, llm, tg, monkeypatch):
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state",
-                           channels={"telegram": {**telegram_section(tg)["telegram"], "token_env": "CHELA_T_UNSET"}})
+    cfg_path = config_file(
+        tmp_path / "config.toml",
+        llm,
+        workspace=tmp_path / "ws",
+        state_dir=tmp_path / "state",
+        channels={"telegram": {**telegram_section(tg)["telegram"], "token_env": "CHELA_T_UNSET"}},
+    )
     monkeypatch.delenv("CHELA_T_UNSET", raising=False)
     check = await chela("check", "--config", str(cfg_path))
     run = await chela("run", "--config", str(cfg_path), timeout=30)
     assert check.returncode == 1 and run.returncode == 1
     assert "CHELA_T_UNSET is empty" in check.stderr and "CHELA_T_UNSET is empty" in run.stderr
     assert "export CHELA_T_UNSET" in run.stderr
-    assert not (tmp_path / "state" / "chela.pid").exists()     # refused before anything started
+    assert not (tmp_path / "state" / "chela.pid").exists()  # refused before anything started
     check = await chela("check", "--config", str(cfg_path), env_extra={"CHELA_T_UNSET": TG_TOKEN})
-    assert check.returncode == 0                                 # twin: set, accepted
+    assert check.returncode == 0  # twin: set, accepted
 
 
 async def test_run_without_a_config_file_warns(tmp_path):
     log = tmp_path / "run.log"
     e = {k: v for k, v in env(HOME=str(tmp_path)).items() if k != "CHELA_CONFIG"}
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "run"], env=e, cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=log.open("w"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot", "run"],
+        env=e,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )
     try:
         out = await wait_log(log, "ready in")
         assert "WARNING chela.daemon: no config file found" in out and "chela onboard" in out
@@ -190,7 +258,9 @@ async def test_run_without_a_config_file_warns(tmp_path):
 
 
 # ------------------------------------------------------------------------------- doctor
-async def test_doctor_fails_the_bad_token_with_its_fix_and_passes_the_rest(tmp_path, llm, tg, monkeypatch):
+async def test_doctor_fails_the_bad_token_with_its_fix_and_passes_the_rest(
+    tmp_path, llm, tg, monkeypatch
+):
     from tests.fakes.discord import FakeDiscord
     from tests.fakes.signal import FakeSignalCli
     from tests.fakes.slack import FakeSlack
@@ -206,11 +276,17 @@ async def test_doctor_fails_the_bad_token_with_its_fix_and_passes_the_rest(tmp_p
         monkeypatch.setenv("T_SLB", "xoxb-good")
         monkeypatch.setenv("T_SLA", "xapp-good")
         monkeypatch.setenv("T_TG", "999:wrong-token")
-        chans = {"telegram": {"enabled": True, "token_env": "T_TG", "api_base": tg.api_base},
-                 "discord": {"enabled": True, "token_env": "T_DC", "api_base": dc.api_base},
-                 "slack": {"enabled": True, "bot_token_env": "T_SLB", "app_token_env": "T_SLA",
-                           "api_base": sl.api_base},
-                 "signal": {"enabled": True, "account": sig.account, "http_url": sig.url}}
+        chans = {
+            "telegram": {"enabled": True, "token_env": "T_TG", "api_base": tg.api_base},
+            "discord": {"enabled": True, "token_env": "T_DC", "api_base": dc.api_base},
+            "slack": {
+                "enabled": True,
+                "bot_token_env": "T_SLB",
+                "app_token_env": "T_SLA",
+                "api_base": sl.api_base,
+            },
+            "signal": {"enabled": True, "account": sig.account, "http_url": sig.url},
+        }
         cfg = make_config(tmp_path, llm, channels=chans)
         by = {f.subject: f for f in await doctor(cfg)}
         assert by["channel telegram"].level == "FAIL" and "getMe" in by["channel telegram"].detail
@@ -219,10 +295,14 @@ async def test_doctor_fails_the_bad_token_with_its_fix_and_passes_the_rest(tmp_p
             assert by[f"channel {name}"].level == "OK", by[f"channel {name}"].line()
         assert by["model"].level == "OK"
 
-        monkeypatch.setenv("T_TG", TG_TOKEN)           # twin: the right token
+        monkeypatch.setenv("T_TG", TG_TOKEN)  # twin: the right token
         by = {f.subject: f for f in await doctor(cfg)}
-        assert by["channel telegram"].level == "OK" and "@chela_bot" in by["channel telegram"].detail
-        assert [m for m, _ in tg.calls].count("getMe") == 1   # the wrong token never got past the fake's check
+        assert (
+            by["channel telegram"].level == "OK" and "@chela_bot" in by["channel telegram"].detail
+        )
+        assert [m for m, _ in tg.calls].count(
+            "getMe"
+        ) == 1  # the wrong token never got past the fake's check
         assert ("auth.test", {}) in sl.calls and ("version", {}) in sig.rpc_calls
     finally:
         await sig.stop()
@@ -231,7 +311,9 @@ async def test_doctor_fails_the_bad_token_with_its_fix_and_passes_the_rest(tmp_p
 
 
 async def test_doctor_cli_exit_code_state_permissions_and_model_failure(tmp_path, llm):
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state")
+    cfg_path = config_file(
+        tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
     (tmp_path / "state").mkdir(mode=0o700)
     r = await chela("doctor", "--config", str(cfg_path))
     assert r.returncode == 0, r.stdout
@@ -240,7 +322,10 @@ async def test_doctor_cli_exit_code_state_permissions_and_model_failure(tmp_path
     llm.script(error(401, {"error": {"message": "bad key"}}))
     r = await chela("doctor", "--config", str(cfg_path))
     assert r.returncode == 1
-    assert f"FAIL  state dir: {tmp_path / 'state'} is mode 0755" in r.stdout and "chmod 700" in r.stdout
+    assert (
+        f"FAIL  state dir: {tmp_path / 'state'} is mode 0755" in r.stdout
+        and "chmod 700" in r.stdout
+    )
     assert "FAIL  model:" in r.stdout and "Traceback" not in r.stderr
 
 
@@ -250,20 +335,30 @@ async def test_doctor_http_port_free_or_held_by_this_daemon(tmp_path, llm):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = make_config(tmp_path, llm, channels={"http": {"enabled": True, "listen": f"127.0.0.1:{port}"}})
+    cfg = make_config(
+        tmp_path, llm, channels={"http": {"enabled": True, "listen": f"127.0.0.1:{port}"}}
+    )
     by = {f.subject: f for f in await doctor(cfg)}
     assert by["http port"].level == "OK" and "free" in by["http port"].detail
-    with socket.socket() as other:              # someone else holds it
+    with socket.socket() as other:  # someone else holds it
         other.bind(("127.0.0.1", port))
         other.listen()
         by = {f.subject: f for f in await doctor(cfg)}
         assert by["http port"].level == "FAIL" and "channels.http.listen" in by["http port"].fix
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state",
-                           channels={"http": {"enabled": True, "listen": f"127.0.0.1:{port}"}})
+    cfg_path = config_file(
+        tmp_path / "config.toml",
+        llm,
+        workspace=tmp_path / "ws",
+        state_dir=tmp_path / "state",
+        channels={"http": {"enabled": True, "listen": f"127.0.0.1:{port}"}},
+    )
     proc = start_daemon(cfg_path, tmp_path / "run.log")
     try:
         await wait_log(tmp_path / "run.log", "ready in")
-        assert f"HTTP API: http://127.0.0.1:{port}/v1/chat/completions" in (tmp_path / "run.log").read_text()
+        assert (
+            f"HTTP API: http://127.0.0.1:{port}/v1/chat/completions"
+            in (tmp_path / "run.log").read_text()
+        )
         by = {f.subject: f for f in await doctor(cfg)}
         assert by["http port"].level == "OK" and f"pid {proc.pid}" in by["http port"].detail
     finally:
@@ -272,14 +367,20 @@ async def test_doctor_http_port_free_or_held_by_this_daemon(tmp_path, llm):
 
 # ------------------------------------------------------------------------------- status
 async def test_status_lists_sessions_with_usage_and_survives_a_closed_pipe(tmp_path, llm):
-    cfg = make_config(tmp_path, llm, cron=[{"name": "daily", "schedule": "0 9 * * *", "prompt": "news"}])
+    cfg = make_config(
+        tmp_path, llm, cron=[{"name": "daily", "schedule": "0 9 * * *", "prompt": "news"}]
+    )
     from channels.terminal import TerminalChannel
 
     term = TerminalChannel(out=open(os.devnull, "w"))
-    llm.script(text("hi", usage={"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234}))
+    llm.script(
+        text("hi", usage={"prompt_tokens": 1200, "completion_tokens": 34, "total_tokens": 1234})
+    )
     async with running(cfg, channels={"terminal": term}, scheduler=False):
         await term.ask("hello")
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state")
+    cfg_path = config_file(
+        tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
     with cfg_path.open("a") as f:
         f.write('[[cron]]\nname = "daily"\nschedule = "0 9 * * *"\nprompt = "news"\n')
     r = await chela("status", "--config", str(cfg_path))
@@ -296,12 +397,25 @@ async def test_status_lists_sessions_with_usage_and_survives_a_closed_pipe(tmp_p
     from bot.store import Store
 
     st = Store(tmp_path / "state" / "chela.sqlite3")
-    st.db.executemany("INSERT INTO sessions(key, created, updated) VALUES (?,?,?)",
-                      [(f"agent:main:x:direct:{i}", 1.0, 1.0) for i in range(20000)])
+    st.db.executemany(
+        "INSERT INTO sessions(key, created, updated) VALUES (?,?,?)",
+        [(f"agent:main:x:direct:{i}", 1.0, 1.0) for i in range(20000)],
+    )
     st.close()
-    p = await asyncio.to_thread(subprocess.run, f"{sys.executable} -m bot status --config {cfg_path} | head -1",
-                                shell=True, env=env(), capture_output=True, text=True, timeout=60)
-    assert p.stdout.startswith("config:") and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
+    p = await asyncio.to_thread(
+        subprocess.run,
+        f"{sys.executable} -m bot status --config {cfg_path} | head -1",
+        shell=True,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        p.stdout.startswith("config:")
+        and "Traceback" not in p.stderr
+        and "BrokenPipe" not in p.stderr
+    )
 
 
 def test_version_and_help_for_every_option(capsys):
@@ -315,7 +429,9 @@ def test_version_and_help_for_every_option(capsys):
     sub = next(a for a in parser._actions if a.dest == "command")
     for name, sp in sub.choices.items():
         for action in sp._actions:
-            assert action.help, f"chela {name} {action.option_strings or action.dest} has no help text"
+            assert action.help, (
+                f"chela {name} {action.option_strings or action.dest} has no help text"
+            )
 
 
 def test_pairing_list_is_a_table_with_headers(tmp_path, capsys):
@@ -337,7 +453,9 @@ def test_pairing_list_is_a_table_with_headers(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------- telegram and pairing
-async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_command(tmp_path, llm, tg, caplog):
+async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_command(
+    tmp_path, llm, tg, caplog
+):
     from bot.router import COMMANDS
 
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg))
@@ -345,7 +463,7 @@ async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_c
     async with running(cfg):
         assert [c["command"] for c in tg.commands] == list(COMMANDS)
         assert all(c["description"] for c in tg.commands)
-        tg.inject_message(555, "hi", from_id=555)          # not the owner: pairing
+        tg.inject_message(555, "hi", from_id=555)  # not the owner: pairing
         sent = await tg.wait_for_sent(1, timeout=10)
     code = sent[0].visible_text.split("Pairing code: ")[1].split()[0]
     assert f"chela pairing approve telegram {code}" in caplog.text
@@ -353,11 +471,13 @@ async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_c
 
 # ----------------------------------------------------------------------------- chat -m
 async def test_chat_message_exits_non_zero_when_the_model_failed(tmp_path, llm):
-    cfg_path = config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state")
+    cfg_path = config_file(
+        tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
     llm.script(error(401, {"error": {"message": "bad key"}}))
     r = await chela("chat", "--config", str(cfg_path), "-m", "hello")
     assert r.returncode == 1 and "401" in r.stdout + r.stderr
-    assert " INFO " not in r.stderr                            # logs at WARNING for -m
+    assert " INFO " not in r.stderr  # logs at WARNING for -m
     llm.script(text("hello back"))
     r = await chela("chat", "--config", str(cfg_path), "-m", "hello")
     assert r.returncode == 0 and r.stdout.strip() == "hello back"
@@ -383,20 +503,24 @@ async def test_lane_cancel_stops_the_running_job_and_the_lane_goes_on():
     await started.wait()
     assert lanes.cancel("k") is True
     assert await f2 == 7 and done == ["quick"] and f1.cancelled()
-    assert lanes.cancel("k") is False                       # nothing running now
-    assert await lanes.submit("k", quick) == 7              # twin: uncancelled jobs finish
+    assert lanes.cancel("k") is False  # nothing running now
+    assert await lanes.submit("k", quick) == 7  # twin: uncancelled jobs finish
     assert await lanes.drain(1)
 
 
 # --------------------------------------------------------------------------- package data
 def test_the_package_carries_the_example_config_and_units(tmp_path, capsys):
     data = resources.files("bot") / "data"
-    assert (data / "config.example.toml").read_bytes() == (ROOT / "config.example.toml").read_bytes()
+    assert (data / "config.example.toml").read_bytes() == (
+        ROOT / "config.example.toml"
+    ).read_bytes()
     for unit in ("chela.service", "chela.user.service"):
         assert (data / "systemd" / unit).read_bytes() == (ROOT / "systemd" / unit).read_bytes()
     assert main(["init", "--write-examples", str(tmp_path / "ex")]) == 0
-    assert (tmp_path / "ex" / "config.example.toml").read_bytes() == (ROOT / "config.example.toml").read_bytes()
+    assert (tmp_path / "ex" / "config.example.toml").read_bytes() == (
+        ROOT / "config.example.toml"
+    ).read_bytes()
     assert (tmp_path / "ex" / "systemd" / "chela.user.service").is_file()
     (tmp_path / "ex" / "config.example.toml").write_text("# edited\n")
-    assert main(["init", "--write-examples", str(tmp_path / "ex")]) == 0      # never overwrites
+    assert main(["init", "--write-examples", str(tmp_path / "ex")]) == 0  # never overwrites
     assert (tmp_path / "ex" / "config.example.toml").read_text() == "# edited\n"

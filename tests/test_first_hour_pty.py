@@ -23,14 +23,27 @@ LEFT = "\x1b[D"
 
 
 def spawn(argv: list[str], tmp_path: Path, stderr_file: Path | None = None) -> pexpect.spawn:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_TG_TOKEN": TG_TOKEN, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TEST_TG_TOKEN": TG_TOKEN,
+        "TERM": "xterm",
+        "PROMPT_TOOLKIT_NO_CPR": "1",
+    }
     cmd = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "bot", *argv])
     if stderr_file is not None:
         cmd = f"exec {cmd} 2>{shlex.quote(str(stderr_file))}"
     else:
         cmd = f"exec {cmd}"
-    return pexpect.spawn("/bin/sh", ["-c", cmd], env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30,
-                         dimensions=(40, 200))
+    return pexpect.spawn(
+        "/bin/sh",
+        ["-c", cmd],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(40, 200),
+    )
 
 
 async def expect(child: pexpect.spawn, pattern, timeout: float = 30):
@@ -38,7 +51,9 @@ async def expect(child: pexpect.spawn, pattern, timeout: float = 30):
 
 
 def chat_config(tmp_path, llm) -> Path:
-    return config_file(tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state")
+    return config_file(
+        tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
 
 
 def user_texts(llm) -> list[str]:
@@ -50,7 +65,9 @@ def user_texts(llm) -> list[str]:
     return out
 
 
-async def test_chat_line_editing_reaches_the_model_clean_and_prompt_is_on_the_terminal(tmp_path, llm):
+async def test_chat_line_editing_reaches_the_model_clean_and_prompt_is_on_the_terminal(
+    tmp_path, llm
+):
     cfg = chat_config(tmp_path, llm)
     err = tmp_path / "stderr.txt"
     llm.script(text("pong one"), text("pong two"))
@@ -58,8 +75,8 @@ async def test_chat_line_editing_reaches_the_model_clean_and_prompt_is_on_the_te
     try:
         await expect(child, "you>")
         child.send("say wrld")
-        child.send(LEFT * 3)               # back over "rld"
-        child.send("o")                    # -> "say world"
+        child.send(LEFT * 3)  # back over "rld"
+        child.send("o")  # -> "say world"
         child.send("\r")
         await expect(child, "pong one")
         await expect(child, "you>")
@@ -76,8 +93,10 @@ async def test_chat_line_editing_reaches_the_model_clean_and_prompt_is_on_the_te
     assert any("say world" in t for t in texts), texts
     assert not any("\x1b" in t or "[D" in t for t in texts)
     assert any("say world again" in t for t in texts)
-    assert "you>" not in err.read_text() and " INFO " not in err.read_text()   # prompt and logs are not on stderr
-    assert "turn done" in (tmp_path / "state" / "chat.log").read_text()      # the logs went to the file
+    assert (
+        "you>" not in err.read_text() and " INFO " not in err.read_text()
+    )  # prompt and logs are not on stderr
+    assert "turn done" in (tmp_path / "state" / "chat.log").read_text()  # the logs went to the file
 
 
 async def test_ctrl_c_at_the_prompt_exits_within_a_second(tmp_path, llm):
@@ -106,7 +125,7 @@ async def test_ctrl_c_mid_turn_cancels_it_and_the_chat_goes_on(tmp_path, llm):
         await expect(child, r"\(cancelled\)", timeout=5)
         assert time.monotonic() - t0 < 2
         await expect(child, "you>")
-        child.send("next one\r")                 # twin: the next turn is answered normally
+        child.send("next one\r")  # twin: the next turn is answered normally
         await expect(child, "fresh answer")
         await expect(child, "you>")
         child.sendeof()
@@ -126,9 +145,19 @@ async def test_ctrl_c_mid_turn_cancels_it_and_the_chat_goes_on(tmp_path, llm):
 
 async def test_interactive_onboarding(tmp_path, llm, tg):
     cfg_path = tmp_path / "config.toml"
-    child = spawn(["onboard", "--config", str(cfg_path), "--state-dir", str(tmp_path / "state"),
-                   "--telegram-api-base", tg.api_base], tmp_path)
-    clear = "\x15"        # Ctrl-U: drop the suggested answer
+    child = spawn(
+        [
+            "onboard",
+            "--config",
+            str(cfg_path),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--telegram-api-base",
+            tg.api_base,
+        ],
+        tmp_path,
+    )
+    clear = "\x15"  # Ctrl-U: drop the suggested answer
     try:
         await expect(child, "Model")
         child.send(clear + "openai/fake-model\r")
@@ -141,9 +170,9 @@ async def test_interactive_onboarding(tmp_path, llm, tg):
         await expect(child, "telegram: environment variable")
         child.send(clear + "TEST_TG_TOKEN\r")
         await expect(child, "telegram: your numeric Telegram user id")
-        child.send("@me\r")                                      # refused: ids only
+        child.send("@me\r")  # refused: ids only
         await expect(child, "not a @username")
-        child.send("\x01\x0b42\r")                              # Ctrl-A Ctrl-K: clear the line, then the id
+        child.send("\x01\x0b42\r")  # Ctrl-A Ctrl-K: clear the line, then the id
         await expect(child, "Workspace directory")
         child.send(clear + str(tmp_path / "ws") + "\r")
         await expect(child, "answered in")
@@ -153,9 +182,15 @@ async def test_interactive_onboarding(tmp_path, llm, tg):
         child.close(force=True)
     assert child.exitstatus == 0
     data = tomllib.loads(cfg_path.read_text())
-    assert data["agent"]["model"] == "openai/fake-model" and data["agent"]["api_base"] == llm.base_url
-    assert data["channels"]["telegram"] == {"enabled": True, "token_env": "TEST_TG_TOKEN", "api_base": tg.api_base,
-                                            "allow_from": ["42"]}
+    assert (
+        data["agent"]["model"] == "openai/fake-model" and data["agent"]["api_base"] == llm.base_url
+    )
+    assert data["channels"]["telegram"] == {
+        "enabled": True,
+        "token_env": "TEST_TG_TOKEN",
+        "api_base": tg.api_base,
+        "allow_from": ["42"],
+    }
     assert (tmp_path / "ws" / "SOUL.md").is_file()
     from bot.cli import main
 

@@ -8,7 +8,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from channels.formatting import markdown_to_plain, markdown_to_slack_mrkdwn, markdown_to_telegram_html
+from channels.formatting import (
+    markdown_to_plain,
+    markdown_to_slack_mrkdwn,
+    markdown_to_telegram_html,
+)
 
 TELEGRAM_TAGS = {"b", "i", "s", "u", "code", "pre", "a", "blockquote"}
 
@@ -84,18 +88,27 @@ def test_checker_rejects_malformed(bad):
         ("[site](https://ex.com/a?b=1&c=2)", '<a href="https://ex.com/a?b=1&amp;c=2">site</a>'),
         ('[q](https://ex.com/"x")', '<a href="https://ex.com/&quot;x&quot;">q</a>'),
         ("[**bold** link](https://x.y)", '<a href="https://x.y"><b>bold</b> link</a>'),
-        ("[wiki](https://en.wikipedia.org/wiki/Foo_(bar))", '<a href="https://en.wikipedia.org/wiki/Foo_(bar)">wiki</a>'),
+        (
+            "[wiki](https://en.wikipedia.org/wiki/Foo_(bar))",
+            '<a href="https://en.wikipedia.org/wiki/Foo_(bar)">wiki</a>',
+        ),
         ("see https://x.com/_a_b_ ok", "see https://x.com/_a_b_ ok"),
         ("# Title", "<b>Title</b>"),
         ("### Sub **title** ###", "<b>Sub title</b>"),
         ("> quoted *text*\n> more", "<blockquote>quoted <i>text</i>\nmore</blockquote>"),
         ("- one\n- two\n* three\n  + nested", "• one\n• two\n• three\n  • nested"),
         ("1. first\n2. second", "1. first\n2. second"),
-        ("```python\nx = a < b and **c**\n```", '<pre><code class="language-python">x = a &lt; b and **c**</code></pre>'),
+        (
+            "```python\nx = a < b and **c**\n```",
+            '<pre><code class="language-python">x = a &lt; b and **c**</code></pre>',
+        ),
         ("```\nplain\n```", "<pre><code>plain</code></pre>"),
         ("~~~sh\necho <hi>\n~~~", '<pre><code class="language-sh">echo &lt;hi&gt;</code></pre>'),
         ("```\nunclosed *x*", "<pre><code>unclosed *x*</code></pre>"),
-        ("before\n```js\nf()\n```\nafter", 'before\n<pre><code class="language-js">f()</code></pre>\nafter'),
+        (
+            "before\n```js\nf()\n```\nafter",
+            'before\n<pre><code class="language-js">f()</code></pre>\nafter',
+        ),
     ],
 )
 def test_telegram_html(md, html):
@@ -115,8 +128,33 @@ def test_telegram_paragraphs_preserved():
     assert markdown_to_telegram_html(md) == "First paragraph.\n\nSecond <b>one</b>.\n\n• a\n• b"
 
 
-_PIECES = ["*", "**", "_", "__", "~~", "`", "```", "[", "](", ")", "<", ">", "&", "#", "> ", "- ",
-           "word", "snake_case", " ", "\n", "\n\n", "https://x.y/_z_", "[t](http://u.v)", "\"", "'"]
+_PIECES = [
+    "*",
+    "**",
+    "_",
+    "__",
+    "~~",
+    "`",
+    "```",
+    "[",
+    "](",
+    ")",
+    "<",
+    ">",
+    "&",
+    "#",
+    "> ",
+    "- ",
+    "word",
+    "snake_case",
+    " ",
+    "\n",
+    "\n\n",
+    "https://x.y/_z_",
+    "[t](http://u.v)",
+    '"',
+    "'",
+]
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -141,7 +179,7 @@ def test_telegram_html_always_well_formed(seed):
         ("_italic_", "_italic_"),
         ("~~strike~~", "~strike~"),
         ("a & b < c > d", "a &amp; b &lt; c &gt; d"),
-        ("<!channel> hi", "<!channel> hi"),       # Slack markup the model writes passes (issue 18)
+        ("<!channel> hi", "<!channel> hi"),  # Slack markup the model writes passes (issue 18)
         ("[text](https://ex.com/a?b=1&c=2)", "<https://ex.com/a?b=1&amp;c=2|text>"),
         ("[a|b](https://ex.com)", "<https://ex.com|a¦b>"),
         ("see https://ex.com/x now", "see <https://ex.com/x> now"),
@@ -162,7 +200,10 @@ def test_slack_mrkdwn(md, mrkdwn):
 
 def test_slack_code_is_escaped_but_unchanged_otherwise():
     assert markdown_to_slack_mrkdwn("`a < b`") == "`a &lt; b`"
-    assert markdown_to_slack_mrkdwn("```\nif a < b && c:\n```") == "```\nif a &lt; b &amp;&amp; c:\n```"
+    assert (
+        markdown_to_slack_mrkdwn("```\nif a < b && c:\n```")
+        == "```\nif a &lt; b &amp;&amp; c:\n```"
+    )
 
 
 # ---------------------------------------------------------------------------------- plain
@@ -194,6 +235,7 @@ def test_empty_inputs():
 
 # ---------------------------------------------------------------------------- Signal styles
 
+
 def _styled(text: str, styles: list[str]) -> list[tuple[str, str]]:
     """(styled substring, STYLE) for each range, read back through UTF-16 like Signal does."""
     u16 = text.encode("utf-16-le")
@@ -201,22 +243,28 @@ def _styled(text: str, styles: list[str]) -> list[tuple[str, str]]:
     for st in styles:
         start, length, style = st.split(":")
         a, n = int(start), int(length)
-        out.append((u16[2 * a:2 * (a + n)].decode("utf-16-le"), style))
+        out.append((u16[2 * a : 2 * (a + n)].decode("utf-16-le"), style))
     return sorted(out)
 
 
-@pytest.mark.parametrize("md, spans", [
-    ("**bold** and _it_", [("bold", "BOLD"), ("it", "ITALIC")]),
-    ("***both***", [("both", "BOLD"), ("both", "ITALIC")]),
-    ("**outer *inner* end**", [("inner", "ITALIC"), ("outer inner end", "BOLD")]),
-    ("😀😀 **x😀y** `c`", [("c", "MONOSPACE"), ("x😀y", "BOLD")]),
-    ("# Heading **not nested**", [("Heading not nested", "BOLD")]),
-    ("```py\nprint('**no**')\n```", [("print('**no**')", "MONOSPACE")]),
-    ("[**docs**](https://example.com/a_b) ~~old~~", [("docs", "BOLD"), ("old", "STRIKETHROUGH")]),
-    ("2 * 3 * 4 and snake_case_name", []),
-    ("> **quoted**", [("quoted", "BOLD")]),
-    ("marker \ue010chars\ue011 are dropped", []),
-])
+@pytest.mark.parametrize(
+    "md, spans",
+    [
+        ("**bold** and _it_", [("bold", "BOLD"), ("it", "ITALIC")]),
+        ("***both***", [("both", "BOLD"), ("both", "ITALIC")]),
+        ("**outer *inner* end**", [("inner", "ITALIC"), ("outer inner end", "BOLD")]),
+        ("😀😀 **x😀y** `c`", [("c", "MONOSPACE"), ("x😀y", "BOLD")]),
+        ("# Heading **not nested**", [("Heading not nested", "BOLD")]),
+        ("```py\nprint('**no**')\n```", [("print('**no**')", "MONOSPACE")]),
+        (
+            "[**docs**](https://example.com/a_b) ~~old~~",
+            [("docs", "BOLD"), ("old", "STRIKETHROUGH")],
+        ),
+        ("2 * 3 * 4 and snake_case_name", []),
+        ("> **quoted**", [("quoted", "BOLD")]),
+        ("marker \ue010chars\ue011 are dropped", []),
+    ],
+)
 def test_markdown_to_signal_styles(md, spans):
     from channels.formatting import markdown_to_signal
 
@@ -225,11 +273,14 @@ def test_markdown_to_signal_styles(md, spans):
     assert _styled(text, styles) == sorted(spans)
 
 
-@pytest.mark.parametrize("md", [
-    "[**docs**](https://example.com/a_b) and <https://example.com/x>",
-    "# Heading\n\n> quote\n\n- item\n  - nested\n\n---\n\n```py\ncode\n```",
-    "`code` ~~gone~~ *it* __b__ 2 * 3 snake_case",
-])
+@pytest.mark.parametrize(
+    "md",
+    [
+        "[**docs**](https://example.com/a_b) and <https://example.com/x>",
+        "# Heading\n\n> quote\n\n- item\n  - nested\n\n---\n\n```py\ncode\n```",
+        "`code` ~~gone~~ *it* __b__ 2 * 3 snake_case",
+    ],
+)
 def test_signal_rendering_never_grows_a_chunk(md):
     """The Signal adapter relies on this: a chunk within the limit stays within it."""
     from channels.formatting import markdown_to_signal
@@ -237,17 +288,20 @@ def test_signal_rendering_never_grows_a_chunk(md):
     assert len(markdown_to_signal(md)[0]) <= len(md)
 
 
-@pytest.mark.parametrize("md, out", [
-    ("hi <@U123ABC>", "hi <@U123ABC>"),
-    ("ping <!here> now", "ping <!here> now"),
-    ("see <https://example.com/a?b=1|the page>", "see <https://example.com/a?b=1|the page>"),
-    ("in <#C0123|general>", "in <#C0123|general>"),
-    ("mail <mailto:a@b.c|me>", "mail <mailto:a@b.c|me>"),
-    # the twin: anything else in angle brackets is still escaped, and code stays literal
-    ("a <b> c", "a &lt;b&gt; c"),
-    ("`<@U123ABC>`", "`&lt;@U123ABC&gt;`"),
-    ("<https://x.y>", "<https://x.y>"),
-])
+@pytest.mark.parametrize(
+    "md, out",
+    [
+        ("hi <@U123ABC>", "hi <@U123ABC>"),
+        ("ping <!here> now", "ping <!here> now"),
+        ("see <https://example.com/a?b=1|the page>", "see <https://example.com/a?b=1|the page>"),
+        ("in <#C0123|general>", "in <#C0123|general>"),
+        ("mail <mailto:a@b.c|me>", "mail <mailto:a@b.c|me>"),
+        # the twin: anything else in angle brackets is still escaped, and code stays literal
+        ("a <b> c", "a &lt;b&gt; c"),
+        ("`<@U123ABC>`", "`&lt;@U123ABC&gt;`"),
+        ("<https://x.y>", "<https://x.y>"),
+    ],
+)
 def test_slack_markup_written_by_the_model_reaches_slack(md, out):
     assert markdown_to_slack_mrkdwn(md) == out
 
@@ -258,5 +312,5 @@ def test_signal_keeps_the_blank_line_before_a_code_block_and_its_offsets():
     text, styles = markdown_to_signal("para\n\n```\ncode\n```\nend")
     assert text == "para\n\ncode\nend"
     start, length, style = styles[0].split(":")
-    assert text[int(start):int(start) + int(length)] == "code" and style == "MONOSPACE"
+    assert text[int(start) : int(start) + int(length)] == "code" and style == "MONOSPACE"
     assert markdown_to_plain("para\n\n```\ncode\n```") == "para\n\ncode"

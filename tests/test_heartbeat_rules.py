@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -18,7 +18,6 @@ from bot.heartbeat_rules import (
     parse_hhmm,
 )
 
-UTC = timezone.utc
 PARIS = ZoneInfo("Europe/Paris")
 
 # ---------------------------------------------------------------------------
@@ -300,7 +299,23 @@ def test_parse_duration_ok(text, seconds):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "30", "m", "30x", "-5m", "1h-30m", "30m1h", "1m1m", "1 h", "1H", "5mins", "ms250", "1.h", "abc"],
+    [
+        "",
+        "   ",
+        "30",
+        "m",
+        "30x",
+        "-5m",
+        "1h-30m",
+        "30m1h",
+        "1m1m",
+        "1 h",
+        "1H",
+        "5mins",
+        "ms250",
+        "1.h",
+        "abc",
+    ],
 )
 def test_parse_duration_errors(text):
     with pytest.raises(ValueError) as err:

@@ -21,7 +21,9 @@ ALLOWED = "http://localhost:3000"
 
 
 def http_cfg(tmp_path, llm, **section):
-    return make_config(tmp_path, llm, channels={"http": {"enabled": True, "listen": "127.0.0.1:0", **section}})
+    return make_config(
+        tmp_path, llm, channels={"http": {"enabled": True, "listen": "127.0.0.1:0", **section}}
+    )
 
 
 def urls(d) -> tuple[str, int]:
@@ -53,7 +55,9 @@ def umask_022():
     os.umask(old)
 
 
-async def answered(s: aiohttp.ClientSession, url: str, llm, reply: str, **kw) -> aiohttp.ClientResponse:
+async def answered(
+    s: aiohttp.ClientSession, url: str, llm, reply: str, **kw
+) -> aiohttp.ClientResponse:
     llm.script(text(reply))
     async with s.post(url, **kw) as r:
         assert r.status == 200, await r.text()
@@ -74,17 +78,29 @@ async def test_token_generated_private_and_required(tmp_path, llm, umask_022):
                 err = await error_of(r, 401)
                 assert "Authorization: Bearer" in err["message"] and str(path) in err["message"]
                 assert r.headers["WWW-Authenticate"].startswith("Bearer")
-            async with s.post(f"{base}/v1/chat/completions", json=ASK, headers={"Authorization": "Bearer nope"}) as r:
+            async with s.post(
+                f"{base}/v1/chat/completions", json=ASK, headers={"Authorization": "Bearer nope"}
+            ) as r:
                 await error_of(r, 401)
-            async with s.post(f"{base}/v1/chat/completions", json=ASK, headers={"Authorization": token}) as r:
-                await error_of(r, 401)                    # the scheme is part of it
+            async with s.post(
+                f"{base}/v1/chat/completions", json=ASK, headers={"Authorization": token}
+            ) as r:
+                await error_of(r, 401)  # the scheme is part of it
             async with s.get(f"{base}/v1/models") as r:
                 await error_of(r, 401)
             assert llm.requests == []
             # the twin: the right token gets the model's answer
-            await answered(s, f"{base}/v1/chat/completions", llm, "hello owner", json=ASK,
-                           headers={"Authorization": f"Bearer {token}"})
-            async with s.get(f"{base}/v1/models", headers={"Authorization": f"Bearer {token}"}) as r:
+            await answered(
+                s,
+                f"{base}/v1/chat/completions",
+                llm,
+                "hello owner",
+                json=ASK,
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            async with s.get(
+                f"{base}/v1/models", headers={"Authorization": f"Bearer {token}"}
+            ) as r:
                 assert r.status == 200 and (await r.json())["data"][0]["id"].startswith("chela/")
             # liveness needs no token and says nothing more
             async with s.get(f"{base}/healthz") as r:
@@ -99,16 +115,37 @@ async def test_text_plain_post_is_refused(tmp_path, llm):
         url = f"{base}/v1/chat/completions"
         raw = b'{"messages": [{"role": "user", "content": "run a tool"}]}'
         async with aiohttp.ClientSession() as s:
-            for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
-                async with s.post(url, data=raw, headers={**bearer(cfg), "Content-Type": ctype}) as r:
+            for ctype in (
+                "text/plain",
+                "application/x-www-form-urlencoded",
+                "multipart/form-data; boundary=x",
+            ):
+                async with s.post(
+                    url, data=raw, headers={**bearer(cfg), "Content-Type": ctype}
+                ) as r:
                     err = await error_of(r, 415)
                     assert "send Content-Type: application/json" in err["message"]
-            async with s.post(url, data=raw, headers=bearer(cfg), skip_auto_headers=["Content-Type"]) as r:
+            async with s.post(
+                url, data=raw, headers=bearer(cfg), skip_auto_headers=["Content-Type"]
+            ) as r:
                 await error_of(r, 415)
             assert llm.requests == []
-            await answered(s, url, llm, "json ok", data=raw, headers={**bearer(cfg), "Content-Type": "application/json"})
-            await answered(s, url, llm, "charset ok", data=raw,
-                           headers={**bearer(cfg), "Content-Type": "Application/JSON; charset=utf-8"})
+            await answered(
+                s,
+                url,
+                llm,
+                "json ok",
+                data=raw,
+                headers={**bearer(cfg), "Content-Type": "application/json"},
+            )
+            await answered(
+                s,
+                url,
+                llm,
+                "charset ok",
+                data=raw,
+                headers={**bearer(cfg), "Content-Type": "Application/JSON; charset=utf-8"},
+            )
 
 
 async def test_foreign_host_header_is_refused(tmp_path, llm):
@@ -118,15 +155,30 @@ async def test_foreign_host_header_is_refused(tmp_path, llm):
         base, port = urls(d)
         url = f"{base}/v1/chat/completions"
         async with aiohttp.ClientSession() as s:
-            for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", "10.0.0.1"):
+            for host in (
+                f"evil.example:{port}",
+                "evil.example",
+                f"127.0.0.1.evil.example:{port}",
+                "10.0.0.1",
+            ):
                 async with s.post(url, json=ASK, headers={**bearer(cfg), "Host": host}) as r:
                     err = await error_of(r, 403)
-                    assert f"use http://127.0.0.1:{port}" in err["message"] and host in err["message"]
+                    assert (
+                        f"use http://127.0.0.1:{port}" in err["message"] and host in err["message"]
+                    )
             async with s.get(f"{base}/healthz", headers={"Host": f"evil.example:{port}"}) as r:
                 await error_of(r, 403)
             assert llm.requests == []
-            for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"127.0.0.2:{port}", f"[::1]:{port}"):
-                await answered(s, url, llm, f"via {host}", json=ASK, headers={**bearer(cfg), "Host": host})
+            for host in (
+                f"127.0.0.1:{port}",
+                f"localhost:{port}",
+                "localhost",
+                f"127.0.0.2:{port}",
+                f"[::1]:{port}",
+            ):
+                await answered(
+                    s, url, llm, f"via {host}", json=ASK, headers={**bearer(cfg), "Host": host}
+                )
 
 
 async def test_foreign_origin_is_refused_and_gets_no_cors(tmp_path, llm):
@@ -140,26 +192,42 @@ async def test_foreign_origin_is_refused_and_gets_no_cors(tmp_path, llm):
                 err = await error_of(r, 403)
                 assert "channels.http.allowed_origins" in err["message"]
                 assert not [h for h in r.headers if h.lower().startswith("access-control-")]
-            async with s.options(url, headers={"Origin": evil, "Access-Control-Request-Method": "POST",
-                                               "Access-Control-Request-Headers": "authorization,content-type"}) as r:
+            async with s.options(
+                url,
+                headers={
+                    "Origin": evil,
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "authorization,content-type",
+                },
+            ) as r:
                 assert r.status == 403
                 assert not [h for h in r.headers if h.lower().startswith("access-control-")]
             async with s.post(url, json=ASK, headers={**bearer(cfg), "Origin": "null"}) as r:
                 await error_of(r, 403)
             assert llm.requests == []
             # the listed origin: a proper preflight, then the answer carries the CORS header
-            async with s.options(url, headers={"Origin": ALLOWED, "Access-Control-Request-Method": "POST",
-                                               "Access-Control-Request-Headers": "authorization,content-type"}) as r:
+            async with s.options(
+                url,
+                headers={
+                    "Origin": ALLOWED,
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "authorization,content-type",
+                },
+            ) as r:
                 assert r.status == 204
                 assert r.headers["Access-Control-Allow-Origin"] == ALLOWED
                 assert "POST" in r.headers["Access-Control-Allow-Methods"]
                 assert "authorization" in r.headers["Access-Control-Allow-Headers"].lower()
-            r = await answered(s, url, llm, "hi page", json=ASK, headers={**bearer(cfg), "Origin": ALLOWED})
+            r = await answered(
+                s, url, llm, "hi page", json=ASK, headers={**bearer(cfg), "Origin": ALLOWED}
+            )
             assert r.headers["Access-Control-Allow-Origin"] == ALLOWED
             # an allowed origin still needs the token
             async with s.post(url, json=ASK, headers={"Origin": ALLOWED}) as r:
                 await error_of(r, 401)
-                assert r.headers["Access-Control-Allow-Origin"] == ALLOWED   # so the page can read why
+                assert (
+                    r.headers["Access-Control-Allow-Origin"] == ALLOWED
+                )  # so the page can read why
     assert len(llm.requests) == 1
 
 
@@ -173,12 +241,12 @@ async def test_huge_body_gets_json_413_and_daemon_keeps_serving(tmp_path, llm):
 
         async def chunked():
             for i in range(0, len(huge), 1 << 20):
-                yield huge[i:i + (1 << 20)]
+                yield huge[i : i + (1 << 20)]
 
         async with aiohttp.ClientSession() as s:
             async with s.post(url, data=huge, headers=headers) as r:
                 assert "MB" in (await error_of(r, 413))["message"]
-            async with s.post(url, data=chunked(), headers=headers) as r:      # no Content-Length
+            async with s.post(url, data=chunked(), headers=headers) as r:  # no Content-Length
                 await error_of(r, 413)
             assert llm.requests == []
         async with aiohttp.ClientSession() as s:
@@ -191,7 +259,9 @@ async def test_bad_requests_get_openai_shaped_errors(tmp_path, llm):
         base, _ = urls(d)
         url = f"{base}/v1/chat/completions"
         async with aiohttp.ClientSession(headers=bearer(cfg)) as s:
-            async with s.post(url, data=b"{not json", headers={"Content-Type": "application/json"}) as r:
+            async with s.post(
+                url, data=b"{not json", headers={"Content-Type": "application/json"}
+            ) as r:
                 await error_of(r, 400)
             async with s.post(url, json=[1, 2]) as r:
                 await error_of(r, 400)
@@ -201,7 +271,7 @@ async def test_bad_requests_get_openai_shaped_errors(tmp_path, llm):
                 assert "POST" in (await error_of(r, 405))["message"]
             async with s.get(f"{base}/v1/nothing") as r:
                 assert "/v1/chat/completions" in (await error_of(r, 404))["message"]
-        async with aiohttp.ClientSession() as s:          # without the token nothing is disclosed
+        async with aiohttp.ClientSession() as s:  # without the token nothing is disclosed
             async with s.get(f"{base}/v1/nothing") as r:
                 await error_of(r, 401)
     assert llm.requests == []
@@ -219,10 +289,18 @@ async def test_unset_token_env_stops_start_and_set_one_works(tmp_path, llm, monk
     async with running(cfg) as d:
         base, _ = urls(d)
         async with aiohttp.ClientSession() as s:
-            async with s.post(f"{base}/v1/chat/completions", json=ASK, headers=bearer_of("wrong")) as r:
+            async with s.post(
+                f"{base}/v1/chat/completions", json=ASK, headers=bearer_of("wrong")
+            ) as r:
                 await error_of(r, 401)
-            await answered(s, f"{base}/v1/chat/completions", llm, "env token", json=ASK,
-                           headers=bearer_of("an-owner-chosen-token-123"))
+            await answered(
+                s,
+                f"{base}/v1/chat/completions",
+                llm,
+                "env token",
+                json=ASK,
+                headers=bearer_of("an-owner-chosen-token-123"),
+            )
     assert not cfg.http_token_path.exists()
     assert "SOME_UNSET_VAR (set)" in describe_http_token(cfg)
     assert "an-owner-chosen-token-123" not in describe_http_token(cfg)
@@ -240,7 +318,14 @@ async def test_token_file_reused_across_starts(tmp_path, llm):
             base, _ = urls(d)
             tokens.append(cfg.http_token_path.read_text().strip())
             async with aiohttp.ClientSession() as s:
-                await answered(s, f"{base}/v1/chat/completions", llm, reply, json=ASK, headers=bearer_of(tokens[0]))
+                await answered(
+                    s,
+                    f"{base}/v1/chat/completions",
+                    llm,
+                    reply,
+                    json=ASK,
+                    headers=bearer_of(tokens[0]),
+                )
     assert tokens[0] == tokens[1]
     line = describe_http_token(cfg)
     assert str(cfg.http_token_path) in line and tokens[0] not in line
@@ -266,14 +351,14 @@ def test_broken_or_loose_token_file_is_repaired(tmp_path, umask_022):
     os.chmod(path.parent, 0o755)
     assert ensure_http_token(cfg) == "my-own-long-token-value"
     assert mode(path) == 0o600 and mode(path.parent) == 0o700
-    assert [p.name for p in path.parent.iterdir()] == ["http-token"]        # no temporary files left
+    assert [p.name for p in path.parent.iterdir()] == ["http-token"]  # no temporary files left
 
 
 def test_token_file_private_under_a_strict_umask(tmp_path):
     from bot.config import parse_config
 
     cfg = parse_config({"agent": {"state_dir": str(tmp_path / "deep" / "state")}})
-    old = os.umask(0o277)            # would leave the owner unable to write
+    old = os.umask(0o277)  # would leave the owner unable to write
     try:
         ensure_http_token(cfg)
     finally:
@@ -281,25 +366,45 @@ def test_token_file_private_under_a_strict_umask(tmp_path):
     assert mode(cfg.http_token_path) == 0o600 and mode(cfg.http_token_path.parent) == 0o700
 
 
-@pytest.mark.parametrize("body, says", [
-    ('{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}', "list of"),
-    ('{"messages": [{"role": "user", "content": [{"type": "text"}]}]}', "list of"),
-    ('{"messages": [{"role": "user", "content": null}]}', "list of"),
-    ('{"messages": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
-    ('{"messages": [{"role": "user", "content": "hi"}], "user": {"id": 1}}', "user must be a string"),
-])
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ('{"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}', "list of"),
+        ('{"messages": [{"role": "user", "content": [{"type": "text"}]}]}', "list of"),
+        ('{"messages": [{"role": "user", "content": null}]}', "list of"),
+        ('{"messages": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
+        (
+            '{"messages": [{"role": "user", "content": "hi"}], "user": {"id": 1}}',
+            "user must be a string",
+        ),
+    ],
+)
 async def test_bad_input_gets_a_400_and_the_daemon_keeps_serving(tmp_path, llm, body, says):
     cfg = http_cfg(tmp_path, llm)
     llm.script(text("still here"))
     async with running(cfg) as d:
         base, _ = urls(d)
-        async with aiohttp.ClientSession(headers={**bearer(cfg), "Content-Type": "application/json"}) as s:
+        async with aiohttp.ClientSession(
+            headers={**bearer(cfg), "Content-Type": "application/json"}
+        ) as s:
             async with s.post(f"{base}/v1/chat/completions", data=body) as r:
                 assert says in (await error_of(r, 400))["message"]
             assert llm.requests == []
-            ok = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}
-            async with s.post(f"{base}/v1/chat/completions", json=ok) as r:     # the twin: parts as text
-                assert r.status == 200 and (await r.json())["choices"][0]["message"]["content"] == "still here"
+            ok = {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                    }
+                ]
+            }
+            async with s.post(
+                f"{base}/v1/chat/completions", json=ok
+            ) as r:  # the twin: parts as text
+                assert (
+                    r.status == 200
+                    and (await r.json())["choices"][0]["message"]["content"] == "still here"
+                )
     assert llm.requests[0]["messages"][-1]["content"].endswith("a\nb")
 
 
@@ -308,7 +413,9 @@ async def test_a_lone_surrogate_is_stored_and_answered(tmp_path, llm):
     llm.script(text("answered"))
     async with running(cfg) as d:
         base, _ = urls(d)
-        async with aiohttp.ClientSession(headers={**bearer(cfg), "Content-Type": "application/json"}) as s:
+        async with aiohttp.ClientSession(
+            headers={**bearer(cfg), "Content-Type": "application/json"}
+        ) as s:
             body = '{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}'
             async with s.post(f"{base}/v1/chat/completions", data=body) as r:
                 assert (await r.json())["choices"][0]["message"]["content"] == "answered"

@@ -12,6 +12,7 @@ import pytest
 
 from bot.agent.llm import LLMClient, LLMError
 from tests.fakes.llm import FakeLLM, delay, drop, error, raw_tool_calls, text, tool_calls
+from tests.fakes.llm import fake_llm  # noqa: F401 - a pytest fixture used below
 
 MSGS = [{"role": "user", "content": "hi"}]
 
@@ -34,7 +35,12 @@ def test_import_is_lazy():
         "import sys, bot.agent.llm, bot.agent.loop, bot.agent.tools, bot.agent.textproto, channels.redact\n"
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(Path(__file__).resolve().parents[1]), timeout=60)
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=str(Path(__file__).resolve().parents[1]),
+        timeout=60,
+    )
 
 
 async def test_text_reply(fake):
@@ -60,10 +66,22 @@ async def test_default_responder_and_api_key(fake):
 
 
 async def test_tool_calls_and_tools_param(fake):
-    tools = [{"type": "function", "function": {"name": "read", "description": "r", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read",
+                "description": "r",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     fake.script(tool_calls([("read", {"path": "a.txt"}), ("exec", {"command": "ls"})]))
     c = await client(fake).complete(MSGS, tools)
-    assert [(t.name, t.arguments) for t in c.tool_calls] == [("read", '{"path": "a.txt"}'), ("exec", '{"command": "ls"}')]
+    assert [(t.name, t.arguments) for t in c.tool_calls] == [
+        ("read", '{"path": "a.txt"}'),
+        ("exec", '{"command": "ls"}'),
+    ]
     assert len({t.id for t in c.tool_calls}) == 2
     assert fake.requests[0]["tools"] == tools
 
@@ -134,11 +152,13 @@ async def test_unreachable_server():
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    c = LLMClient("openai/x", api_base=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.001)
+    c = LLMClient(
+        "openai/x", api_base=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.001
+    )
     with pytest.raises(LLMError) as ei:
         await c.complete(MSGS)
     assert "not reachable" in ei.value.user_message
-    assert "connection failed" in ei.value.user_message      # not "HTTP 500": nothing answered
+    assert "connection failed" in ei.value.user_message  # not "HTTP 500": nothing answered
     assert ei.value.retryable
 
 
@@ -161,16 +181,28 @@ async def test_fake_streaming_wire_format(fake):
     """The fake speaks SSE for stream=true (for callers that stream); check it via litellm."""
     import litellm
 
-    fake.script(text("streamed text here, long enough for chunks"), tool_calls([("read", {"path": "x"})]))
+    fake.script(
+        text("streamed text here, long enough for chunks"), tool_calls([("read", {"path": "x"})])
+    )
     chunks = []
     resp = await litellm.acompletion(
-        model="openai/fake", messages=MSGS, api_base=fake.base_url, api_key="sk-local", stream=True, max_retries=0
+        model="openai/fake",
+        messages=MSGS,
+        api_base=fake.base_url,
+        api_key="sk-local",
+        stream=True,
+        max_retries=0,
     )
     async for ch in resp:
         chunks.append(ch.choices[0].delta.content or "")
     assert "".join(chunks) == "streamed text here, long enough for chunks"
     resp = await litellm.acompletion(
-        model="openai/fake", messages=MSGS, api_base=fake.base_url, api_key="sk-local", stream=True, max_retries=0
+        model="openai/fake",
+        messages=MSGS,
+        api_base=fake.base_url,
+        api_key="sk-local",
+        stream=True,
+        max_retries=0,
     )
     args, name = "", None
     async for ch in resp:
@@ -187,10 +219,7 @@ async def test_wait_for_requests(fake):
     await task
 
 
-from tests.fakes.llm import fake_llm  # noqa: E402,F401 - the shared fixture, exercised below
-
-
-async def test_shared_fixture_and_callable_script(fake_llm):
+async def test_shared_fixture_and_callable_script(fake_llm):  # noqa: F811 - the fixture
     async def responder(req):
         return "async says " + req["messages"][-1]["content"]
 

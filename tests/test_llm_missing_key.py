@@ -27,8 +27,10 @@ async def test_missing_key_makes_no_request(monkeypatch, llm):
 
 async def test_key_from_the_environment_is_enough(monkeypatch, llm):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)     # the provider default, pointed at the fake
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)  # the provider default, pointed at the fake
     monkeypatch.setenv("OPENAI_API_BASE", llm.base_url)
-    c = await LLMClient("openai/gpt-4o-mini", max_retries=0).complete([{"role": "user", "content": "hi"}])
+    c = await LLMClient("openai/gpt-4o-mini", max_retries=0).complete(
+        [{"role": "user", "content": "hi"}]
+    )
     assert c.text and len(llm.requests) == 1
     assert llm.headers[0].get("Authorization") == "Bearer sk-from-env"

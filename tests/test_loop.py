@@ -39,7 +39,9 @@ def make_llm(fake: FakeLLM, **kw) -> LLMClient:
 
 def make_ctx(ws, **kw) -> ToolContext:
     kw.setdefault("exec_policy", ExecPolicy("allowlist", ["ls", "cat", "echo"], 5))
-    return ToolContext(file_root=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / ".media", **kw)
+    return ToolContext(
+        file_root=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / ".media", **kw
+    )
 
 
 def tool_msgs(req: dict) -> list[dict]:
@@ -61,19 +63,28 @@ async def test_plain_text_reply(fake, ws):
 
 async def test_one_tool_call_reads_file(fake, ws):
     (ws / "a.txt").write_text("the file content\n")
-    fake.script(tool_calls([("read", {"path": "a.txt"}, "call_A")]), text("It says: the file content"))
-    res = await run_agent_loop(make_llm(fake), [SYSTEM, USER], build_registry(["read"]), make_ctx(ws))
+    fake.script(
+        tool_calls([("read", {"path": "a.txt"}, "call_A")]), text("It says: the file content")
+    )
+    res = await run_agent_loop(
+        make_llm(fake), [SYSTEM, USER], build_registry(["read"]), make_ctx(ws)
+    )
     assert res.text == "It says: the file content"
     assert res.iterations == 2 and res.tool_calls == 1
     second = fake.requests[1]["messages"]
     assert second[:2] == [SYSTEM, USER]
     assert second[2]["role"] == "assistant"
-    assert second[2]["tool_calls"][0]["function"] == {"name": "read", "arguments": '{"path": "a.txt"}'}
+    assert second[2]["tool_calls"][0]["function"] == {
+        "name": "read",
+        "arguments": '{"path": "a.txt"}',
+    }
     assert second[3] == {"role": "tool", "tool_call_id": "call_A", "content": "the file content\n"}
     # new_messages: assistant(tool_calls), tool, assistant(final)
     assert [m["role"] for m in res.new_messages] == ["assistant", "tool", "assistant"]
     assert res.new_messages[0]["tool_calls"][0] == {
-        "id": "call_A", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.txt"}'}
+        "id": "call_A",
+        "type": "function",
+        "function": {"name": "read", "arguments": '{"path": "a.txt"}'},
     }
     json.dumps(res.new_messages)  # plain, serialisable dicts
 
@@ -101,10 +112,16 @@ async def test_parallel_tool_calls_run_concurrently(fake, ws):
 
 async def test_text_protocol(fake, ws):
     (ws / "notes.md").write_text("remember the milk")
-    reply = 'Let me look.\n<tool_call>{"name": "read", "arguments": {"path": "notes.md"}}</tool_call>'
+    reply = (
+        'Let me look.\n<tool_call>{"name": "read", "arguments": {"path": "notes.md"}}</tool_call>'
+    )
     fake.script(text(reply), text("You need milk."))
     res = await run_agent_loop(
-        make_llm(fake), [SYSTEM, USER], build_registry(["read", "write"]), make_ctx(ws), native_tools=False
+        make_llm(fake),
+        [SYSTEM, USER],
+        build_registry(["read", "write"]),
+        make_ctx(ws),
+        native_tools=False,
     )
     assert res.text == "You need milk."
     for req in fake.requests:
@@ -119,15 +136,21 @@ async def test_text_protocol(fake, ws):
 async def test_text_protocol_prose_json_not_executed(fake, ws):
     reply = 'Here is an example: {"name": "write", "arguments": {"path": "x", "content": "y"}}'
     fake.script(text(reply))
-    res = await run_agent_loop(make_llm(fake), [USER], build_registry(["write"]), make_ctx(ws), native_tools=False)
+    res = await run_agent_loop(
+        make_llm(fake), [USER], build_registry(["write"]), make_ctx(ws), native_tools=False
+    )
     assert res.text == reply
     assert not (ws / "x").exists()
     assert len(fake.requests) == 1
 
 
 async def test_text_protocol_malformed_json(fake, ws):
-    fake.script(text('<tool_call>{"name": "read", "arguments": {"path": }</tool_call>'), text("sorry"))
-    res = await run_agent_loop(make_llm(fake), [USER], build_registry(["read"]), make_ctx(ws), native_tools=False)
+    fake.script(
+        text('<tool_call>{"name": "read", "arguments": {"path": }</tool_call>'), text("sorry")
+    )
+    res = await run_agent_loop(
+        make_llm(fake), [USER], build_registry(["read"]), make_ctx(ws), native_tools=False
+    )
     assert res.text == "sorry"
     content = fake.requests[1]["messages"][-1]["content"]
     assert content.startswith('<tool_result name="read">\nError: tool call is not valid JSON')
@@ -135,7 +158,10 @@ async def test_text_protocol_malformed_json(fake, ws):
 
 async def test_malformed_native_arguments_get_error_result(fake, ws):
     (ws / "a.txt").write_text("A")
-    fake.script(raw_tool_calls([("read", '{"path": "a.txt"'), ("read", '{"path": "a.txt"}')]), text("recovered"))
+    fake.script(
+        raw_tool_calls([("read", '{"path": "a.txt"'), ("read", '{"path": "a.txt"}')]),
+        text("recovered"),
+    )
     res = await run_agent_loop(make_llm(fake), [USER], build_registry(["read"]), make_ctx(ws))
     assert res.text == "recovered" and res.error is None
     tm = tool_msgs(fake.requests[1])
@@ -160,7 +186,9 @@ async def test_unknown_tool_and_crashing_tool(fake, ws, caplog):
 async def test_iteration_limit(fake, ws):
     (ws / "a.txt").write_text("A")
     fake.default = lambda req: tool_calls([("read", {"path": "a.txt"})])
-    res = await run_agent_loop(make_llm(fake), [USER], build_registry(["read"]), make_ctx(ws), max_iterations=3)
+    res = await run_agent_loop(
+        make_llm(fake), [USER], build_registry(["read"]), make_ctx(ws), max_iterations=3
+    )
     assert len(fake.requests) == 3
     assert res.iterations == 3 and res.tool_calls == 3
     assert "stopped after 3 tool steps" in res.text
@@ -179,7 +207,9 @@ async def test_429_then_success(fake, ws):
 
 async def test_500_forever_gives_user_message(fake, ws):
     fake.default = lambda req: error(500)
-    res = await run_agent_loop(make_llm(fake, max_retries=2), [USER], build_registry(["read"]), make_ctx(ws))
+    res = await run_agent_loop(
+        make_llm(fake, max_retries=2), [USER], build_registry(["read"]), make_ctx(ws)
+    )
     assert res.error is not None
     assert res.text == res.error
     assert "HTTP 500" in res.error
@@ -213,7 +243,9 @@ def test_truncate_output_marker():
 
 async def test_reasoning_tags(fake, ws):
     fake.script(text("<think>the user wants a greeting</think><final>Hi!</final>"))
-    res = await run_agent_loop(make_llm(fake), [USER], build_registry([]), make_ctx(ws), reasoning_tags=True)
+    res = await run_agent_loop(
+        make_llm(fake), [USER], build_registry([]), make_ctx(ws), reasoning_tags=True
+    )
     assert res.text == "Hi!"
     assert res.new_messages == [{"role": "assistant", "content": "Hi!"}]
 
@@ -228,7 +260,10 @@ async def test_llm_error_after_tool_keeps_partial_messages(fake, ws):
 
 async def test_exec_through_loop(fake, ws):
     (ws / "f.txt").write_text("hello from exec")
-    fake.script(tool_calls([("exec", {"command": "cat f.txt"}), ("exec", {"command": "rm -rf f.txt"})]), text("ok"))
+    fake.script(
+        tool_calls([("exec", {"command": "cat f.txt"}), ("exec", {"command": "rm -rf f.txt"})]),
+        text("ok"),
+    )
     await run_agent_loop(make_llm(fake), [USER], build_registry(["exec"]), make_ctx(ws))
     tm = tool_msgs(fake.requests[1])
     assert tm[0]["content"].startswith("hello from exec\n[exit code 0")
@@ -236,14 +271,27 @@ async def test_exec_through_loop(fake, ws):
     assert (ws / "f.txt").exists()
 
 
-@pytest.mark.parametrize("reply, visible, names", [
-    ('<tool_call>{"name": "read", "arguments": {}}\nDone', "Done", ["read"]),
-    ('Checking.\n<tool_call>\n```json\n{"name": "read", "arguments": {"path": "a"}}\n```\nAfter', "Checking.\n\nAfter",
-     ["read"]),
-    ('<tool_call>{"name": "read", "arguments": {}}</tool_call>\nDone', "Done", ["read"]),   # the closed twin
-    ('<tool_call>{"name": "a", "arguments": {}}<tool_call>{"name": "b", "arguments": {}}</tool_call> tail', "tail",
-     ["a", "b"]),
-])
+@pytest.mark.parametrize(
+    "reply, visible, names",
+    [
+        ('<tool_call>{"name": "read", "arguments": {}}\nDone', "Done", ["read"]),
+        (
+            'Checking.\n<tool_call>\n```json\n{"name": "read", "arguments": {"path": "a"}}\n```\nAfter',
+            "Checking.\n\nAfter",
+            ["read"],
+        ),
+        (
+            '<tool_call>{"name": "read", "arguments": {}}</tool_call>\nDone',
+            "Done",
+            ["read"],
+        ),  # the closed twin
+        (
+            '<tool_call>{"name": "a", "arguments": {}}<tool_call>{"name": "b", "arguments": {}}</tool_call> tail',
+            "tail",
+            ["a", "b"],
+        ),
+    ],
+)
 def test_text_after_an_unclosed_tool_call_is_kept(reply, visible, names):
     from bot.agent.textproto import parse_tool_calls
 

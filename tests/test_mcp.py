@@ -17,9 +17,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP SDK is an optional extra: pip install 'chela[mcp]'")
 
-from bot.mcp.schema import normalize_schema, tool_name  # noqa: E402
-from tests.e2e import eventually, make_config, running, system_prompt, telegram_section  # noqa: E402
-from tests.fakes.llm import text, tool_calls  # noqa: E402
+from bot.mcp.schema import normalize_schema, tool_name
+from tests.e2e import eventually, make_config, running, system_prompt, telegram_section
+from tests.fakes.llm import text, tool_calls
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
@@ -31,12 +31,22 @@ def fast_pings(monkeypatch):
 
 
 def stdio_server(name="srv", **kw) -> dict:
-    return {"name": name, "command": sys.executable, "args": [SERVER, *kw.pop("extra_args", [])], **kw}
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": [SERVER, *kw.pop("extra_args", [])],
+        **kw,
+    }
 
 
 def cfg_with(tmp_path, llm, tg, servers, **tools):
-    return make_config(tmp_path, llm, channels=telegram_section(tg, dm_policy="open"),
-                       mcp={"servers": servers}, tools=tools)
+    return make_config(
+        tmp_path,
+        llm,
+        channels=telegram_section(tg, dm_policy="open"),
+        mcp={"servers": servers},
+        tools=tools,
+    )
 
 
 def tool_results(request: dict) -> list[str]:
@@ -58,8 +68,11 @@ def free_port() -> int:
 
 
 def start_http_server(port: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, SERVER, "--http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, SERVER, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def wait_port(port: int, timeout=20.0) -> None:
@@ -89,7 +102,10 @@ async def test_stdio_tools_are_listed_and_called_end_to_end(tmp_path, llm, tg, m
     req = llm.requests[0]
     assert {"srv__add", "srv__echo", "srv__slow", "srv__whoami", "srv__fail"} <= set(offered(req))
     add = next(t for t in req["tools"] if t["function"]["name"] == "srv__add")["function"]
-    assert add["parameters"]["required"] == ["a", "b"] and add["parameters"]["properties"]["a"]["type"] == "integer"
+    assert (
+        add["parameters"]["required"] == ["a", "b"]
+        and add["parameters"]["properties"]["a"]["type"] == "integer"
+    )
     assert "- srv__add: Add two integers." in system_prompt(req)
     results = tool_results(llm.requests[1])
     assert "\n5\n" in results[0] and "Untrusted data" in results[0]
@@ -98,25 +114,40 @@ async def test_stdio_tools_are_listed_and_called_end_to_end(tmp_path, llm, tg, m
 
 
 async def test_guests_get_mcp_tools_only_when_listed(tmp_path, llm, tg):
-    cfg = cfg_with(tmp_path, llm, tg, [stdio_server()], enabled=["session_status"],
-                   guest=["session_status", "srv__echo"])
-    llm.script(tool_calls([("srv__add", {"a": 1, "b": 1})]), text("no"),
-               tool_calls([("srv__echo", {"text": "hi guest"})]), text("echoed"))
+    cfg = cfg_with(
+        tmp_path,
+        llm,
+        tg,
+        [stdio_server()],
+        enabled=["session_status"],
+        guest=["session_status", "srv__echo"],
+    )
+    llm.script(
+        tool_calls([("srv__add", {"a": 1, "b": 1})]),
+        text("no"),
+        tool_calls([("srv__echo", {"text": "hi guest"})]),
+        text("echoed"),
+    )
     async with running(cfg) as d:
         await connected(d)
         tg.inject_message(77, "add", from_id=77)
         await tg.wait_for_sent(1, timeout=20)
         assert offered(llm.requests[0]) == ["session_status", "srv__echo"]
         assert tool_results(llm.requests[1])[0].startswith("Error: unknown tool 'srv__add'")
-        tg.inject_message(77, "echo", from_id=77)      # twin: the listed tool works for the guest
+        tg.inject_message(77, "echo", from_id=77)  # twin: the listed tool works for the guest
         await tg.wait_for_sent(2, timeout=20)
         assert "hi guest" in tool_results(llm.requests[3])[-1]
 
 
 async def test_a_killed_server_gives_a_clear_error_and_reconnects(tmp_path, llm, tg):
     pidfile = tmp_path / "mcp.pid"
-    cfg = cfg_with(tmp_path, llm, tg, [stdio_server(extra_args=["--pidfile", str(pidfile)])],
-                   enabled=["session_status"])
+    cfg = cfg_with(
+        tmp_path,
+        llm,
+        tg,
+        [stdio_server(extra_args=["--pidfile", str(pidfile)])],
+        enabled=["session_status"],
+    )
     async with running(cfg) as d:
         await connected(d)
         first = int(pidfile.read_text())
@@ -125,7 +156,7 @@ async def test_a_killed_server_gives_a_clear_error_and_reconnects(tmp_path, llm,
         reg = d.agent.registry
         out = await reg.execute("srv__add", {"a": 1, "b": 2}, d.agent.tool_context(_owner_req()))
         assert out.startswith("Error: MCP server 'srv'") and "reconnect" in out
-        await connected(d)          # a new process, the same tools
+        await connected(d)  # a new process, the same tools
         assert int(pidfile.read_text()) != first
         llm.script(tool_calls([("srv__add", {"a": 20, "b": 22})]), text("42"))
         tg.inject_message(42, "add", from_id=42)
@@ -141,8 +172,12 @@ def _owner_req():
 
 async def test_a_server_that_never_starts_does_not_delay_readiness(tmp_path, llm, tg):
     # a "server" that hangs forever without speaking MCP, and one that does not exist
-    hang = {"name": "hang", "command": sys.executable, "args": ["-c", "import time; time.sleep(600)"],
-            "connect_timeout_seconds": 30}
+    hang = {
+        "name": "hang",
+        "command": sys.executable,
+        "args": ["-c", "import time; time.sleep(600)"],
+        "connect_timeout_seconds": 30,
+    }
     missing = {"name": "missing", "command": str(tmp_path / "no-such-binary")}
     cfg = cfg_with(tmp_path, llm, tg, [hang, missing, stdio_server()], enabled=["session_status"])
     t0 = time.monotonic()
@@ -150,8 +185,10 @@ async def test_a_server_that_never_starts_does_not_delay_readiness(tmp_path, llm
         assert time.monotonic() - t0 < 5
         await connected(d)
         await eventually(lambda: d.mcp.servers["missing"].status.state == "failed", timeout=10)
-        assert "not found" in d.mcp.servers["missing"].status.error or "No such file" in \
-            d.mcp.servers["missing"].status.error
+        assert (
+            "not found" in d.mcp.servers["missing"].status.error
+            or "No such file" in d.mcp.servers["missing"].status.error
+        )
         assert d.mcp.servers["hang"].status.state == "starting"
         names = d.agent.registry.names()
         assert "srv__add" in names and not any(n.startswith(("hang__", "missing__")) for n in names)
@@ -161,9 +198,15 @@ async def test_a_server_that_never_starts_does_not_delay_readiness(tmp_path, llm
 
 
 async def test_a_slow_call_times_out_cleanly(tmp_path, llm, tg):
-    cfg = cfg_with(tmp_path, llm, tg, [stdio_server(timeout_seconds=0.5)], enabled=["session_status"])
-    llm.script(tool_calls([("srv__slow", {"seconds": 5})]), text("too slow"),
-               tool_calls([("srv__slow", {"seconds": 0.01})]), text("fast enough"))
+    cfg = cfg_with(
+        tmp_path, llm, tg, [stdio_server(timeout_seconds=0.5)], enabled=["session_status"]
+    )
+    llm.script(
+        tool_calls([("srv__slow", {"seconds": 5})]),
+        text("too slow"),
+        tool_calls([("srv__slow", {"seconds": 0.01})]),
+        text("fast enough"),
+    )
     async with running(cfg) as d:
         await connected(d)
         t0 = time.monotonic()
@@ -171,13 +214,15 @@ async def test_a_slow_call_times_out_cleanly(tmp_path, llm, tg):
         await tg.wait_for_sent(1, timeout=20)
         assert time.monotonic() - t0 < 4
         assert tool_results(llm.requests[1])[0].startswith("Error: timeout: MCP tool srv__slow")
-        tg.inject_message(42, "quick", from_id=42)     # twin: the session survived; a quick call works
+        tg.inject_message(42, "quick", from_id=42)  # twin: the session survived; a quick call works
         await tg.wait_for_sent(2, timeout=20)
         assert "slept 0.01" in tool_results(llm.requests[3])[-1]
 
 
 async def test_prompt_changes_only_when_the_tool_set_changes(tmp_path, llm, tg):
-    cfg = cfg_with(tmp_path, llm, tg, [stdio_server(enabled_tools=["add"])], enabled=["session_status"])
+    cfg = cfg_with(
+        tmp_path, llm, tg, [stdio_server(enabled_tools=["add"])], enabled=["session_status"]
+    )
     async with running(cfg) as d:
         await connected(d)
         llm.script(text("a"), text("b"))
@@ -198,8 +243,11 @@ async def test_streamable_http_server_end_to_end_and_reconnect(tmp_path, llm, tg
     try:
         await wait_port(port)
         monkeypatch.setenv("MCP_TEST_TOKEN", "Bearer test-token-1234")
-        srv = {"name": "web_srv", "url": f"http://127.0.0.1:{port}/mcp",
-               "headers_env": {"Authorization": "MCP_TEST_TOKEN"}}
+        srv = {
+            "name": "web_srv",
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers_env": {"Authorization": "MCP_TEST_TOKEN"},
+        }
         cfg = cfg_with(tmp_path, llm, tg, [srv], enabled=["session_status"])
         llm.script(tool_calls([("web_srv__add", {"a": 40, "b": 2})]), text("42 it is"))
         async with running(cfg) as d:
@@ -210,12 +258,16 @@ async def test_streamable_http_server_end_to_end_and_reconnect(tmp_path, llm, tg
             # kill the server mid-session: a clear error, then a reconnect once it is back
             proc.kill()
             proc.wait()
-            out = await d.agent.registry.execute("web_srv__add", {"a": 1, "b": 1}, d.agent.tool_context(_owner_req()))
+            out = await d.agent.registry.execute(
+                "web_srv__add", {"a": 1, "b": 1}, d.agent.tool_context(_owner_req())
+            )
             assert out.startswith("Error: MCP server 'web_srv'")
             await eventually(lambda: d.mcp.servers["web_srv"].session is None, timeout=10)
             proc = start_http_server(port)
             await connected(d, "web_srv", timeout=30)
-            out = await d.agent.registry.execute("web_srv__add", {"a": 1, "b": 1}, d.agent.tool_context(_owner_req()))
+            out = await d.agent.registry.execute(
+                "web_srv__add", {"a": 1, "b": 1}, d.agent.tool_context(_owner_req())
+            )
             assert "\n2\n" in out
     finally:
         proc.kill()
@@ -231,16 +283,36 @@ def test_tool_names_fit_providers():
 
 
 def test_schemas_are_normalised():
-    raw = {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Args", "type": "object",
-           "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x", "z"]}},
-           "properties": {"p": {"$ref": "#/$defs/Point"}, "tags": {"type": "array"},
-                          "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-                          "kind": {"type": ["string", "null"]}},
-           "required": ["p", "ghost"]}
+    raw = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "Args",
+        "type": "object",
+        "$defs": {
+            "Point": {
+                "type": "object",
+                "properties": {"x": {"type": "number"}},
+                "required": ["x", "z"],
+            }
+        },
+        "properties": {
+            "p": {"$ref": "#/$defs/Point"},
+            "tags": {"type": "array"},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "kind": {"type": ["string", "null"]},
+        },
+        "required": ["p", "ghost"],
+    }
     out = normalize_schema(raw)
-    assert out == {"type": "object", "required": ["p"], "properties": {
-        "p": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
-        "tags": {"type": "array", "items": {}}, "note": {"type": "string"}, "kind": {"type": "string"}}}
+    assert out == {
+        "type": "object",
+        "required": ["p"],
+        "properties": {
+            "p": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
+            "tags": {"type": "array", "items": {}},
+            "note": {"type": "string"},
+            "kind": {"type": "string"},
+        },
+    }
     assert normalize_schema(None) == {"type": "object", "properties": {}}
 
 
@@ -259,7 +331,9 @@ def _cli_config(tmp_path, servers: list[dict]) -> Path:
 def test_chela_mcp_list_and_test(tmp_path, capsys):
     from bot.cli import main
 
-    path = _cli_config(tmp_path, [stdio_server(), {"name": "gone", "command": str(tmp_path / "nope")}])
+    path = _cli_config(
+        tmp_path, [stdio_server(), {"name": "gone", "command": str(tmp_path / "nope")}]
+    )
     assert main(["mcp", "list", "--config", str(path), "--timeout", "15"]) == 0
     out = capsys.readouterr().out
     assert "srv [stdio]" in out and ": connected" in out and "  srv__add: Add two integers." in out

@@ -181,8 +181,12 @@ def test_prune_older_than(tmp_path):
     (media / "mixed").mkdir()
     (media / "empty_already").mkdir()
     files = {
-        "old.jpg": 40, "new.jpg": 1, "old_only/a.ogg": 31, "old_only/b.ogg": 90,
-        "mixed/old.pdf": 45, "mixed/new.pdf": 2,
+        "old.jpg": 40,
+        "new.jpg": 1,
+        "old_only/a.ogg": 31,
+        "old_only/b.ogg": 90,
+        "mixed/old.pdf": 45,
+        "mixed/new.pdf": 2,
     }
     for rel, age in files.items():
         (media / rel).write_bytes(b"x")

@@ -28,7 +28,9 @@ def ws(tmp_path: Path) -> Path:
     (w / "AGENTS.md").write_text("Agents body.\n")
     (w / "SOUL.md").write_text("Soul body.\n")
     (w / "TOOLS.md").write_text("Tools body.\n")
-    (w / "IDENTITY.md").write_text("---\nname: Nova\nemoji: \"🦀\"\ncreature: clockwork crab\nvibe: calm and dry\n---\nIdentity body.\n")
+    (w / "IDENTITY.md").write_text(
+        '---\nname: Nova\nemoji: "🦀"\ncreature: clockwork crab\nvibe: calm and dry\n---\nIdentity body.\n'
+    )
     (w / "USER.md").write_text("---\nname: Sam\n---\nUser body.\n")
     (w / "HEARTBEAT.md").write_text("- check mail\n")
     (w / "MEMORY.md").write_text("Memory body.\n")
@@ -108,31 +110,78 @@ def test_full_mode_has_every_section_in_order(ws: Path) -> None:
     assert r.text.startswith(IDENTITY_LINE + "\n")
     assert "\n\n\n" not in r.text
     assert [s.heading for s in r.sections] == [
-        "Identity", "Tooling", "Tool Use Protocol", "Hardware Access", "Tool Call Style", "Safety",
-        "Chela CLI Quick Reference", "Skills (mandatory)", "Memory Recall", "Chela Self-Update",
-        "Model Aliases", "Date/Time Hint", "Workspace", "Documentation", "Sandbox", "Authorized Senders",
-        "Current Date & Time", "Workspace Files (injected)", "Reply Tags", "Messaging", "Voice (TTS)",
-        "Group Chat Context", "Reactions", "Reasoning Format", "Project Context", "Silent Replies",
-        "Heartbeats", "Channel Capabilities", "Runtime",
+        "Identity",
+        "Tooling",
+        "Tool Use Protocol",
+        "Hardware Access",
+        "Tool Call Style",
+        "Safety",
+        "Chela CLI Quick Reference",
+        "Skills (mandatory)",
+        "Memory Recall",
+        "Chela Self-Update",
+        "Model Aliases",
+        "Date/Time Hint",
+        "Workspace",
+        "Documentation",
+        "Sandbox",
+        "Authorized Senders",
+        "Current Date & Time",
+        "Workspace Files (injected)",
+        "Reply Tags",
+        "Messaging",
+        "Voice (TTS)",
+        "Group Chat Context",
+        "Reactions",
+        "Reasoning Format",
+        "Project Context",
+        "Silent Replies",
+        "Heartbeats",
+        "Channel Capabilities",
+        "Runtime",
     ]
     # sections are joined by exactly one newline
     assert sum(s.chars for s in r.sections) + len(r.sections) - 1 == r.chars
 
 
 MINIMAL_ABSENT = [
-    "## Skills (mandatory)", "## Memory Recall", "## Chela Self-Update", "## Model Aliases",
-    "## Documentation", "## Authorized Senders", "## Reply Tags", "## Messaging", "## Voice (TTS)",
-    "## Group Chat Context", "## Silent Replies", "## Heartbeats",
+    "## Skills (mandatory)",
+    "## Memory Recall",
+    "## Chela Self-Update",
+    "## Model Aliases",
+    "## Documentation",
+    "## Authorized Senders",
+    "## Reply Tags",
+    "## Messaging",
+    "## Voice (TTS)",
+    "## Group Chat Context",
+    "## Silent Replies",
+    "## Heartbeats",
 ]
 MINIMAL_PRESENT = [
-    "## Tooling", "## Tool Use Protocol", "## Hardware Access", "## Tool Call Style", "## Safety",
-    "## Chela CLI Quick Reference", "call session_status", "## Workspace\n", "## Sandbox",
-    "## Current Date & Time", "## Workspace Files (injected)", "## Subagent Context", "## Reactions",
-    "## Reasoning Format", "# Project Context", "## Channel Capabilities", "## Runtime",
+    "## Tooling",
+    "## Tool Use Protocol",
+    "## Hardware Access",
+    "## Tool Call Style",
+    "## Safety",
+    "## Chela CLI Quick Reference",
+    "call session_status",
+    "## Workspace\n",
+    "## Sandbox",
+    "## Current Date & Time",
+    "## Workspace Files (injected)",
+    "## Subagent Context",
+    "## Reactions",
+    "## Reasoning Format",
+    "# Project Context",
+    "## Channel Capabilities",
+    "## Runtime",
 ]
 
 
-@pytest.mark.parametrize("kw", [dict(mode="minimal"), dict(session_kind="subagent"), dict(session_kind="cron")])
+@pytest.mark.parametrize(
+    "kw", [dict(mode="minimal"), dict(session_kind="subagent"), dict(session_kind="cron")]
+)
 def test_minimal_mode_sections(ws: Path, kw: dict) -> None:
     skill(ws, "a", "alpha", "first")
     r = build_prompt(everything(ws, **kw))
@@ -217,7 +266,8 @@ def test_timezone_only_never_clock(ws: Path) -> None:
 def test_identity_and_user_lines(ws: Path) -> None:
     text = bare(ws)
     assert text.startswith(
-        IDENTITY_LINE + "\nYour name is Nova 🦀.\nYou are a clockwork crab.\nYour vibe: calm and dry.\nThe user's name is Sam.\n## Tooling"
+        IDENTITY_LINE
+        + "\nYour name is Nova 🦀.\nYou are a clockwork crab.\nYour vibe: calm and dry.\nThe user's name is Sam.\n## Tooling"
     )
     # the IDENTITY.md body still goes to Project Context, without its front matter
     assert "## IDENTITY.md\nIdentity body." in text
@@ -238,7 +288,7 @@ def test_identity_lines_partial(ws: Path, front: str, expected: list[str]) -> No
     (ws / "IDENTITY.md").write_text(f"---\n{front}\n---\nbody\n")
     (ws / "USER.md").write_text("no front matter\n")
     lines = bare(ws).split("## Tooling")[0].strip().split("\n")
-    assert lines == [IDENTITY_LINE] + expected
+    assert lines == [IDENTITY_LINE, *expected]
 
 
 def test_runtime_line_order_and_normalisation() -> None:
@@ -249,7 +299,9 @@ def test_runtime_line_order_and_normalisation() -> None:
         thinking="low",
         channel="Telegram",
         capabilities=("Reactions", "media", "MEDIA", "threads"),
-        runtime=RuntimeInfo(host="box", repo="/srv/repo", os="linux", arch="x86_64", python="3.11.7", shell="bash"),
+        runtime=RuntimeInfo(
+            host="box", repo="/srv/repo", os="linux", arch="x86_64", python="3.11.7", shell="bash"
+        ),
     )
     assert runtime_line(ctx) == (
         "Runtime: agent=main | host=box | repo=/srv/repo | os=linux (x86_64) | python=3.11.7 | "
@@ -262,7 +314,10 @@ def test_runtime_line_order_and_normalisation() -> None:
     "kw, expected",
     [
         (dict(), "Runtime: agent=main | thinking=off"),
-        (dict(channel="discord"), "Runtime: agent=main | channel=discord | capabilities=none | thinking=off"),
+        (
+            dict(channel="discord"),
+            "Runtime: agent=main | channel=discord | capabilities=none | thinking=off",
+        ),
         (dict(thinking=""), "Runtime: agent=main | thinking=off"),
         (dict(runtime=RuntimeInfo(os="darwin")), "Runtime: agent=main | os=darwin | thinking=off"),
         (dict(capabilities=("media",)), "Runtime: agent=main | thinking=off"),
@@ -275,7 +330,9 @@ def test_runtime_line_variants(kw: dict, expected: str) -> None:
 
 def test_runtime_is_last_section(ws: Path) -> None:
     text = bare(ws, channel="slack")
-    assert text.endswith("## Runtime\nRuntime: agent=main | channel=slack | capabilities=none | thinking=off")
+    assert text.endswith(
+        "## Runtime\nRuntime: agent=main | channel=slack | capabilities=none | thinking=off"
+    )
 
 
 def test_tool_order_dedup_and_cut(ws: Path) -> None:
@@ -293,13 +350,27 @@ def test_tool_order_dedup_and_cut(ws: Path) -> None:
         T("write", "write"),
     )
     assert [t.name for t in ordered_tools(specs)] == [
-        "Read", "write", "exec", "session_status", "image", "Alpha", "beta", "zeta",
+        "Read",
+        "write",
+        "exec",
+        "session_status",
+        "image",
+        "Alpha",
+        "beta",
+        "zeta",
     ]
     text = bare(ws, tools=specs, native_tools=True)
     block = text.split("## Tooling\n")[1].split("\n## ")[0].split("\n")
     tool_lines = [ln for ln in block if ln.startswith("- ")]
     assert [ln.split(":")[0] for ln in tool_lines] == [
-        "- Read", "- write", "- exec", "- session_status", "- image", "- Alpha", "- beta", "- zeta",
+        "- Read",
+        "- write",
+        "- exec",
+        "- session_status",
+        "- image",
+        "- Alpha",
+        "- beta",
+        "- zeta",
     ]
     alpha = next(ln for ln in tool_lines if ln.startswith("- Alpha"))
     assert len(alpha) == 160
@@ -311,13 +382,20 @@ def test_tool_order_dedup_and_cut(ws: Path) -> None:
 
 
 def test_tool_use_protocol_has_schemas(ws: Path) -> None:
-    spec = T("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    spec = T(
+        "read",
+        "read a file",
+        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    )
     text = bare(ws, tools=(spec,), native_tools=False)
     proto = text.split("## Tool Use Protocol\n")[1].split("\n## ")[0]
     assert '<tool_call>{"name": "<tool name>", "arguments": {...}}</tool_call>' in proto
     assert '<tool_result name="' in proto
     assert "several" in proto
-    assert '- read: {"properties": {"path": {"type": "string"}}, "required": ["path"], "type": "object"}' in proto
+    assert (
+        '- read: {"properties": {"path": {"type": "string"}}, "required": ["path"], "type": "object"}'
+        in proto
+    )
 
 
 def test_authorized_senders_raw(ws: Path) -> None:
@@ -373,11 +451,16 @@ def test_channel_capabilities_media(ws: Path) -> None:
 def test_group_vs_subagent_heading(ws: Path) -> None:
     assert "## Group Chat Context\nHELLO" in bare(ws, extra_context="HELLO")
     assert "## Subagent Context\nHELLO" in bare(ws, extra_context="HELLO", mode="minimal")
-    assert "Context\n" not in bare(ws, extra_context="   ").split("## Workspace Files")[1].split("# Project Context")[0]
+    assert (
+        "Context\n"
+        not in bare(ws, extra_context="   ")
+        .split("## Workspace Files")[1]
+        .split("# Project Context")[0]
+    )
 
 
 def test_skills_xml_escaped_and_sorted(ws: Path) -> None:
-    p2 = skill(ws, "z-dir", "beta & <b>", 'say "hi" \'now\'')
+    p2 = skill(ws, "z-dir", "beta & <b>", "say \"hi\" 'now'")
     p1 = skill(ws, "a-dir", "Alpha", "first one")
     (ws / "skills" / "nodesc").mkdir()
     r = build_prompt(PromptContext(workspace=ws))
@@ -409,15 +492,32 @@ def test_to_json_shape(ws: Path) -> None:
     r = build_prompt(PromptContext(workspace=ws))
     j = r.to_json()
     assert list(j) == ["prompt", "sections", "files", "chars", "approx_tokens"]
-    assert j["prompt"] == r.text and j["chars"] == len(r.text) and j["approx_tokens"] == len(r.text) // 4
+    assert (
+        j["prompt"] == r.text
+        and j["chars"] == len(r.text)
+        and j["approx_tokens"] == len(r.text) // 4
+    )
     assert all(set(s) == {"heading", "chars"} for s in j["sections"])
     assert [f["name"] for f in j["files"]] == [
-        "AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md",
+        "AGENTS.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "IDENTITY.md",
+        "USER.md",
+        "HEARTBEAT.md",
+        "BOOTSTRAP.md",
+        "MEMORY.md",
     ]
-    assert all(list(f) == ["name", "path", "status", "raw_chars", "injected_chars"] for f in j["files"])
+    assert all(
+        list(f) == ["name", "path", "status", "raw_chars", "injected_chars"] for f in j["files"]
+    )
     by = {f["name"]: f for f in j["files"]}
     assert by["AGENTS.md"] == {
-        "name": "AGENTS.md", "path": str(ws / "AGENTS.md"), "status": "ok", "raw_chars": 13, "injected_chars": 12,
+        "name": "AGENTS.md",
+        "path": str(ws / "AGENTS.md"),
+        "status": "ok",
+        "raw_chars": 13,
+        "injected_chars": 12,
     }
     assert by["BOOTSTRAP.md"]["status"] == "missing" and by["MEMORY.md"]["status"] == "missing"
     json.dumps(j)
@@ -436,5 +536,16 @@ def test_project_context_soul_sentence(ws: Path) -> None:
     text = bare(ws)
     pc = text.split("# Project Context\n")[1]
     assert "SOUL.md is present" in pc.split("## AGENTS.md")[0]
-    order = [pc.find(f"## {n}\n") for n in ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "MEMORY.md")]
+    order = [
+        pc.find(f"## {n}\n")
+        for n in (
+            "AGENTS.md",
+            "SOUL.md",
+            "TOOLS.md",
+            "IDENTITY.md",
+            "USER.md",
+            "HEARTBEAT.md",
+            "MEMORY.md",
+        )
+    ]
     assert all(o >= 0 for o in order) and order == sorted(order)

@@ -29,31 +29,51 @@ def run(runner: HookRunner, event: dict = EVENT) -> HookResult:
 
 
 def test_priority_orders_handlers_and_first_system_prompt_wins() -> None:
-    runner = HookRunner([
-        Handler("before_prompt_build", hook({"system_prompt": "LOW", "append_system_context": "low"}), 1),
-        Handler("before_prompt_build", hook({"system_prompt": "HIGH", "append_system_context": "high"}), 10),
-        Handler("before_prompt_build", hook({"append_system_context": "mid"}), 5),
-    ])
+    runner = HookRunner(
+        [
+            Handler(
+                "before_prompt_build",
+                hook({"system_prompt": "LOW", "append_system_context": "low"}),
+                1,
+            ),
+            Handler(
+                "before_prompt_build",
+                hook({"system_prompt": "HIGH", "append_system_context": "high"}),
+                10,
+            ),
+            Handler("before_prompt_build", hook({"append_system_context": "mid"}), 5),
+        ]
+    )
     r = run(runner)
     assert r.system_prompt == "HIGH"
     assert r.append_system_context == "high\n\nmid\n\nlow"
 
 
 def test_before_prompt_build_precedes_legacy_hook_regardless_of_priority() -> None:
-    runner = HookRunner([
-        ("before_agent_start", hook({"system_prompt": "LEGACY", "prepend_context": "legacy"}, priority=100)),
-        ("before_prompt_build", hook({"system_prompt": "NEW", "prepend_context": "new"}, priority=-5)),
-    ])
+    runner = HookRunner(
+        [
+            (
+                "before_agent_start",
+                hook({"system_prompt": "LEGACY", "prepend_context": "legacy"}, priority=100),
+            ),
+            (
+                "before_prompt_build",
+                hook({"system_prompt": "NEW", "prepend_context": "new"}, priority=-5),
+            ),
+        ]
+    )
     r = run(runner)
     assert r.system_prompt == "NEW"
     assert r.prepend_context == "new\n\nlegacy"
 
 
 def test_equal_priority_keeps_load_order() -> None:
-    runner = HookRunner([
-        ("before_prompt_build", hook({"prepend_system_context": "one"})),
-        ("before_prompt_build", hook({"prepend_system_context": "two"})),
-    ])
+    runner = HookRunner(
+        [
+            ("before_prompt_build", hook({"prepend_system_context": "one"})),
+            ("before_prompt_build", hook({"prepend_system_context": "two"})),
+        ]
+    )
     assert run(runner).prepend_system_context == "one\n\ntwo"
 
 
@@ -62,7 +82,9 @@ def test_raising_hook_is_logged_and_ignored(caplog: pytest.LogCaptureFixture) ->
         raise ValueError("kaputt")
 
     bad.priority = 50
-    runner = HookRunner([("before_prompt_build", bad), ("before_prompt_build", hook({"system_prompt": "OK"}))])
+    runner = HookRunner(
+        [("before_prompt_build", bad), ("before_prompt_build", hook({"system_prompt": "OK"}))]
+    )
     with caplog.at_level(logging.ERROR):
         r = run(runner)
     assert r.system_prompt == "OK"
@@ -85,11 +107,13 @@ async def test_async_hooks_and_event_fields() -> None:
 
 def test_object_and_hookresult_returns() -> None:
     obj = types.SimpleNamespace(system_prompt=None, append_system_context="from object")
-    runner = HookRunner([
-        ("before_prompt_build", hook(obj)),
-        ("before_prompt_build", hook(HookResult(prepend_context="pc"))),
-        ("before_prompt_build", hook(42)),  # unusable: ignored
-    ])
+    runner = HookRunner(
+        [
+            ("before_prompt_build", hook(obj)),
+            ("before_prompt_build", hook(HookResult(prepend_context="pc"))),
+            ("before_prompt_build", hook(42)),  # unusable: ignored
+        ]
+    )
     r = run(runner)
     assert r.append_system_context == "from object" and r.prepend_context == "pc"
 
@@ -101,7 +125,10 @@ def test_apply_system_and_user() -> None:
         apply_system("BASE", HookResult(prepend_system_context="pre", append_system_context="post"))
         == "pre\n\nBASE\n\npost"
     )
-    assert apply_system("BASE", HookResult(system_prompt="X", append_system_context="post")) == "X\n\npost"
+    assert (
+        apply_system("BASE", HookResult(system_prompt="X", append_system_context="post"))
+        == "X\n\npost"
+    )
     assert apply_user("msg", HookResult(prepend_context="ctx")) == "ctx\n\nmsg"
     assert apply_user("msg", HookResult()) == "msg"
 

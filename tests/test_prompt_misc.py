@@ -20,11 +20,21 @@ from bot.prompt.workspace import clean_content, parse_front_matter
 
 
 @pytest.mark.parametrize(
-    "provider, label", [("telegram", "Telegram"), ("DISCORD", "Discord"), ("slack", "Slack"), ("signal", "Signal"), ("matrix", "Matrix"), ("foo", "Foo")]
+    "provider, label",
+    [
+        ("telegram", "Telegram"),
+        ("DISCORD", "Discord"),
+        ("slack", "Slack"),
+        ("signal", "Signal"),
+        ("matrix", "Matrix"),
+        ("foo", "Foo"),
+    ],
 )
 def test_provider_label(provider: str, label: str) -> None:
     assert provider_label(provider) == label
-    assert group_chat_context(provider, "Crew", [], "mention", False).startswith(f'You are in the {label} group chat "Crew".')
+    assert group_chat_context(provider, "Crew", [], "mention", False).startswith(
+        f'You are in the {label} group chat "Crew".'
+    )
 
 
 def test_group_chat_context_lines() -> None:
@@ -61,7 +71,13 @@ def test_subagent_context() -> None:
 
 def test_telegram_media_instructions() -> None:
     text = telegram_media_instructions()
-    for marker in ("[IMAGE:<path-or-url>]", "[DOCUMENT:<path-or-url>]", "[VIDEO:<path-or-url>]", "[AUDIO:<path-or-url>]", "[VOICE:<path-or-url>]"):
+    for marker in (
+        "[IMAGE:<path-or-url>]",
+        "[DOCUMENT:<path-or-url>]",
+        "[VIDEO:<path-or-url>]",
+        "[AUDIO:<path-or-url>]",
+        "[VOICE:<path-or-url>]",
+    ):
         assert marker in text
     assert "one marker per attachment" in text.lower()
     assert "code" in text
@@ -86,7 +102,11 @@ def report_ws(tmp_path: Path) -> Path:
 
 
 def _ctx(ws: Path) -> PromptContext:
-    big = ToolSpec("exec", "run", {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(20)}})
+    big = ToolSpec(
+        "exec",
+        "run",
+        {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(20)}},
+    )
     return PromptContext(workspace=ws, tools=(ToolSpec("read", "read a file"), big))
 
 
@@ -100,9 +120,14 @@ def test_context_report_list(report_ws: Path) -> None:
     assert f"System prompt: {r.chars} chars (~{r.chars // 4} tokens)" in lines
     assert f"Project Context: {r.project_context_chars} chars" in lines
     agents = next(f for f in r.files if f.name == "AGENTS.md")
-    assert f"- AGENTS.md: TRUNCATED | raw 30000 chars | injected {agents.injected_chars} chars" in lines
+    assert (
+        f"- AGENTS.md: TRUNCATED | raw 30000 chars | injected {agents.injected_chars} chars"
+        in lines
+    )
     assert "- SOUL.md: OK | raw 4 chars | injected 4 chars" in lines
-    assert "- TOOLS.md: MISSING | raw 0 chars | injected 48 chars" not in lines  # exact length differs
+    assert (
+        "- TOOLS.md: MISSING | raw 0 chars | injected 48 chars" not in lines
+    )  # exact length differs
     assert any(ln.startswith("- TOOLS.md: MISSING | raw 0 chars | injected ") for ln in lines)
     assert f"Skills: 2 ({r.skills_chars} chars)" in lines
     assert f"Tool list: {r.tool_list_chars} chars (2 tools)" in lines
@@ -145,7 +170,7 @@ STARTERS = ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEART
 def test_init_new_workspace(tmp_path: Path) -> None:
     ws = tmp_path / "new"
     created = init_workspace(ws)
-    assert [p.name for p in created] == STARTERS + ["BOOTSTRAP.md"]
+    assert [p.name for p in created] == [*STARTERS, "BOOTSTRAP.md"]
     assert all(p.is_absolute() and p.exists() for p in created)
     state = json.loads((ws / ".chela" / "workspace-state.json").read_text())
     assert state["bootstrap_written"] is True
@@ -192,19 +217,29 @@ def test_heartbeat_template_is_effectively_empty(tmp_path: Path) -> None:
     if is_effectively_empty is not None:
         assert is_effectively_empty(text)
     body = clean_content(text)
-    assert all(not ln.strip() or ln.lstrip().startswith("#") for ln in body.split("\n") if "<!--" not in body)
+    assert all(
+        not ln.strip() or ln.lstrip().startswith("#")
+        for ln in body.split("\n")
+        if "<!--" not in body
+    )
 
 
 def test_templates_load_and_fresh_workspace_builds(tmp_path: Path) -> None:
     ws = tmp_path / "w"
     init_workspace(ws)
-    for n in STARTERS + ["BOOTSTRAP.md"]:
+    for n in [*STARTERS, "BOOTSTRAP.md"]:
         assert template_text(n).strip()
     r = build_prompt(PromptContext(workspace=ws))
     statuses = {f.name: f.status for f in r.files}
     assert statuses == {
-        "AGENTS.md": "ok", "SOUL.md": "ok", "TOOLS.md": "ok", "IDENTITY.md": "ok", "USER.md": "ok",
-        "HEARTBEAT.md": "ok", "BOOTSTRAP.md": "ok", "MEMORY.md": "missing",
+        "AGENTS.md": "ok",
+        "SOUL.md": "ok",
+        "TOOLS.md": "ok",
+        "IDENTITY.md": "ok",
+        "USER.md": "ok",
+        "HEARTBEAT.md": "ok",
+        "BOOTSTRAP.md": "ok",
+        "MEMORY.md": "missing",
     }
     assert "Your name is" not in r.text  # empty front matter values give no identity lines
     assert "## BOOTSTRAP.md" in r.text

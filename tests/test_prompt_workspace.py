@@ -52,7 +52,9 @@ def test_truncate_default_limit_keeps_14000_and_4000(ws: Path) -> None:
     pc = project_context(r.text)
     injected = pc.split("## AGENTS.md\n", 1)[1].split("\n## SOUL.md", 1)[0]
     assert len(injected) == f.injected_chars
-    marker = "[... truncated AGENTS.md: kept 14000+4000 of 25000 chars; read the file for the rest ...]"
+    marker = (
+        "[... truncated AGENTS.md: kept 14000+4000 of 25000 chars; read the file for the rest ...]"
+    )
     assert injected == body[:14000] + "\n" + marker + "\n" + body[-4000:]
 
 
@@ -61,7 +63,9 @@ def test_truncate_small_limit_ratios(limit: int) -> None:
     body = distinct(5000)
     out = truncate(body, limit, "X.md")
     head, tail = int(0.7 * limit), int(0.2 * limit)
-    marker = f"[... truncated X.md: kept {head}+{tail} of 5000 chars; read the file for the rest ...]"
+    marker = (
+        f"[... truncated X.md: kept {head}+{tail} of 5000 chars; read the file for the rest ...]"
+    )
     if head + tail + len(marker) + 2 <= limit:
         assert out == body[:head] + "\n" + marker + "\n" + body[-tail:]
     assert len(out) <= limit
@@ -94,7 +98,9 @@ def test_total_budget_consumed_in_order_and_stops(ws: Path) -> None:
     (ws / "TOOLS.md").write_text("t" * 300)
     (ws / "IDENTITY.md").write_text("i" * 300)
     (ws / "USER.md").write_text("u" * 300)
-    r = build_prompt(PromptContext(workspace=ws, bootstrap_max_chars=1000, bootstrap_total_max_chars=700))
+    r = build_prompt(
+        PromptContext(workspace=ws, bootstrap_max_chars=1000, bootstrap_total_max_chars=700)
+    )
     fs = files(r)
     assert fs["AGENTS.md"].status == "ok" and fs["AGENTS.md"].injected_chars == 300
     assert fs["SOUL.md"].status == "ok" and fs["SOUL.md"].injected_chars == 300
@@ -139,7 +145,9 @@ def test_missing_files(ws: Path) -> None:
     assert f"## SOUL.md\n{DEFAULT_SOUL}" in pc
 
 
-@pytest.mark.parametrize("content", ["", "   \n\n", "---\nname: x\n---\n", "<!-- only a comment -->\n"])
+@pytest.mark.parametrize(
+    "content", ["", "   \n\n", "---\nname: x\n---\n", "<!-- only a comment -->\n"]
+)
 def test_empty_soul_uses_default(ws: Path, content: str) -> None:
     (ws / "SOUL.md").write_text(content)
     r = build_prompt(PromptContext(workspace=ws))
@@ -169,8 +177,8 @@ def test_front_matter_and_leading_comments_stripped(ws: Path) -> None:
         ("---\na: 1\n---\nbody", {"a": 1}, "body"),
         ("\ufeff---\na: 1\n---\nbody", {"a": 1}, "body"),
         ("---\r\na: 1\r\n---\r\nbody\r\n", {"a": 1}, "body"),
-        ("---\na: [1\n---\nbody", {}, "body"),          # invalid YAML tolerated
-        ("---\n- a\n- b\n---\nbody", {}, "body"),        # not a mapping
+        ("---\na: [1\n---\nbody", {}, "body"),  # invalid YAML tolerated
+        ("---\n- a\n- b\n---\nbody", {}, "body"),  # not a mapping
         ("---\nno closing\nbody", {}, "---\nno closing\nbody"),
         ("text\n---\na: 1\n---\n", {}, "text\n---\na: 1\n---"),
         ("<!-- c --><!-- d -->x", {}, "x"),
@@ -211,17 +219,24 @@ def test_hard_link_to_an_outside_file_counts_as_missing(ws: Path, tmp_path: Path
     import os
 
     os.link(outside, ws / "AGENTS.md")
-    (ws / "TOOLS.md").write_text("plain tools file")      # twin: a normal file is injected
+    (ws / "TOOLS.md").write_text("plain tools file")  # twin: a normal file is injected
     r = build_prompt(PromptContext(workspace=ws))
     assert "PRIVATE KEY MATERIAL" not in r.text
     assert files(r)["AGENTS.md"].status == "missing"
     assert files(r)["TOOLS.md"].status == "ok" and "plain tools file" in r.text
 
 
-@pytest.mark.parametrize("name, fm, expected", [
-    ("IDENTITY.md", "name: Ada\nemoji: 🦀\nvibe: dry: mostly\n", ["Your name is Ada 🦀.", "Your vibe: dry: mostly."]),
-    ("USER.md", "name: Sam\nnote: IMPORTANT: short answers\n", ["The user's name is Sam."]),
-])
+@pytest.mark.parametrize(
+    "name, fm, expected",
+    [
+        (
+            "IDENTITY.md",
+            "name: Ada\nemoji: 🦀\nvibe: dry: mostly\n",
+            ["Your name is Ada 🦀.", "Your vibe: dry: mostly."],
+        ),
+        ("USER.md", "name: Sam\nnote: IMPORTANT: short answers\n", ["The user's name is Sam."]),
+    ],
+)
 def test_front_matter_values_with_colons_keep_the_whole_block(ws: Path, name, fm, expected) -> None:
     (ws / name).write_text(f"---\n{fm}---\nbody text\n")
     r = build_prompt(PromptContext(workspace=ws))
@@ -272,10 +287,25 @@ def test_memory_upper_wins_over_lower(ws: Path) -> None:
 
 @pytest.mark.parametrize("kind", ["subagent", "cron"])
 def test_subagent_and_cron_get_first_five(ws: Path, kind: str) -> None:
-    for name in ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md"):
+    for name in (
+        "AGENTS.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "IDENTITY.md",
+        "USER.md",
+        "HEARTBEAT.md",
+        "BOOTSTRAP.md",
+        "MEMORY.md",
+    ):
         (ws / name).write_text(f"body of {name}")
     r = build_prompt(PromptContext(workspace=ws, session_kind=kind, mode="minimal"))
-    assert [f.name for f in r.files] == ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"]
+    assert [f.name for f in r.files] == [
+        "AGENTS.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "IDENTITY.md",
+        "USER.md",
+    ]
     assert "body of HEARTBEAT.md" not in r.text and "body of MEMORY.md" not in r.text
     full = build_prompt(PromptContext(workspace=ws))
     assert "body of BOOTSTRAP.md" in full.text and "body of MEMORY.md" in full.text
@@ -285,9 +315,17 @@ def test_subagent_and_cron_get_first_five(ws: Path, kind: str) -> None:
 
 AIEOS_DOC = {
     "standard": {"protocol": "AIEOS", "version": "1.1"},
-    "identity": {"names": {"first": "Nova", "last": "Vex", "nickname": "Nov"}, "bio": {"age_perceived": 30}},
-    "psychology": {"traits": {"mbti": "INTJ"}, "moral_compass": {"core_values": ["honesty", "care"]}},
-    "linguistics": {"text_style": {"formality_level": 0.3, "style_descriptors": ["concise", "warm"]}},
+    "identity": {
+        "names": {"first": "Nova", "last": "Vex", "nickname": "Nov"},
+        "bio": {"age_perceived": 30},
+    },
+    "psychology": {
+        "traits": {"mbti": "INTJ"},
+        "moral_compass": {"core_values": ["honesty", "care"]},
+    },
+    "linguistics": {
+        "text_style": {"formality_level": 0.3, "style_descriptors": ["concise", "warm"]}
+    },
     "motivations": {"core_drive": "Help the user thrive"},
     "custom_field": {"anything": [{"a": 1}, "b"]},
 }
@@ -298,13 +336,22 @@ def test_aieos_inline_replaces_identity_and_soul(ws: Path) -> None:
     (ws / "IDENTITY.md").write_text("---\nname: Markdown Name\n---\nIDENTITY MARKDOWN")
     (ws / "AGENTS.md").write_text("AGENTS BODY")
     (ws / "USER.md").write_text("USER BODY")
-    r = build_prompt(PromptContext(workspace=ws, identity_format="aieos", aieos_inline=json.dumps(AIEOS_DOC)))
+    r = build_prompt(
+        PromptContext(workspace=ws, identity_format="aieos", aieos_inline=json.dumps(AIEOS_DOC))
+    )
     pc = project_context(r.text)
     assert "SOUL MARKDOWN" not in r.text and "IDENTITY MARKDOWN" not in r.text
     assert "AGENTS BODY" in pc and "USER BODY" in pc
     ident = pc.split("## Identity\n", 1)[1]
     assert ident.startswith('Name: Nova Vex (goes by "Nov")')
-    for s in ("INTJ", "honesty; care", "concise; warm", "Help the user thrive", "### Psychology", "### Custom field"):
+    for s in (
+        "INTJ",
+        "honesty; care",
+        "concise; warm",
+        "Help the user thrive",
+        "### Psychology",
+        "### Custom field",
+    ):
         assert s in ident
     assert "AIEOS" not in ident  # the "standard" block is metadata, not persona
     assert "Your name is Nova Vex." in r.text
@@ -314,7 +361,9 @@ def test_aieos_inline_replaces_identity_and_soul(ws: Path) -> None:
 
 def test_aieos_from_file(ws: Path) -> None:
     (ws / "identity.json").write_text(json.dumps(AIEOS_DOC))
-    r = build_prompt(PromptContext(workspace=ws, identity_format="aieos", aieos_path="identity.json"))
+    r = build_prompt(
+        PromptContext(workspace=ws, identity_format="aieos", aieos_path="identity.json")
+    )
     assert "## Identity\nName: Nova Vex" in r.text
     assert r.deps[str(ws / "identity.json")] is not None
     assert r.identity_source == "aieos"
@@ -370,8 +419,17 @@ def test_project_walk_order(tmp_path: Path, ws: Path) -> None:
     assert all(p >= 0 for p in pos), order
     assert pos == sorted(pos)
     assert "NOT MD" not in r.text
-    assert [f.name for f in r.project_files] == ["../../CLAUDE.md", "../CLAUDE.local.md", "../AGENTS.md", "CLAUDE.md", ".claude/rules/a.md", ".claude/rules/b.md"]
-    assert str(start / "CLAUDE.local.md") in r.deps and r.deps[str(start / "CLAUDE.local.md")] is None
+    assert [f.name for f in r.project_files] == [
+        "../../CLAUDE.md",
+        "../CLAUDE.local.md",
+        "../AGENTS.md",
+        "CLAUDE.md",
+        ".claude/rules/a.md",
+        ".claude/rules/b.md",
+    ]
+    assert (
+        str(start / "CLAUDE.local.md") in r.deps and r.deps[str(start / "CLAUDE.local.md")] is None
+    )
 
 
 def test_project_walk_skips_workspace_agents(tmp_path: Path, ws: Path) -> None:

@@ -48,7 +48,7 @@ def test_tokens():
         ("NO_REPLY_X", False),
         ("", False),
         ("Hello", False),
-        ("**NO_REPLY**", True),          # Markdown around the token is part of it
+        ("**NO_REPLY**", True),  # Markdown around the token is part of it
         ("`NO_REPLY`", True),
         ("_NO_REPLY_", True),
         ("** NO_REPLY **", True),
@@ -73,10 +73,10 @@ def test_is_silent(text, silent):
         ("NO_REPLY", ""),
         ("NO_REPLY.", ""),
         ("NO_REPLY NO_REPLY", ""),
-        ("text **NO_REPLY", "text"),                  # markup goes with the token, not left behind
+        ("text **NO_REPLY", "text"),  # markup goes with the token, not left behind
         ("text **NO_REPLY**", "text"),
         ("Done. `NO_REPLY`", "Done."),
-        ("NO_REPLY: not needed", "not needed"),       # a leading separator goes with the token
+        ("NO_REPLY: not needed", "not needed"),  # a leading separator goes with the token
         ("NO_REPLY—note", "note"),
         ("NO_REPLY - x", "x"),
         ("NO_REPLY -- x", "x"),
@@ -138,7 +138,11 @@ def test_parse_reply_silence(text, text_out):
         ("HEARTBEAT_OK  spaced   out \n\n\n\nend", "spaced out\n\nend", True),
         # more than 4 non-word characters after the token: not at the end
         ("note HEARTBEAT_OK ......", "note HEARTBEAT_OK ......", False),
-        ("the HEARTBEAT_OK token is in the middle", "the HEARTBEAT_OK token is in the middle", False),
+        (
+            "the HEARTBEAT_OK token is in the middle",
+            "the HEARTBEAT_OK token is in the middle",
+            False,
+        ),
         ("heartbeat_ok", "heartbeat_ok", False),
         ("Heartbeat_OK", "Heartbeat_OK", False),
         ("nothing here", "nothing here", False),
@@ -155,7 +159,9 @@ def test_heartbeat_token_stripping_keeps_code_indentation():
     assert rest == "Alert:\n```\ndef f():\n    return  1\n```"
 
 
-@pytest.mark.parametrize("text", ["HEARTBEAT_OK", "**HEARTBEAT_OK**", "<b>HEARTBEAT_OK</b>", " HEARTBEAT_OK. "])
+@pytest.mark.parametrize(
+    "text", ["HEARTBEAT_OK", "**HEARTBEAT_OK**", "<b>HEARTBEAT_OK</b>", " HEARTBEAT_OK. "]
+)
 def test_heartbeat_ack_is_silent(text):
     plan = parse_reply(text, heartbeat=True)
     assert plan.silent and plan.ack
@@ -327,7 +333,9 @@ def test_media_only_reply_is_not_silent():
 
 def test_reply_plan_defaults():
     plan = ReplyPlan()
-    assert plan == ReplyPlan(silent=False, text="", reply_to=None, audio_as_voice=False, media=[], ack=False)
+    assert plan == ReplyPlan(
+        silent=False, text="", reply_to=None, audio_as_voice=False, media=[], ack=False
+    )
 
 
 def test_everything_together():
@@ -406,7 +414,9 @@ def test_long_reply_with_code_block_at_4000():
     # the fence is closed and reopened with its info string
     reopened = [c for c in chunks if c.startswith("```python\n")]
     assert reopened, chunks
-    assert any(c.rstrip().endswith("```") and c.count("```") == 2 and "```python" in c for c in chunks)
+    assert any(
+        c.rstrip().endswith("```") and c.count("```") == 2 and "```python" in c for c in chunks
+    )
 
 
 def test_fence_info_string_carried_over():
@@ -472,8 +482,11 @@ def _random_markdown(rng: random.Random) -> str:
         r = rng.random()
         if r < 0.15:
             body = "\n".join(
-                " " * rng.randint(0, 8) + " ".join(rng.choice(["x", "foo()", "a_b", "{}", "#", "y" * rng.randint(1, 90)])
-                                                   for _ in range(rng.randint(0, 12)))
+                " " * rng.randint(0, 8)
+                + " ".join(
+                    rng.choice(["x", "foo()", "a_b", "{}", "#", "y" * rng.randint(1, 90)])
+                    for _ in range(rng.randint(0, 12))
+                )
                 for _ in range(rng.randint(0, 40))
             )
             info = rng.choice(["", "py", "python", "js title=x", "sh"])
@@ -483,10 +496,14 @@ def _random_markdown(rng: random.Random) -> str:
         elif r < 0.25:
             parts.append("z" * rng.randint(50, 5000))  # huge single word
         elif r < 0.35:
-            parts.append("\n".join("- item " + "w " * rng.randint(0, 30) for _ in range(rng.randint(1, 30))))
+            parts.append(
+                "\n".join("- item " + "w " * rng.randint(0, 30) for _ in range(rng.randint(1, 30)))
+            )
         else:
-            words = [rng.choice(["lorem", "ipsum", "**bold**", "`code`", "dolor", "sit", "amet", "_x_"])
-                     for _ in range(rng.randint(1, 300))]
+            words = [
+                rng.choice(["lorem", "ipsum", "**bold**", "`code`", "dolor", "sit", "amet", "_x_"])
+                for _ in range(rng.randint(1, 300))
+            ]
             parts.append(" ".join(words))
         parts.append(rng.choice(["\n\n", "\n", " ", "\n\n\n"]))
     return "".join(parts)
@@ -554,7 +571,14 @@ def test_resolve_media_accepts_workspace_files_and_urls(roots):
         str((ws / "report.pdf").resolve()),
         str((ws / "pics" / "cat.png").resolve()),
     ]
-    assert [m.name for m in ok] == ["report.pdf", "cat.png", "b.png", "voice.ogg", "report.pdf", "cat.png"]
+    assert [m.name for m in ok] == [
+        "report.pdf",
+        "cat.png",
+        "b.png",
+        "voice.ogg",
+        "report.pdf",
+        "cat.png",
+    ]
     assert all(os.path.isabs(m.target) or m.is_url for m in ok)
     assert ok[0].mime == "application/pdf"
     assert ok[1].kind == "image"
@@ -591,7 +615,9 @@ def test_resolve_media_absolute_symlink_and_mixed(roots):
 
 
 def test_resolve_media_without_roots_refuses_local():
-    ok, notes = resolve_media([MediaItem("image", "/etc/hostname"), MediaItem("image", "https://x/y.png")], [])
+    ok, notes = resolve_media(
+        [MediaItem("image", "/etc/hostname"), MediaItem("image", "https://x/y.png")], []
+    )
     assert [m.target for m in ok] == ["https://x/y.png"]
     assert notes == ["[attachment unavailable: hostname]"]
 
@@ -599,10 +625,10 @@ def test_resolve_media_without_roots_refuses_local():
 def test_chunk_rendered_rechunks_what_renders_too_long():
     from bot.replies import chunk_rendered
 
-    def grow(md: str) -> str:                    # "&" renders 5 characters long, like Slack's &amp;
+    def grow(md: str) -> str:  # "&" renders 5 characters long, like Slack's &amp;
         return md.replace("&", "&amp;")
 
-    text = "\n\n".join(["R&D " * 200] * 3)         # 3 paragraphs of 800 chars, 1,600 rendered
+    text = "\n\n".join(["R&D " * 200] * 3)  # 3 paragraphs of 800 chars, 1,600 rendered
     out = chunk_rendered(text, 1000, grow)
     assert all(len(r) <= 1000 for r in out) and len(out) > 3
     assert " ".join(out).replace("&amp;", "&").split() == text.split()
@@ -614,12 +640,14 @@ def test_chunk_rendered_rechunks_what_renders_too_long():
 
 @pytest.mark.parametrize("before", ["", "intro\n"])
 def test_a_fence_whose_first_line_is_over_the_limit_never_yields_an_empty_block(before):
-    long_line = '{"k":"' + "v" * 150 + '"}'          # minified JSON in tool output
+    long_line = '{"k":"' + "v" * 150 + '"}'  # minified JSON in tool output
     chunks = chunk_markdown(f"{before}```json\n{long_line}\n```\n", 50)
     assert all(len(c) <= 50 for c in chunks)
     assert not [c for c in chunks if c.strip() in ("```json\n```", "```\n```")]
-    inner = "".join(c.removeprefix("```json\n").removesuffix("\n```") for c in chunks if c.startswith("```json"))
-    assert inner.replace("\n", "") == long_line       # nothing lost, nothing added
+    inner = "".join(
+        c.removeprefix("```json\n").removesuffix("\n```") for c in chunks if c.startswith("```json")
+    )
+    assert inner.replace("\n", "") == long_line  # nothing lost, nothing added
 
 
 def test_an_indented_fence_is_reopened_with_its_indentation():
@@ -630,12 +658,15 @@ def test_an_indented_fence_is_reopened_with_its_indentation():
         assert c.startswith("  ```py\n") and c.endswith("\n  ```")
 
 
-@pytest.mark.parametrize("marker, target", [
-    ('[FILE:"/tmp/My File.png"]', "/tmp/My File.png"),
-    ("[IMAGE:'/tmp/a b.png']", "/tmp/a b.png"),
-    ("[IMAGE:<https://x.y/a.png>]", "https://x.y/a.png"),
-    ("[IMAGE:/tmp/plain.png]", "/tmp/plain.png"),          # the unquoted twin
-])
+@pytest.mark.parametrize(
+    "marker, target",
+    [
+        ('[FILE:"/tmp/My File.png"]', "/tmp/My File.png"),
+        ("[IMAGE:'/tmp/a b.png']", "/tmp/a b.png"),
+        ("[IMAGE:<https://x.y/a.png>]", "https://x.y/a.png"),
+        ("[IMAGE:/tmp/plain.png]", "/tmp/plain.png"),  # the unquoted twin
+    ],
+)
 def test_quoted_media_targets_lose_their_quotes(marker, target):
     plan = parse_reply(f"here {marker}")
     assert [m.target for m in plan.media] == [target] and plan.text == "here"

@@ -54,10 +54,14 @@ async def test_a_message_arriving_during_start_up_is_answered_once(tmp_path, llm
     term = SlowTypingTerminal()
     term.gate.set()
     llm.script(text("one answer"), text("a second answer would be a duplicate"))
-    async with running(make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False) as d:
-        msg = InboundMessage(channel="terminal", chat_id="local", sender_id="me", text="hi", message_id="m-1")
+    async with running(
+        make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False
+    ) as d:
+        msg = InboundMessage(
+            channel="terminal", chat_id="local", sender_id="me", text="hi", message_id="m-1"
+        )
         await d.router.on_inbound(msg)
-        assert await d.router.recover() == 0            # already queued by the live intake
+        assert await d.router.recover() == 0  # already queued by the live intake
         await asyncio.sleep(0.5)
     assert len(llm.requests) == 1
 
@@ -68,7 +72,9 @@ async def test_recover_still_queues_what_nobody_queued(tmp_path, llm, capsys):
     from channels.base import InboundMessage
 
     cfg = make_config(tmp_path, llm)
-    msg = InboundMessage(channel="terminal", chat_id="local", sender_id="me", text="left over", message_id="m-2")
+    msg = InboundMessage(
+        channel="terminal", chat_id="local", sender_id="me", text="left over", message_id="m-2"
+    )
     s = Store(cfg.db_path)
     s.add_inbound("terminal", "default", "local", "m-2", "agent:main:main", msg.to_json())
     s.close()
@@ -86,15 +92,19 @@ async def test_the_apology_goes_out_even_when_the_store_cannot_write(tmp_path, l
     holder = {}
 
     def disk_fills_up(request):
-        holder["d"].store.db.execute("PRAGMA query_only = ON")   # every write fails from now, like a full disk
+        holder["d"].store.db.execute(
+            "PRAGMA query_only = ON"
+        )  # every write fails from now, like a full disk
         return text("this answer cannot be stored")
 
     llm.script(disk_fills_up, text("fine again"))
-    async with running(make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False) as d:
+    async with running(
+        make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False
+    ) as d:
         holder["d"] = d
         await term.ask("hello")
         assert "Sorry, something went wrong" in capsys.readouterr().out
-        d.store.db.execute("PRAGMA query_only = OFF")             # the twin: space is back, turns work
+        d.store.db.execute("PRAGMA query_only = OFF")  # the twin: space is back, turns work
         await term.ask("again")
         assert "fine again" in capsys.readouterr().out
 
@@ -105,5 +115,5 @@ async def test_a_lone_surrogate_from_the_model_is_stored_and_delivered(tmp_path,
     async with running(make_config(tmp_path, llm), channels={"terminal": term}, scheduler=False):
         await term.ask("hello")
         assert "odd \ufffd answer" in capsys.readouterr().out
-        await term.ask("again")                                   # the twin: ordinary text as before
+        await term.ask("again")  # the twin: ordinary text as before
         assert "plain answer" in capsys.readouterr().out

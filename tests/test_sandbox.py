@@ -79,8 +79,12 @@ def box(tmp_path, monkeypatch):
 
 
 def ctx(ws: Path, state: Path | None = None, security: str = "full", allow=(), **kw) -> ToolContext:
-    pol = dict(timeout_seconds=kw.pop("timeout", 10), sandbox=kw.pop("sandbox", True),
-               network=kw.pop("network", False), hidden=(str(state),) if state else ())
+    pol = dict(
+        timeout_seconds=kw.pop("timeout", 10),
+        sandbox=kw.pop("sandbox", True),
+        network=kw.pop("network", False),
+        hidden=(str(state),) if state else (),
+    )
     return ToolContext(file_root=ws, exec_policy=ExecPolicy(security, list(allow), **pol), **kw)
 
 
@@ -131,17 +135,22 @@ def test_wrap_layout(tmp_path, monkeypatch):
     guest = state / "guests" / "g1"
     guest.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
-    argv = sandbox.wrap("echo hi", file_root=guest, hidden=(str(state),), network=False, bwrap="/x/bwrap")
+    argv = sandbox.wrap(
+        "echo hi", file_root=guest, hidden=(str(state),), network=False, bwrap="/x/bwrap"
+    )
     assert argv[0] == "/x/bwrap" and argv[-3:] == ["/bin/sh", "-c", "echo hi"]
     i_home = argv.index(str(home))
     i_state = argv.index(str(state))
     i_bind = argv.index("--bind")
     assert argv[i_home - 1] == "--tmpfs" and argv[i_state - 1] == "--tmpfs"
     assert i_home < i_state < i_bind  # parents first: the file root is bound last
-    assert argv[i_bind + 1:i_bind + 3] == [str(guest), str(guest)]
+    assert argv[i_bind + 1 : i_bind + 3] == [str(guest), str(guest)]
     # the hiding tmpfs above the file root stays writable; /root is made read-only
-    assert ["--remount-ro", "/root"] == argv[argv.index("/root", argv.index("--remount-ro")) - 1:][:2]
-    assert ["--remount-ro", str(state)] not in [argv[i:i + 2] for i in range(len(argv))]
+    assert argv[argv.index("/root", argv.index("--remount-ro")) - 1 :][:2] == [
+        "--remount-ro",
+        "/root",
+    ]
+    assert ["--remount-ro", str(state)] not in [argv[i : i + 2] for i in range(len(argv))]
     assert "--unshare-all" in argv and "--share-net" not in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert "--die-with-parent" in argv and "--new-session" in argv
@@ -177,15 +186,23 @@ async def test_proc_environ_of_the_daemon_is_unreadable(reg, box, monkeypatch, s
     value = "proc-secret-value-5521"
     monkeypatch.setenv("CHELA_TEST_DAEMON_TOKEN", value)  # this process (via setenv) ...
     # ... and a process that got it in its initial environment, as the daemon does
-    helper = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"],
-                              env={**os.environ, "CHELA_TEST_DAEMON_TOKEN": value})
+    helper = subprocess.Popen(
+        [PY, "-c", "import time; time.sleep(60)"],
+        env={**os.environ, "CHELA_TEST_DAEMON_TOKEN": value},
+    )
     try:
-        (ws / "dump.py").write_text(_ENV_DUMP.replace("PID", str(os.getpid())).replace("HELPER", str(helper.pid)))
-        out = await reg.execute("exec", {"command": f"{PY} dump.py"}, ctx(ws, state, secrets=(value,)))
+        (ws / "dump.py").write_text(
+            _ENV_DUMP.replace("PID", str(os.getpid())).replace("HELPER", str(helper.pid))
+        )
+        out = await reg.execute(
+            "exec", {"command": f"{PY} dump.py"}, ctx(ws, state, secrets=(value,))
+        )
         assert ok(out) and "unreadable" in out
         assert value not in out and "CHELA_TEST_DAEMON_TOKEN" not in out
         # control: without the sandbox the same script does read the helper's environment
-        out = await reg.execute("exec", {"command": f"{PY} dump.py"}, ctx(ws, state, secrets=(value,), sandbox=False))
+        out = await reg.execute(
+            "exec", {"command": f"{PY} dump.py"}, ctx(ws, state, secrets=(value,), sandbox=False)
+        )
         assert value in out
     finally:
         helper.kill()
@@ -209,25 +226,32 @@ async def test_sandbox_sees_only_its_own_processes(reg, box, sandbox_ok):
 # the state dir and $HOME are invisible
 
 
-@pytest.mark.parametrize("command", [
-    "cat {state}/chela.sqlite3",
-    "grep -r SECRET {state}",
-    "ls -a {state}",
-    "cat {home}/.ssh/id_rsa",
-    "cat ~/.ssh/id_rsa",
-    "grep -r SECRET {home}",
-    "umount {state}; cat {state}/chela.sqlite3",  # a root daemon's child has no capabilities
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat {state}/chela.sqlite3",
+        "grep -r SECRET {state}",
+        "ls -a {state}",
+        "cat {home}/.ssh/id_rsa",
+        "cat ~/.ssh/id_rsa",
+        "grep -r SECRET {home}",
+        "umount {state}; cat {state}/chela.sqlite3",  # a root daemon's child has no capabilities
+    ],
+)
 async def test_state_dir_and_home_are_invisible(reg, box, command, sandbox_ok):
     ws, state, home = box
-    out = await reg.execute("exec", {"command": command.format(state=state, home=home)}, ctx(ws, state))
+    out = await reg.execute(
+        "exec", {"command": command.format(state=state, home=home)}, ctx(ws, state)
+    )
     assert "[exit code" in out and SECRET not in out
     assert "chela.sqlite3" not in out.replace(f"{state}/chela.sqlite3", "")
 
 
 async def test_allowlisted_cat_cannot_read_state(reg, box, sandbox_ok):
     ws, state, _ = box
-    out = await reg.execute("exec", {"command": f"cat {state}/chela.sqlite3"}, ctx(ws, state, "allowlist", ["cat"]))
+    out = await reg.execute(
+        "exec", {"command": f"cat {state}/chela.sqlite3"}, ctx(ws, state, "allowlist", ["cat"])
+    )
     assert SECRET not in out and "No such file" in out
 
 
@@ -244,7 +268,9 @@ async def test_file_root_inside_the_state_dir(reg, box, sandbox_ok):
     guest = state / "guests" / "g1"
     guest.mkdir(parents=True)
     c = ctx(guest, state)
-    out = await reg.execute("exec", {"command": f"echo mine > g.txt; ls {state}; cat {state}/chela.sqlite3"}, c)
+    out = await reg.execute(
+        "exec", {"command": f"echo mine > g.txt; ls {state}; cat {state}/chela.sqlite3"}, c
+    )
     assert SECRET not in out and "chela.sqlite3: No such file" in out
     assert (guest / "g.txt").read_text() == "mine\n"
 
@@ -264,7 +290,9 @@ async def test_hidden_file_reads_empty(reg, box, tmp_path, sandbox_ok):
     cfg = tmp_path / "srv" / "config.toml"
     cfg.parent.mkdir()
     cfg.write_text(f'token = "{SECRET}"\n')
-    out = await reg.execute("exec", {"command": f"cat {cfg}; echo x > {cfg}; cat notes.txt"}, ctx(ws, cfg))
+    out = await reg.execute(
+        "exec", {"command": f"cat {cfg}; echo x > {cfg}; cat notes.txt"}, ctx(ws, cfg)
+    )
     assert SECRET not in out and "buy tea" in out
     assert cfg.read_text() == f'token = "{SECRET}"\n'
 
@@ -277,17 +305,23 @@ async def test_hidden_file_reads_empty(reg, box, tmp_path, sandbox_ok):
 async def test_writes_outside_file_root_fail(reg, box, target, sandbox_ok):
     ws, state, home = box
     path = target.format(state=state, home=home)
-    out = await reg.execute("exec", {"command": f"{PY} -c \"open('{path}', 'w').write('x')\""}, ctx(ws, state))
+    out = await reg.execute(
+        "exec", {"command": f"{PY} -c \"open('{path}', 'w').write('x')\""}, ctx(ws, state)
+    )
     assert "Read-only file system" in out and "[exit code 1" in out
     assert not os.path.exists(path)
 
 
 async def test_twin_write_in_workspace(reg, box, sandbox_ok):
     ws, state, _ = box
-    out = await reg.execute("exec", {"command": f"{PY} -c \"open('made.txt', 'w').write('ok')\""}, ctx(ws, state))
+    out = await reg.execute(
+        "exec", {"command": f"{PY} -c \"open('made.txt', 'w').write('ok')\""}, ctx(ws, state)
+    )
     assert ok(out)
     assert (ws / "made.txt").read_text() == "ok"
-    out = await reg.execute("exec", {"command": "mkdir -p a/b && echo deep > a/b/c && cat a/b/c"}, ctx(ws, state))
+    out = await reg.execute(
+        "exec", {"command": "mkdir -p a/b && echo deep > a/b/c && cat a/b/c"}, ctx(ws, state)
+    )
     assert out.startswith("deep\n") and (ws / "a" / "b" / "c").exists()
 
 
@@ -333,7 +367,9 @@ async def test_network_only_when_enabled(reg, box, network, sandbox_ok):
     port = server.sockets[0].getsockname()[1]
     (ws / "connect.py").write_text(_CONNECT)
     try:
-        out = await reg.execute("exec", {"command": f"{PY} connect.py {port}"}, ctx(ws, state, network=network))
+        out = await reg.execute(
+            "exec", {"command": f"{PY} connect.py {port}"}, ctx(ws, state, network=network)
+        )
     finally:
         server.close()
         await server.wait_closed()
@@ -350,7 +386,9 @@ async def test_network_only_when_enabled(reg, box, network, sandbox_ok):
 async def test_git_alias_escape_is_confined(reg, box, sandbox_ok):
     ws, state, _ = box
     c = ctx(ws, state, "allowlist", ["git"])
-    out = await reg.execute("exec", {"command": f"git -c 'alias.x=!cat {state}/chela.sqlite3' x"}, c)
+    out = await reg.execute(
+        "exec", {"command": f"git -c 'alias.x=!cat {state}/chela.sqlite3' x"}, c
+    )
     assert SECRET not in out and "No such file" in out
     # twin: the same escape does run - but only inside the sandbox
     out = await reg.execute("exec", {"command": "git -c 'alias.x=!cat notes.txt' x"}, c)
@@ -365,7 +403,9 @@ async def test_allowlisted_python_is_confined(reg, box, monkeypatch, sandbox_ok)
     monkeypatch.setenv("PATH", os.path.dirname(PY) + os.pathsep + os.environ.get("PATH", ""))
     py = os.path.basename(PY)
     c = ctx(ws, state, "allowlist", [py])
-    out = await reg.execute("exec", {"command": f"{py} -c \"print(open('{state}/chela.sqlite3').read())\""}, c)
+    out = await reg.execute(
+        "exec", {"command": f"{py} -c \"print(open('{state}/chela.sqlite3').read())\""}, c
+    )
     assert SECRET not in out and "FileNotFoundError" in out
     out = await reg.execute("exec", {"command": f"{py} -c \"print(open('notes.txt').read())\""}, c)
     assert out.startswith("buy tea")
@@ -390,7 +430,9 @@ async def test_missing_sandbox_refuses_with_fix(reg, box, monkeypatch):
 async def test_broken_sandbox_refuses_before_asking(reg, box, monkeypatch):
     ws, state, _ = box
     fake = ws / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv(sandbox.ENV_OVERRIDE, str(fake))
     asked = []
@@ -399,7 +441,9 @@ async def test_broken_sandbox_refuses_before_asking(reg, box, monkeypatch):
         asked.append(command)
         return "approved"
 
-    out = await reg.execute("exec", {"command": "echo hi"}, ctx(ws, state, "ask", [], request_approval=approve))
+    out = await reg.execute(
+        "exec", {"command": "echo hi"}, ctx(ws, state, "ask", [], request_approval=approve)
+    )
     assert out.startswith("Error: cannot run commands: the exec sandbox does not work")
     assert "namespaces" in out and asked == []
 
@@ -424,7 +468,9 @@ class Owner:
 async def test_ask_allowlisted_runs_without_asking(reg, box, sandbox_ok):
     ws, state, _ = box
     owner = Owner("denied")
-    out = await reg.execute("exec", {"command": "cat notes.txt"}, ctx(ws, state, "ask", ["cat"], request_approval=owner))
+    out = await reg.execute(
+        "exec", {"command": "cat notes.txt"}, ctx(ws, state, "ask", ["cat"], request_approval=owner)
+    )
     assert out.startswith("buy tea\n[exit code 0") and owner.asked == []
 
 
@@ -432,21 +478,28 @@ async def test_ask_approved_runs_once_as_shell(reg, box, sandbox_ok):
     ws, state, _ = box
     owner = Owner("approved")
     cmd = f"echo run >> runs.txt && cat {state}/chela.sqlite3; wc -l < runs.txt"
-    out = await reg.execute("exec", {"command": cmd}, ctx(ws, state, "ask", ["cat"], request_approval=owner))
+    out = await reg.execute(
+        "exec", {"command": cmd}, ctx(ws, state, "ask", ["cat"], request_approval=owner)
+    )
     assert owner.asked == [cmd]
     assert (ws / "runs.txt").read_text() == "run\n"  # once
     assert SECRET not in out and out.split("\n")[1] == "1"  # and still sandboxed
 
 
-@pytest.mark.parametrize("answer, expect", [
-    ("denied", "the owner denied it"),
-    ("expired", "did not answer in time"),
-    ("unavailable", "approval cannot be asked for here"),
-])
+@pytest.mark.parametrize(
+    "answer, expect",
+    [
+        ("denied", "the owner denied it"),
+        ("expired", "did not answer in time"),
+        ("unavailable", "approval cannot be asked for here"),
+    ],
+)
 async def test_ask_refusals(reg, box, answer, expect, sandbox_ok):
     ws, state, _ = box
     owner = Owner(answer)
-    out = await reg.execute("exec", {"command": "touch ran.txt"}, ctx(ws, state, "ask", ["cat"], request_approval=owner))
+    out = await reg.execute(
+        "exec", {"command": "touch ran.txt"}, ctx(ws, state, "ask", ["cat"], request_approval=owner)
+    )
     assert out.startswith("Error: command refused:") and expect in out
     assert owner.asked == ["touch ran.txt"] and not (ws / "ran.txt").exists()
 
@@ -461,7 +514,11 @@ async def test_ask_without_a_way_to_ask(reg, box, sandbox_ok):
 async def test_ask_unsandboxed(reg, box):
     ws, state, _ = box
     owner = Owner("approved")
-    out = await reg.execute("exec", {"command": "echo a | tr a b"}, ctx(ws, state, "ask", [], sandbox=False, request_approval=owner))
+    out = await reg.execute(
+        "exec",
+        {"command": "echo a | tr a b"},
+        ctx(ws, state, "ask", [], sandbox=False, request_approval=owner),
+    )
     assert out.startswith("b\n[exit code 0") and owner.asked == ["echo a | tr a b"]
 
 
@@ -469,14 +526,19 @@ async def test_ask_unsandboxed(reg, box):
 # timeouts, missing programs
 
 
-@pytest.mark.parametrize("mode, command", [
-    ("allowlist", "sleep 30"),
-    ("full", "echo started; (sleep 1; touch marker) & sleep 30"),
-])
+@pytest.mark.parametrize(
+    "mode, command",
+    [
+        ("allowlist", "sleep 30"),
+        ("full", "echo started; (sleep 1; touch marker) & sleep 30"),
+    ],
+)
 async def test_timeout_kills_the_sandboxed_command(reg, box, mode, command, sandbox_ok):
     ws, state, _ = box
     t0 = time.monotonic()
-    out = await reg.execute("exec", {"command": command}, ctx(ws, state, mode, ["sleep"], timeout=0.5))
+    out = await reg.execute(
+        "exec", {"command": command}, ctx(ws, state, mode, ["sleep"], timeout=0.5)
+    )
     assert time.monotonic() - t0 < 4
     assert out.startswith("Error: the command timed out after 0.5s and was killed.")
     await asyncio.sleep(1.5)
@@ -485,7 +547,9 @@ async def test_timeout_kills_the_sandboxed_command(reg, box, mode, command, sand
 
 async def test_program_missing_or_invisible(reg, box, monkeypatch, sandbox_ok):
     ws, state, home = box
-    out = await reg.execute("exec", {"command": "nosuchprog-xyz"}, ctx(ws, state, "allowlist", ["nosuchprog-xyz"]))
+    out = await reg.execute(
+        "exec", {"command": "nosuchprog-xyz"}, ctx(ws, state, "allowlist", ["nosuchprog-xyz"])
+    )
     assert out == "Error: program not found: nosuchprog-xyz"
     # on the host, but under the hidden $HOME: bwrap cannot start it
     tool = home / "bin" / "mytool"
@@ -496,5 +560,7 @@ async def test_program_missing_or_invisible(reg, box, monkeypatch, sandbox_ok):
     out = await reg.execute("exec", {"command": "mytool"}, ctx(ws, state, "allowlist", ["mytool"]))
     assert out.startswith("Error: the sandbox could not start the command:") and "mytool" in out
     # twin: unsandboxed it runs
-    out = await reg.execute("exec", {"command": "mytool"}, ctx(ws, state, "allowlist", ["mytool"], sandbox=False))
+    out = await reg.execute(
+        "exec", {"command": "mytool"}, ctx(ws, state, "allowlist", ["mytool"], sandbox=False)
+    )
     assert out.startswith("tool\n[exit code 0")

@@ -130,8 +130,15 @@ async def test_group_message_without_bot_mention(fake, chan):
 
 async def test_quote_of_bot_message_sets_reply_to_bot(fake, chan):
     ids = await chan.send(OutboundMessage(chat_id=GROUP, text="I am the bot"))
-    fake.inject_message(ALICE, "replying", group_id=GROUP, quote={"id": int(ids[0]), "author": BOT, "text": "I am the bot"})
-    fake.inject_message(ALICE, "other", group_id=GROUP, quote={"id": 123, "author": BOB, "text": "x"})
+    fake.inject_message(
+        ALICE,
+        "replying",
+        group_id=GROUP,
+        quote={"id": int(ids[0]), "author": BOT, "text": "I am the bot"},
+    )
+    fake.inject_message(
+        ALICE, "other", group_id=GROUP, quote={"id": 123, "author": BOB, "text": "x"}
+    )
     first, second = await chan.test_sink.wait(2)
     assert first.reply_to_id == ids[0] and first.reply_to_bot is True
     assert second.reply_to_id == "123" and second.reply_to_bot is False
@@ -139,12 +146,36 @@ async def test_quote_of_bot_message_sets_reply_to_bot(fake, chan):
 
 async def test_ignores_receipts_typing_sync_reactions_and_own_messages(fake, chan):
     base = {"source": ALICE, "sourceNumber": ALICE, "sourceUuid": "u", "sourceDevice": 1}
-    fake.push_envelope(dict(base, timestamp=1, receiptMessage={"when": 1, "isDelivery": True, "timestamps": [5]}))
+    fake.push_envelope(
+        dict(base, timestamp=1, receiptMessage={"when": 1, "isDelivery": True, "timestamps": [5]})
+    )
     fake.push_envelope(dict(base, timestamp=2, typingMessage={"action": "STARTED", "timestamp": 2}))
-    fake.push_envelope(dict(base, timestamp=3, syncMessage={"sentMessage": {"message": "x", "timestamp": 3}}))
-    fake.push_envelope(dict(base, timestamp=4, dataMessage={"timestamp": 4, "reaction": {"emoji": "👍", "targetAuthor": BOT, "targetSentTimestamp": 9}}))
-    fake.push_envelope(dict(base, source=BOT, sourceNumber=BOT, timestamp=5, dataMessage={"timestamp": 5, "message": "me"}))
-    fake.push_envelope(dict(base, timestamp=6, dataMessage={"timestamp": 6, "message": "hi"}), account="+19999999999")
+    fake.push_envelope(
+        dict(base, timestamp=3, syncMessage={"sentMessage": {"message": "x", "timestamp": 3}})
+    )
+    fake.push_envelope(
+        dict(
+            base,
+            timestamp=4,
+            dataMessage={
+                "timestamp": 4,
+                "reaction": {"emoji": "👍", "targetAuthor": BOT, "targetSentTimestamp": 9},
+            },
+        )
+    )
+    fake.push_envelope(
+        dict(
+            base,
+            source=BOT,
+            sourceNumber=BOT,
+            timestamp=5,
+            dataMessage={"timestamp": 5, "message": "me"},
+        )
+    )
+    fake.push_envelope(
+        dict(base, timestamp=6, dataMessage={"timestamp": 6, "message": "hi"}),
+        account="+19999999999",
+    )
     fake.push_raw("not json")
     fake.inject_message(ALICE, "real one")
     msgs = await chan.test_sink.wait(1)
@@ -165,7 +196,13 @@ def dest(tmp_path) -> Path:
 
 
 async def test_inbound_attachment_is_a_ref_until_fetched(fake, chan, tmp_path, dest):
-    fake.inject_message(ALICE, "look", attachments=[{"content": b"\x89PNGdata", "filename": "cat.png", "contentType": "image/png"}])
+    fake.inject_message(
+        ALICE,
+        "look",
+        attachments=[
+            {"content": b"\x89PNGdata", "filename": "cat.png", "contentType": "image/png"}
+        ],
+    )
     [msg] = await chan.test_sink.wait(1)
     [item] = msg.attachments
     assert item.kind == "image" and item.name == "cat.png" and item.mime == "image/png"
@@ -177,7 +214,7 @@ async def test_inbound_attachment_is_a_ref_until_fetched(fake, chan, tmp_path, d
     path = Path(got.target)
     assert path.is_absolute() and path.parent == dest and path.name.endswith("cat.png")
     assert path.read_bytes() == b"\x89PNGdata" and path.stat().st_mode & 0o777 == 0o600
-    assert (fake.attachments_dir / item.ref).is_file()          # signal-cli's copy is left alone
+    assert (fake.attachments_dir / item.ref).is_file()  # signal-cli's copy is left alone
 
 
 async def test_inbound_stored_filename_is_the_ref(fake, chan, dest):
@@ -213,7 +250,7 @@ async def test_fetch_counts_bytes_when_the_size_lies(fake, chan, dest, declared)
     with pytest.raises(MediaTooLarge):
         await chan.fetch_media(item, dest, max_bytes=100_000)
     assert _files_in(dest) == []
-    got = await chan.fetch_media(item, dest, max_bytes=200_000)      # the legitimate twin
+    got = await chan.fetch_media(item, dest, max_bytes=200_000)  # the legitimate twin
     assert Path(got.target).read_bytes() == b"y" * 200_000
 
 
@@ -233,7 +270,7 @@ async def test_inbound_missing_attachment_fails_at_fetch(fake, chan, dest):
     att = {"contentType": "application/pdf", "filename": "doc.pdf", "id": "nope.pdf", "size": 3}
     fake.inject_message(ALICE, "", attachments=[att])
     [msg] = await chan.test_sink.wait(1)
-    [item] = msg.attachments                     # intake does not look at the disk
+    [item] = msg.attachments  # intake does not look at the disk
     assert item.ref == "nope.pdf" and msg.text == ""
     with pytest.raises(ChannelError, match="not found"):
         await chan.fetch_media(item, dest, 100)
@@ -252,7 +289,7 @@ async def test_reconnect_after_drop_delivers_each_message_once(fake, chan):
     fake.inject_message(ALICE, "first")
     await chan.test_sink.wait(1)
     fake.drop_streams()
-    fake.inject_message(ALICE, "second")          # nobody connected: queued by the daemon
+    fake.inject_message(ALICE, "second")  # nobody connected: queued by the daemon
     await fake.wait_for_clients(1)
     await chan.test_sink.wait(2)
     fake.inject_message(ALICE, "third")
@@ -267,7 +304,7 @@ async def test_replay_of_all_events_after_daemon_restart_not_answered_twice(fake
     fake.inject_message(ALICE, "one")
     fake.inject_message(BOB, "two")
     await chan.test_sink.wait(2)
-    fake.restart_event_ids()                     # Last-Event-ID becomes unknown → full replay
+    fake.restart_event_ids()  # Last-Event-ID becomes unknown → full replay
     fake.drop_streams()
     await fake.wait_for_clients(1)
     fake.inject_message(ALICE, "three")
@@ -308,7 +345,7 @@ async def test_reconnect_keeps_retrying_while_daemon_down(fake, tmp_path):
 
 
 async def test_stalled_stream_is_restarted(tmp_path):
-    fake = await FakeSignalCli(account=BOT, keepalive=30).start()   # no keep-alives
+    fake = await FakeSignalCli(account=BOT, keepalive=30).start()  # no keep-alives
     sink = Sink()
     ch = make_channel(fake, tmp_path, idle_timeout=0.2)
     try:
@@ -326,7 +363,9 @@ async def test_stalled_stream_is_restarted(tmp_path):
 
 
 async def test_daemon_unreachable_raises_clear_error(tmp_path, unused_tcp_port):
-    ch = SignalChannel(account=BOT, http_url=f"http://127.0.0.1:{unused_tcp_port}", media_dir=tmp_path)
+    ch = SignalChannel(
+        account=BOT, http_url=f"http://127.0.0.1:{unused_tcp_port}", media_dir=tmp_path
+    )
     with pytest.raises(ChannelError) as info:
         await ch.start(Sink())
     text = str(info.value)
@@ -369,26 +408,34 @@ async def test_send_direct_returns_timestamps(fake, chan):
 
 async def test_send_markdown_as_text_styles(fake, chan):
     """Offsets are UTF-16 code units: the emoji before the code span counts twice."""
-    await chan.send(OutboundMessage(chat_id=ALICE, text="# Plan\n\n🎉 run `make test`, then *check* ~~nothing~~"))
+    await chan.send(
+        OutboundMessage(
+            chat_id=ALICE, text="# Plan\n\n🎉 run `make test`, then *check* ~~nothing~~"
+        )
+    )
     [sent] = fake.sent
     assert sent["message"] == "Plan\n\n🎉 run make test, then check nothing"
-    assert sorted(sent["textStyle"]) == sorted(["0:4:BOLD", "13:9:MONOSPACE", "29:5:ITALIC", "35:7:STRIKETHROUGH"])
+    assert sorted(sent["textStyle"]) == sorted(
+        ["0:4:BOLD", "13:9:MONOSPACE", "29:5:ITALIC", "35:7:STRIKETHROUGH"]
+    )
 
 
 async def test_old_signal_cli_without_text_styles_gets_plain_text(fake, chan, caplog):
     fake.text_styles = False
-    with caplog.at_level("WARNING", logger="channels.signal"):   # a CLI test may have raised root's level
+    with caplog.at_level(
+        "WARNING", logger="channels.signal"
+    ):  # a CLI test may have raised root's level
         await chan.send(OutboundMessage(chat_id=ALICE, text="**one**"))
         await chan.send(OutboundMessage(chat_id=ALICE, text="**two**"))
     assert [s["message"] for s in fake.sent] == ["one", "two"]
     assert all("textStyle" not in s for s in fake.sent)
     styled = [p for m, p in fake.rpc_calls if m == "send" and "textStyle" in p]
-    assert len(styled) == 2                      # the first send only (tried twice), never again
+    assert len(styled) == 2  # the first send only (tried twice), never again
     assert any("refused text styles" in r.getMessage() for r in caplog.records)
 
 
 async def test_send_long_text_is_chunked(fake, chan):
-    text = "\n\n".join(("word " * 150).strip() for _ in range(30))   # ~22k chars
+    text = "\n\n".join(("word " * 150).strip() for _ in range(30))  # ~22k chars
     ids = await chan.send(OutboundMessage(chat_id=ALICE, text=text))
     assert len(fake.sent) >= 5
     assert len(ids) == len(fake.sent)
@@ -407,7 +454,9 @@ async def test_group_send_uses_group_id(fake, chan):
 async def test_send_target_by_shape_without_history(fake, chan):
     await chan.send(OutboundMessage(chat_id="+15557776666", text="a"))
     await chan.send(OutboundMessage(chat_id="0b4c5e9a-1111-4222-8333-444455556666", text="b"))
-    await chan.send(OutboundMessage(chat_id="+Zm9vYmFy/YmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=", text="c"))
+    await chan.send(
+        OutboundMessage(chat_id="+Zm9vYmFy/YmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=", text="c")
+    )
     await chan.send(OutboundMessage(chat_id="group:" + GROUP, text="d"))
     a, b, c, d = fake.sent
     assert a["recipient"] == ["+15557776666"]
@@ -420,7 +469,9 @@ async def test_reply_quote_first_chunk_only(fake, chan):
     env = fake.inject_message(ALICE, "question?", group_id=GROUP)
     [msg] = await chan.test_sink.wait(1)
     text = "\n\n".join(("word " * 150).strip() for _ in range(12))
-    await chan.send(OutboundMessage(chat_id=GROUP, text=text, reply_to_id=msg.message_id, reply_mode="first"))
+    await chan.send(
+        OutboundMessage(chat_id=GROUP, text=text, reply_to_id=msg.message_id, reply_mode="first")
+    )
     assert len(fake.sent) >= 2
     first = fake.sent[0]
     assert first["quoteTimestamp"] == env["timestamp"]
@@ -433,9 +484,13 @@ async def test_reply_quote_all_chunks(fake, chan):
     env = fake.inject_message(ALICE, "q")
     [msg] = await chan.test_sink.wait(1)
     text = "\n\n".join(("word " * 150).strip() for _ in range(12))
-    await chan.send(OutboundMessage(chat_id=ALICE, text=text, reply_to_id=msg.message_id, reply_mode="all"))
+    await chan.send(
+        OutboundMessage(chat_id=ALICE, text=text, reply_to_id=msg.message_id, reply_mode="all")
+    )
     assert len(fake.sent) >= 2
-    assert all(s["quoteTimestamp"] == env["timestamp"] and s["quoteAuthor"] == ALICE for s in fake.sent)
+    assert all(
+        s["quoteTimestamp"] == env["timestamp"] and s["quoteAuthor"] == ALICE for s in fake.sent
+    )
 
 
 async def test_reply_to_own_message_quotes_bot(fake, chan):
@@ -464,7 +519,9 @@ async def test_send_local_attachment_and_url(fake, chan, tmp_path):
 async def test_send_attachment_only(fake, chan, tmp_path):
     f = tmp_path / "a.txt"
     f.write_text("x")
-    ids = await chan.send(OutboundMessage(chat_id=ALICE, media=[MediaItem(kind="document", target=str(f))]))
+    ids = await chan.send(
+        OutboundMessage(chat_id=ALICE, media=[MediaItem(kind="document", target=str(f))])
+    )
     [sent] = fake.sent
     assert sent["attachments"] == [str(f)] and "message" not in sent
     assert ids == [str(sent["timestamp"])]
@@ -531,10 +588,10 @@ async def test_capabilities(chan):
 
 def test_sse_parser_multiline_comments_and_split_chunks():
     p = SSEParser()
-    raw = b": keep-alive\r\nid: 7\r\nevent: receive\r\ndata: {\"a\":\r\ndata:  1}\r\n\r\n:\n\ndata:x\rdata:y\r\r"
+    raw = b': keep-alive\r\nid: 7\r\nevent: receive\r\ndata: {"a":\r\ndata:  1}\r\n\r\n:\n\ndata:x\rdata:y\r\r'
     events = []
-    for i in range(len(raw)):            # feed one byte at a time
-        events.extend(p.feed(raw[i:i + 1]))
+    for i in range(len(raw)):  # feed one byte at a time
+        events.extend(p.feed(raw[i : i + 1]))
     assert [(e.event, e.data, e.id) for e in events] == [
         ("receive", '{"a":\n 1}', "7"),
         ("message", "x\ny", "7"),
@@ -555,8 +612,14 @@ def test_utf16_offsets():
 
 
 async def test_malformed_envelope_does_not_kill_stream(fake, chan):
-    fake.push_envelope({"source": ALICE, "sourceNumber": ALICE, "timestamp": "garbage",
-                        "dataMessage": {"timestamp": "garbage", "message": "x"}})
+    fake.push_envelope(
+        {
+            "source": ALICE,
+            "sourceNumber": ALICE,
+            "timestamp": "garbage",
+            "dataMessage": {"timestamp": "garbage", "message": "x"},
+        }
+    )
     fake.inject_message(ALICE, "fine")
     msgs = await chan.test_sink.wait(1)
     await asyncio.sleep(0.05)
@@ -585,4 +648,3 @@ async def test_open_for_sending_reports_an_unreachable_daemon(tmp_path):
     with pytest.raises(ChannelError, match="not reachable"):
         await ch.open_for_sending()
     await ch.stop()
-

@@ -10,6 +10,7 @@ import pytest
 from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
 from channels.slack import SlackChannel, slack_emoji_name
 from tests.fakes.slack import FakeSlack, post_http_event
+import contextlib
 
 SECRET = "shh-signing-secret"
 
@@ -36,10 +37,8 @@ class Sink:
             self._event.clear()
             left = deadline - time.monotonic()
             assert left > 0, f"timed out waiting for {n} inbound (have {len(self.got)})"
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._event.wait(), left)
-            except asyncio.TimeoutError:
-                pass
         return self.got
 
 
@@ -52,8 +51,12 @@ async def fake():
 @pytest.fixture
 async def socket_channel(fake, tmp_path):
     sink = Sink()
-    ch = SlackChannel(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base,
-                      media_dir=tmp_path / "media")
+    ch = SlackChannel(
+        bot_token=fake.bot_token,
+        app_token=fake.app_token,
+        api_base=fake.api_base,
+        media_dir=tmp_path / "media",
+    )
     await ch.start(sink)
     await fake.wait_for_socket()
     yield ch, sink
@@ -63,14 +66,20 @@ async def socket_channel(fake, tmp_path):
 @pytest.fixture
 async def http_channel(fake):
     sink = Sink()
-    ch = SlackChannel(mode="http", bot_token=fake.bot_token, signing_secret=SECRET, api_base=fake.api_base,
-                      listen="127.0.0.1:0")
+    ch = SlackChannel(
+        mode="http",
+        bot_token=fake.bot_token,
+        signing_secret=SECRET,
+        api_base=fake.api_base,
+        listen="127.0.0.1:0",
+    )
     await ch.start(sink)
     yield ch, sink
     await ch.stop()
 
 
 # ------------------------------------------------------------------ start / identity
+
 
 async def test_start_learns_identity_and_capabilities(socket_channel, fake):
     ch, _ = socket_channel
@@ -100,11 +109,15 @@ async def test_missing_secrets_raise(fake):
     with pytest.raises(ChannelError, match="app-level token"):
         await SlackChannel(bot_token=fake.bot_token, api_base=fake.api_base).start(Sink())
     with pytest.raises(ChannelError, match="signing secret"):
-        await SlackChannel(mode="http", bot_token=fake.bot_token, api_base=fake.api_base).start(Sink())
+        await SlackChannel(mode="http", bot_token=fake.bot_token, api_base=fake.api_base).start(
+            Sink()
+        )
 
 
 async def test_unreachable_api_raises(unused_tcp_port):
-    ch = SlackChannel(bot_token="xoxb", app_token="xapp", api_base=f"http://127.0.0.1:{unused_tcp_port}/api")
+    ch = SlackChannel(
+        bot_token="xoxb", app_token="xapp", api_base=f"http://127.0.0.1:{unused_tcp_port}/api"
+    )
     with pytest.raises(ChannelError, match="cannot reach"):
         await ch.start(Sink())
 
@@ -118,8 +131,9 @@ async def test_stop_is_idempotent(fake):
 
 # ------------------------------------------------------------------ inbound, Socket Mode
 
+
 async def test_dm_message_becomes_direct_inbound_and_is_acked(socket_channel, fake):
-    ch, sink = socket_channel
+    _ch, sink = socket_channel
     ev = fake.message_event("D123", "U1", "hello &amp; <@UBOT> hi", ts="1700000000.000100")
     env = await fake.push_event(ev, event_id="Ev1")
     await fake.wait_for_ack(env)
@@ -156,7 +170,7 @@ async def test_sink_failure_means_no_ack_and_redelivery_works(fake):
         env = await fake.push_event(ev, event_id="EvA")
         await asyncio.sleep(0.3)
         assert env not in fake.acks and not sink.got
-        env2 = await fake.push_event(ev, event_id="EvA", retry_attempt=1)   # Slack redelivers
+        env2 = await fake.push_event(ev, event_id="EvA", retry_attempt=1)  # Slack redelivers
         await fake.wait_for_ack(env2)
         assert [m.text for m in sink.got] == ["persist me"]
     finally:
@@ -165,7 +179,9 @@ async def test_sink_failure_means_no_ack_and_redelivery_works(fake):
 
 async def test_channel_message_without_mention(socket_channel, fake):
     _, sink = socket_channel
-    env = await fake.push_event(fake.message_event("C9", "U2", "just chatting", channel_type="channel"))
+    env = await fake.push_event(
+        fake.message_event("C9", "U2", "just chatting", channel_type="channel")
+    )
     await fake.wait_for_ack(env)
     [m] = await sink.wait(1)
     assert m.chat_type == "group" and m.chat_id == "C9" and m.mentioned is False
@@ -176,7 +192,9 @@ async def test_app_mention_and_message_for_same_ts_give_one_inbound(socket_chann
     ts = fake.new_ts()
     text = "<@UBOT> what's up"
     e1 = await fake.push_event(fake.app_mention_event("C9", "U2", text, ts=ts), event_id="Ev1")
-    e2 = await fake.push_event(fake.message_event("C9", "U2", text, ts=ts, channel_type="channel"), event_id="Ev2")
+    e2 = await fake.push_event(
+        fake.message_event("C9", "U2", text, ts=ts, channel_type="channel"), event_id="Ev2"
+    )
     await fake.wait_for_ack(e1)
     await fake.wait_for_ack(e2)
     await asyncio.sleep(0.05)
@@ -197,12 +215,24 @@ async def test_same_event_pushed_twice_gives_one_inbound(socket_channel, fake):
 
 async def test_ignored_subtypes_are_acked_without_inbound(socket_channel, fake):
     _, sink = socket_channel
-    edited = fake.message_event("C1", None, "", subtype="message_changed",
-                                message={"text": "edited", "user": "U1", "ts": "1.1"})
+    edited = fake.message_event(
+        "C1",
+        None,
+        "",
+        subtype="message_changed",
+        message={"text": "edited", "user": "U1", "ts": "1.1"},
+    )
     deleted = fake.message_event("C1", None, "", subtype="message_deleted", deleted_ts="1.1")
-    joined = fake.message_event("C1", "U3", "<@U3> has joined", subtype="channel_join", channel_type="channel")
-    other = {"type": "reaction_added", "user": "U1", "reaction": "eyes",
-             "item": {"type": "message", "channel": "C1", "ts": "1.1"}, "event_ts": "1.2"}
+    joined = fake.message_event(
+        "C1", "U3", "<@U3> has joined", subtype="channel_join", channel_type="channel"
+    )
+    other = {
+        "type": "reaction_added",
+        "user": "U1",
+        "reaction": "eyes",
+        "item": {"type": "message", "channel": "C1", "ts": "1.1"},
+        "event_ts": "1.2",
+    }
     envs = [await fake.push_event(e) for e in (edited, deleted, joined, other)]
     for env in envs:
         await fake.wait_for_ack(env)
@@ -211,8 +241,12 @@ async def test_ignored_subtypes_are_acked_without_inbound(socket_channel, fake):
 
 async def test_other_bots_are_flagged_and_own_messages_dropped(socket_channel, fake):
     _, sink = socket_channel
-    e1 = await fake.push_event(fake.message_event("C1", None, "beep", bot_id="BOTHER", channel_type="channel"))
-    e2 = await fake.push_event(fake.message_event("C1", "UBOT", "my own", bot_id="BBOT", channel_type="channel"))
+    e1 = await fake.push_event(
+        fake.message_event("C1", None, "beep", bot_id="BOTHER", channel_type="channel")
+    )
+    e2 = await fake.push_event(
+        fake.message_event("C1", "UBOT", "my own", bot_id="BBOT", channel_type="channel")
+    )
     await fake.wait_for_ack(e1)
     await fake.wait_for_ack(e2)
     [m] = await sink.wait(1)
@@ -225,12 +259,19 @@ async def test_reply_in_thread_the_bot_posted_in_counts_as_mention(socket_channe
     await ch.send(OutboundMessage(chat_id="C5", text="answer", thread_id="1700000000.000001"))
     # A thread started under a top-level bot message.
     [root_ts] = await ch.send(OutboundMessage(chat_id="C5", text="top level"))
-    e1 = await fake.push_event(fake.message_event("C5", "U2", "follow-up", thread_ts="1700000000.000001",
-                                                  channel_type="channel"))
-    e2 = await fake.push_event(fake.message_event("C5", "U2", "under yours", thread_ts=root_ts,
-                                                  channel_type="channel"))
-    e3 = await fake.push_event(fake.message_event("C5", "U2", "elsewhere", thread_ts="1600000000.000009",
-                                                  channel_type="channel"))
+    e1 = await fake.push_event(
+        fake.message_event(
+            "C5", "U2", "follow-up", thread_ts="1700000000.000001", channel_type="channel"
+        )
+    )
+    e2 = await fake.push_event(
+        fake.message_event("C5", "U2", "under yours", thread_ts=root_ts, channel_type="channel")
+    )
+    e3 = await fake.push_event(
+        fake.message_event(
+            "C5", "U2", "elsewhere", thread_ts="1600000000.000009", channel_type="channel"
+        )
+    )
     for e in (e1, e2, e3):
         await fake.wait_for_ack(e)
     got = {m.text: m for m in await sink.wait(3)}
@@ -305,7 +346,7 @@ async def test_fetch_counts_bytes_when_the_size_lies(socket_channel, fake, dest,
     with pytest.raises(MediaTooLarge):
         await ch.fetch_media(item, dest, max_bytes=100_000)
     assert _files_in(dest) == []
-    got = await ch.fetch_media(item, dest, max_bytes=200_000)     # the legitimate twin
+    got = await ch.fetch_media(item, dest, max_bytes=200_000)  # the legitimate twin
     assert open(got.target, "rb").read() == data
 
 
@@ -326,10 +367,11 @@ async def test_fetch_failures_are_channel_errors(socket_channel, fake, dest):
 
 # ------------------------------------------------------------------ outbound
 
+
 async def test_send_long_text_in_mrkdwn_chunks(socket_channel, fake):
     ch, _ = socket_channel
     para = ("**bold** " + "word " * 150).strip()
-    text = "\n\n".join([para] * 12)          # ~9.5k chars
+    text = "\n\n".join([para] * 12)  # ~9.5k chars
     ids = await ch.send(OutboundMessage(chat_id="C1", text=text))
     posts = fake.posted
     assert len(posts) >= 3 and ids == [p["ts"] for p in posts]
@@ -343,19 +385,23 @@ async def test_send_long_text_in_mrkdwn_chunks(socket_channel, fake):
 async def test_escaping_never_pushes_a_post_over_the_chunk_limit(socket_channel, fake):
     """``&``/``<``/``>`` grow 4-5x when escaped: the Markdown is split finer instead."""
     ch, _ = socket_channel
-    text = "Q&A <tags> " * 700                     # 7.7k chars of Markdown, ~17k once escaped
+    text = "Q&A <tags> " * 700  # 7.7k chars of Markdown, ~17k once escaped
     await ch.send(OutboundMessage(chat_id="C1", text=text))
     posts = [p["text"] for p in fake.posted]
     assert all(len(p) <= 4000 for p in posts), [len(p) for p in posts]
     joined = " ".join(posts).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    assert joined.split() == text.split()          # nothing lost, no entity cut in half
+    assert joined.split() == text.split()  # nothing lost, no entity cut in half
     assert not any(p.rstrip().endswith(("&", "&a", "&am", "&l", "&g", "&lt", "&gt")) for p in posts)
 
 
 async def test_reply_tag_threads_all_chunks_under_trigger(socket_channel, fake):
     ch, _ = socket_channel
     text = "\n\n".join(["x " * 1500] * 3)
-    await ch.send(OutboundMessage(chat_id="C1", text=text, reply_to_id="1700000000.000200", reply_mode="first"))
+    await ch.send(
+        OutboundMessage(
+            chat_id="C1", text=text, reply_to_id="1700000000.000200", reply_mode="first"
+        )
+    )
     assert len(fake.posted) >= 2
     assert {p["thread_ts"] for p in fake.posted} == {"1700000000.000200"}
 
@@ -370,16 +416,27 @@ async def test_file_upload_v2_and_url_link_and_missing_file(socket_channel, fake
     ch, _ = socket_channel
     p = tmp_path / "report.pdf"
     p.write_bytes(b"%PDF-1.4 fake")
-    ids = await ch.send(OutboundMessage(chat_id="C1", text="here", thread_id="123.4", media=[
-        MediaItem(kind="document", target=str(p)),
-        MediaItem(kind="image", target="https://example.com/cat.png"),
-        MediaItem(kind="document", target=str(tmp_path / "nope.txt")),
-    ]))
+    ids = await ch.send(
+        OutboundMessage(
+            chat_id="C1",
+            text="here",
+            thread_id="123.4",
+            media=[
+                MediaItem(kind="document", target=str(p)),
+                MediaItem(kind="image", target="https://example.com/cat.png"),
+                MediaItem(kind="document", target=str(tmp_path / "nope.txt")),
+            ],
+        )
+    )
     [up] = fake.uploads
     assert up["filename"] == "report.pdf" and up["bytes"] == b"%PDF-1.4 fake"
     assert up["channel"] == "C1" and up["thread_ts"] == "123.4"
     texts = [x["text"] for x in fake.posted]
-    assert texts == ["here", "Image: <https://example.com/cat.png|cat.png>", "[attachment unavailable: nope.txt]"]
+    assert texts == [
+        "here",
+        "Image: <https://example.com/cat.png|cat.png>",
+        "[attachment unavailable: nope.txt]",
+    ]
     assert all(x["thread_ts"] == "123.4" for x in fake.posted)
     assert len(ids) == 4 and up["ts"] in ids
 
@@ -387,9 +444,16 @@ async def test_file_upload_v2_and_url_link_and_missing_file(socket_channel, fake
 async def test_media_link_is_safe_mrkdwn(socket_channel, fake):
     """A URL with | or > and a name with & cannot break out of the <url|text> link."""
     ch, _ = socket_channel
-    await ch.send(OutboundMessage(chat_id="C1", media=[
-        MediaItem(kind="image", target="https://example.com/a|b>c.png?x=1&y=2", name="Q&A|x.png"),
-    ]))
+    await ch.send(
+        OutboundMessage(
+            chat_id="C1",
+            media=[
+                MediaItem(
+                    kind="image", target="https://example.com/a|b>c.png?x=1&y=2", name="Q&A|x.png"
+                ),
+            ],
+        )
+    )
     [post] = fake.posted
     assert post["text"] == "Image: <https://example.com/a%7Cb%3Ec.png?x=1&amp;y=2|Q&amp;A¦x.png>"
 
@@ -423,7 +487,9 @@ async def test_nothing_delivered_raises(socket_channel, fake):
 
 
 async def test_send_works_without_start(fake):
-    ch = SlackChannel(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base.rstrip("/"))
+    ch = SlackChannel(
+        bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base.rstrip("/")
+    )
     assert await ch.send(OutboundMessage(chat_id="D1", text="proactive"))
     assert fake.posted[0]["text"] == "proactive"
 
@@ -434,7 +500,7 @@ async def test_reactions(socket_channel, fake):
     await ch.react("C1", "1.2", "✅")
     await ch.react("C1", "1.2", "👍")
     await ch.react("C1", "1.2", ":tada:")
-    await ch.react("C1", "1.2", "👀")     # already_reacted is fine
+    await ch.react("C1", "1.2", "👀")  # already_reacted is fine
     assert [r["name"] for r in fake.reactions] == ["eyes", "white_check_mark", "thumbsup", "tada"]
     assert all(r["channel"] == "C1" and r["timestamp"] == "1.2" for r in fake.reactions)
 
@@ -447,10 +513,12 @@ def test_emoji_names():
 
 # ------------------------------------------------------------------ HTTP Events API
 
+
 async def test_http_url_verification(http_channel, fake):
     ch, sink = http_channel
-    status, body = await post_http_event(ch.http_url, SECRET,
-                                         {"token": "t", "challenge": "abc123", "type": "url_verification"})
+    status, body = await post_http_event(
+        ch.http_url, SECRET, {"token": "t", "challenge": "abc123", "type": "url_verification"}
+    )
     assert status == 200 and "abc123" in body
     assert sink.got == []
 
@@ -460,28 +528,43 @@ async def test_http_signed_event_becomes_inbound(http_channel, fake):
     ev = fake.app_mention_event("C7", "U1", "<@UBOT> ping")
     status, _ = await post_http_event(ch.http_url, SECRET, fake.event_callback(ev))
     assert status == 200
-    [m] = sink.got            # the sink ran before the 200 came back
+    [m] = sink.got  # the sink ran before the 200 came back
     assert m.chat_id == "C7" and m.mentioned and m.chat_type == "group" and m.text == "@chela ping"
     # Slack retry of the message event for the same ts: acked, not delivered again
-    status, _ = await post_http_event(ch.http_url, SECRET, fake.event_callback(
-        fake.message_event("C7", "U1", "<@UBOT> ping", ts=ev["ts"], channel_type="channel")), retry_num=1)
+    status, _ = await post_http_event(
+        ch.http_url,
+        SECRET,
+        fake.event_callback(
+            fake.message_event("C7", "U1", "<@UBOT> ping", ts=ev["ts"], channel_type="channel")
+        ),
+        retry_num=1,
+    )
     assert status == 200 and len(sink.got) == 1
 
 
 async def test_http_bad_signature_is_rejected(http_channel, fake):
     ch, sink = http_channel
     ev = fake.message_event("D1", "U1", "sneaky")
-    status, _ = await post_http_event(ch.http_url, SECRET, fake.event_callback(ev), bad_signature=True)
+    status, _ = await post_http_event(
+        ch.http_url, SECRET, fake.event_callback(ev), bad_signature=True
+    )
     assert status == 401
-    status, _ = await post_http_event(ch.http_url, SECRET, fake.event_callback(ev), timestamp=int(time.time()) - 3600)
+    status, _ = await post_http_event(
+        ch.http_url, SECRET, fake.event_callback(ev), timestamp=int(time.time()) - 3600
+    )
     assert status == 401
     assert sink.got == []
 
 
 async def test_http_sink_failure_gives_error_status(fake):
     sink = Sink(fail=1)
-    ch = SlackChannel(mode="http", bot_token=fake.bot_token, signing_secret=SECRET, api_base=fake.api_base,
-                      listen="127.0.0.1:0")
+    ch = SlackChannel(
+        mode="http",
+        bot_token=fake.bot_token,
+        signing_secret=SECRET,
+        api_base=fake.api_base,
+        listen="127.0.0.1:0",
+    )
     await ch.start(sink)
     try:
         payload = fake.event_callback(fake.message_event("D1", "U1", "x"))

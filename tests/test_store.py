@@ -18,7 +18,13 @@ def test_inbound_dedup_and_recovery(tmp_path):
     assert a is not None
     assert s.add_inbound("telegram", "default", "1", "10", "k", {"text": "a"}) is None
     b = s.add_inbound("telegram", "default", "1", "11", "k", {"text": "b"})
-    s.commit_turn("k", "t1", [{"role": "user", "content": "a"}], inbound_id=a, outbound=[{"chat_id": "1", "text": "hi"}])
+    s.commit_turn(
+        "k",
+        "t1",
+        [{"role": "user", "content": "a"}],
+        inbound_id=a,
+        outbound=[{"chat_id": "1", "text": "hi"}],
+    )
     s.close()
     s2 = Store(db)  # "restart"
     rows = s2.unfinished_inbound()
@@ -32,12 +38,26 @@ def test_inbound_dedup_and_recovery(tmp_path):
 def test_history_bounds_and_never_starts_with_tool_result(tmp_path):
     s = Store(tmp_path / "s.db")
     for i in range(30):
-        s.commit_turn("k", f"t{i}", [
-            {"role": "user", "content": f"u{i}"},
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "c", "content": "x" * 100},
-            {"role": "assistant", "content": f"a{i}"},
-        ])
+        s.commit_turn(
+            "k",
+            f"t{i}",
+            [
+                {"role": "user", "content": f"u{i}"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "c",
+                            "type": "function",
+                            "function": {"name": "read", "arguments": "{}"},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c", "content": "x" * 100},
+                {"role": "assistant", "content": f"a{i}"},
+            ],
+        )
     for limit in range(1, 12):
         h = s.history("k", limit=limit, max_chars=10**6)
         assert len(h) <= limit
@@ -54,12 +74,28 @@ def test_session_keys():
     assert session_key_for("main", "main", m) == "agent:main:main"
     assert session_key_for("main", "per-peer", m) == "agent:main:direct:42"
     assert session_key_for("main", "per-channel-peer", m) == "agent:main:telegram:direct:42"
-    g = InboundMessage(channel="telegram", chat_id="-100", sender_id="42", text="x", chat_type="group", thread_id="7")
+    g = InboundMessage(
+        channel="telegram",
+        chat_id="-100",
+        sender_id="42",
+        text="x",
+        chat_type="group",
+        thread_id="7",
+    )
     assert session_key_for("main", "main", g) == "agent:main:telegram:group:-100:thread:7"
     # a platform that names conversations by sender (OpenAI ``user``) gets one session per sender
-    h = InboundMessage(channel="http", chat_id="req-1", sender_id="alice", text="x", peer_session=True)
+    h = InboundMessage(
+        channel="http", chat_id="req-1", sender_id="alice", text="x", peer_session=True
+    )
     assert session_key_for("main", "main", h) == "agent:main:http:direct:alice"
-    d = InboundMessage(channel="discord", chat_id="c1", sender_id="42", text="x", chat_type="group", group_kind="channel")
+    d = InboundMessage(
+        channel="discord",
+        chat_id="c1",
+        sender_id="42",
+        text="x",
+        chat_type="group",
+        group_kind="channel",
+    )
     assert session_key_for("a", "main", d) == "agent:a:discord:channel:c1"
 
 
@@ -113,15 +149,17 @@ def test_pairing_flow(tmp_path):
     assert pairing.request_pairing(s, "telegram", "x9", "", now=t0 + 5)
     assert [r["sender_id"] for r in s.pairing_requests("telegram")] == ["x0", "x1", "x9"]
     with pytest.raises(pairing.PairingError):
-        pairing.approve(s, "telegram", code, now=t0 + 10)           # 42's code was evicted
+        pairing.approve(s, "telegram", code, now=t0 + 10)  # 42's code was evicted
     with pytest.raises(pairing.PairingError):
         pairing.approve(s, "telegram", "WRONG123", now=t0)
     x9 = next(r["code"] for r in s.pairing_requests("telegram") if r["sender_id"] == "x9")
     assert pairing.approve(s, "telegram", x9.lower(), now=t0 + 10) == "x9"
     assert s.is_approved("telegram", "x9") and not s.is_approved("telegram", "42")
-    assert s.take_new_approvals() == [("telegram", "x9")]          # the daemon tells x9 once
+    assert s.take_new_approvals() == [("telegram", "x9")]  # the daemon tells x9 once
     assert s.take_new_approvals() == []
-    assert pairing.request_pairing(s, "telegram", "late", "", now=t0 + 4000)  # expired ones are cleared
+    assert pairing.request_pairing(
+        s, "telegram", "late", "", now=t0 + 4000
+    )  # expired ones are cleared
     assert [r["sender_id"] for r in s.pairing_requests("telegram")] == ["late"]
     expired = s.pairing_requests("telegram")[0]["code"]
     with pytest.raises(pairing.PairingError, match="expired"):
@@ -130,13 +168,20 @@ def test_pairing_flow(tmp_path):
 
 def test_history_never_starts_with_a_text_protocol_tool_result(tmp_path):
     s = Store(tmp_path / "s.db")
-    s.commit_turn("k", "t", [
-        {"role": "user", "content": "question"},
-        {"role": "assistant", "content": '<tool_call>{"name": "read", "arguments": {}}</tool_call>'},
-        {"role": "user", "content": '<tool_result name="read">data</tool_result>'},
-        {"role": "assistant", "content": "answer"},
-        {"role": "user", "content": "next"},
-        {"role": "assistant", "content": "ok"},
-    ])
+    s.commit_turn(
+        "k",
+        "t",
+        [
+            {"role": "user", "content": "question"},
+            {
+                "role": "assistant",
+                "content": '<tool_call>{"name": "read", "arguments": {}}</tool_call>',
+            },
+            {"role": "user", "content": '<tool_result name="read">data</tool_result>'},
+            {"role": "assistant", "content": "answer"},
+            {"role": "user", "content": "next"},
+            {"role": "assistant", "content": "ok"},
+        ],
+    )
     h = s.history("k", limit=4, max_chars=10**6)
     assert [m["content"] for m in h] == ["next", "ok"]

@@ -224,8 +224,7 @@ def test_user_unit_passes_systemd_analyze_verify(tmp_path):
     env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(runtime))
     result = _run_verify(copy, user=True, env=env)
     if result.returncode != 0 and (
-        "Failed to initialize manager" in result.stderr
-        or "RuntimeDirectory" in result.stderr
+        "Failed to initialize manager" in result.stderr or "RuntimeDirectory" in result.stderr
     ):
         pytest.skip(f"user-mode systemd-analyze cannot run here: {result.stderr.strip()}")
     assert result.returncode == 0, result.stdout + result.stderr

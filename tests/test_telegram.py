@@ -45,6 +45,7 @@ class Sink:
             while len(self.messages) < n:
                 self._changed.clear()
                 await self._changed.wait()
+
         await asyncio.wait_for(_wait(), timeout)
         return self.messages
 
@@ -62,8 +63,15 @@ async def make_channel(fake, tmp_path):
     channels: list[TelegramChannel] = []
 
     def _make(**kw) -> TelegramChannel:
-        opts = dict(token=fake.token, api_base=fake.api_base, media_dir=tmp_path / "media",
-                    poll_timeout=1, stall_timeout=3, backoff_initial=0.05, backoff_max=0.2)
+        opts = dict(
+            token=fake.token,
+            api_base=fake.api_base,
+            media_dir=tmp_path / "media",
+            poll_timeout=1,
+            stall_timeout=3,
+            backoff_initial=0.05,
+            backoff_max=0.2,
+        )
         opts.update(kw)
         ch = TelegramChannel(**opts)
         channels.append(ch)
@@ -90,6 +98,7 @@ async def started(channel):
 
 # ---------------------------------------------------------------------------- start / stop
 
+
 async def test_start_identity_and_webhook_deleted(fake, started):
     ch, _ = started
     assert ch.bot_identity == {"id": str(BOT_ID), "username": "chela_bot"}
@@ -109,7 +118,7 @@ async def test_wrong_token_raises_channel_error(fake, make_channel):
 
 
 async def test_unreachable_server_raises_channel_error(make_channel):
-    with socket.socket() as s:          # a port that was free a moment ago: connection refused
+    with socket.socket() as s:  # a port that was free a moment ago: connection refused
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ch = make_channel(api_base=f"http://127.0.0.1:{port}", start_timeout=5)
@@ -120,10 +129,18 @@ async def test_unreachable_server_raises_channel_error(make_channel):
 
 # ---------------------------------------------------------------------------- inbound
 
+
 async def test_dm_translated(fake, started, tmp_path):
-    ch, sink = started
-    uid = fake.inject_message(42, "hello there", from_id=42, username="alice",
-                              first_name="Alice", last_name="Liddell", date=1_700_000_000)
+    _ch, sink = started
+    uid = fake.inject_message(
+        42,
+        "hello there",
+        from_id=42,
+        username="alice",
+        first_name="Alice",
+        last_name="Liddell",
+        date=1_700_000_000,
+    )
     [m] = await sink.wait(1)
     assert m.channel == "telegram"
     assert m.chat_id == "42" and m.chat_type == "direct"
@@ -137,18 +154,22 @@ async def test_dm_translated(fake, started, tmp_path):
     await fake.wait_for_offset(uid + 1)
 
 
-@pytest.mark.parametrize("text, entities, expected", [
-    ("hey @chela_bot what's up", None, True),
-    ("hey @CHELA_BOT!", None, True),
-    ("hey @chela_botty", None, False),
-    ("mail me at x@chela_bot", None, False),
-    ("hi there", None, False),
-    ("/status@chela_bot", [{"type": "bot_command", "offset": 0, "length": 17}], True),
-])
+@pytest.mark.parametrize(
+    "text, entities, expected",
+    [
+        ("hey @chela_bot what's up", None, True),
+        ("hey @CHELA_BOT!", None, True),
+        ("hey @chela_botty", None, False),
+        ("mail me at x@chela_bot", None, False),
+        ("hi there", None, False),
+        ("/status@chela_bot", [{"type": "bot_command", "offset": 0, "length": 17}], True),
+    ],
+)
 async def test_group_mentions(fake, started, text, entities, expected):
     _, sink = started
-    fake.inject_message(-100123, text, from_id=5, chat_type="supergroup", title="Friends",
-                        entities=entities)
+    fake.inject_message(
+        -100123, text, from_id=5, chat_type="supergroup", title="Friends", entities=entities
+    )
     [m] = await sink.wait(1)
     assert m.chat_type == "group" and m.chat_id == "-100123" and m.chat_title == "Friends"
     assert m.mentioned is expected
@@ -157,14 +178,41 @@ async def test_group_mentions(fake, started, text, entities, expected):
 async def test_mention_entity_and_text_mention(fake, started):
     _, sink = started
     # an emoji before the mention: entity offsets are UTF-16 based
-    fake.inject_message(-5, "🙂 @Chela_Bot hi", from_id=5, chat_type="group",
-                        entities=[{"type": "mention", "offset": 3, "length": 10}])
-    fake.inject_message(-5, "Chela please", from_id=5, chat_type="group",
-                        entities=[{"type": "text_mention", "offset": 0, "length": 5,
-                                   "user": {"id": BOT_ID, "is_bot": True, "first_name": "Chela"}}])
-    fake.inject_message(-5, "Bob please", from_id=5, chat_type="group",
-                        entities=[{"type": "text_mention", "offset": 0, "length": 3,
-                                   "user": {"id": 99, "is_bot": False, "first_name": "Bob"}}])
+    fake.inject_message(
+        -5,
+        "🙂 @Chela_Bot hi",
+        from_id=5,
+        chat_type="group",
+        entities=[{"type": "mention", "offset": 3, "length": 10}],
+    )
+    fake.inject_message(
+        -5,
+        "Chela please",
+        from_id=5,
+        chat_type="group",
+        entities=[
+            {
+                "type": "text_mention",
+                "offset": 0,
+                "length": 5,
+                "user": {"id": BOT_ID, "is_bot": True, "first_name": "Chela"},
+            }
+        ],
+    )
+    fake.inject_message(
+        -5,
+        "Bob please",
+        from_id=5,
+        chat_type="group",
+        entities=[
+            {
+                "type": "text_mention",
+                "offset": 0,
+                "length": 3,
+                "user": {"id": 99, "is_bot": False, "first_name": "Bob"},
+            }
+        ],
+    )
     a, b, c = await sink.wait(3)
     assert a.mentioned and b.mentioned and not c.mentioned
 
@@ -172,10 +220,22 @@ async def test_mention_entity_and_text_mention(fake, started):
 async def test_reply_to_bot(fake, started):
     ch, sink = started
     [bot_msg] = await ch.send(OutboundMessage(chat_id="-5", text="I am the bot"))
-    fake.inject_message(-5, "answering you", from_id=7, chat_type="group", reply_to_message=int(bot_msg))
-    fake.inject_message(-5, "answering a human", from_id=8, chat_type="group",
-                        reply_to_message={"message_id": 1, "date": 0, "chat": {"id": -5, "type": "group"},
-                                          "from": {"id": 7, "is_bot": False, "first_name": "H"}, "text": "x"})
+    fake.inject_message(
+        -5, "answering you", from_id=7, chat_type="group", reply_to_message=int(bot_msg)
+    )
+    fake.inject_message(
+        -5,
+        "answering a human",
+        from_id=8,
+        chat_type="group",
+        reply_to_message={
+            "message_id": 1,
+            "date": 0,
+            "chat": {"id": -5, "type": "group"},
+            "from": {"id": 7, "is_bot": False, "first_name": "H"},
+            "text": "x",
+        },
+    )
     a, b = await sink.wait(2)
     assert a.reply_to_id == bot_msg and a.reply_to_bot and not a.mentioned
     assert b.reply_to_id == "1" and not b.reply_to_bot
@@ -183,14 +243,33 @@ async def test_reply_to_bot(fake, started):
 
 async def test_forum_topic_thread_id(fake, started):
     _, sink = started
-    topic_root = {"message_id": 10, "date": 0, "chat": {"id": -1001, "type": "supergroup", "is_forum": True},
-                  "from": {"id": 7, "is_bot": False, "first_name": "H"}, "message_thread_id": 10,
-                  "forum_topic_created": {"name": "Ideas", "icon_color": 7322096}}
-    fake.inject_message(-1001, "in a topic", from_id=7, chat_type="supergroup", title="Forum",
-                        message_thread_id=10, is_topic_message=True, reply_to_message=topic_root)
+    topic_root = {
+        "message_id": 10,
+        "date": 0,
+        "chat": {"id": -1001, "type": "supergroup", "is_forum": True},
+        "from": {"id": 7, "is_bot": False, "first_name": "H"},
+        "message_thread_id": 10,
+        "forum_topic_created": {"name": "Ideas", "icon_color": 7322096},
+    }
+    fake.inject_message(
+        -1001,
+        "in a topic",
+        from_id=7,
+        chat_type="supergroup",
+        title="Forum",
+        message_thread_id=10,
+        is_topic_message=True,
+        reply_to_message=topic_root,
+    )
     # a reply thread in a non-forum supergroup is not a topic
-    fake.inject_message(-1002, "plain reply", from_id=7, chat_type="supergroup",
-                        message_thread_id=3, reply_to_message=3)
+    fake.inject_message(
+        -1002,
+        "plain reply",
+        from_id=7,
+        chat_type="supergroup",
+        message_thread_id=3,
+        reply_to_message=3,
+    )
     a, b = await sink.wait(2)
     assert a.thread_id == "10" and a.reply_to_id is None
     assert b.thread_id is None and b.reply_to_id == "3"
@@ -209,7 +288,7 @@ async def test_offset_advances_only_after_sink_returns(fake, channel):
     uid = fake.inject_message(42, "persist me", from_id=42)
     await channel.start(sink)
     await asyncio.wait_for(sink.entered.wait(), 5)
-    await asyncio.sleep(1.5)                      # longer than a poll: nothing may be confirmed
+    await asyncio.sleep(1.5)  # longer than a poll: nothing may be confirmed
     assert (fake.confirmed_offset or 0) <= uid
     assert [u["update_id"] for u in fake.pending_updates] == [uid]
     sink.gate.set()
@@ -254,11 +333,18 @@ async def test_malformed_updates_are_skipped(fake, started):
     _, sink = started
     bad = [
         fake.inject_raw_update({"message": "garbage"}),
-        fake.inject_raw_update({"message": {"message_id": 1}}),          # no chat / date
-        fake.inject_raw_update({"something_new": {"x": 1}}),              # unknown update type
-        fake.inject_raw_update({"message": {"message_id": 2, "date": 0,   # service message, no text
-                                            "chat": {"id": 1, "type": "private"},
-                                            "new_chat_title": "x"}}),
+        fake.inject_raw_update({"message": {"message_id": 1}}),  # no chat / date
+        fake.inject_raw_update({"something_new": {"x": 1}}),  # unknown update type
+        fake.inject_raw_update(
+            {
+                "message": {
+                    "message_id": 2,
+                    "date": 0,  # service message, no text
+                    "chat": {"id": 1, "type": "private"},
+                    "new_chat_title": "x",
+                }
+            }
+        ),
     ]
     uid = fake.inject_message(42, "still here", from_id=42)
     [m] = await sink.wait(1)
@@ -321,19 +407,28 @@ async def test_inbound_photo_is_a_ref_until_fetched(fake, started, tmp_path, des
     path = Path(got.target)
     assert got.ref == item.ref and got.name == item.name
     assert path.is_absolute() and path.parent == dest
-    assert path.read_bytes() == data      # the largest size, not the thumbnail
+    assert path.read_bytes() == data  # the largest size, not the thumbnail
     assert path.stat().st_mode & 0o777 == 0o600
     assert _files_in(dest) == [path]
 
 
 async def test_inbound_document_and_voice(fake, started, dest):
     ch, sink = started
-    fake.inject_message(42, "", from_id=42, document=b"%PDF-1.4", document_name="../../etc/report.pdf",
-                        mime_type="application/pdf")
+    fake.inject_message(
+        42,
+        "",
+        from_id=42,
+        document=b"%PDF-1.4",
+        document_name="../../etc/report.pdf",
+        mime_type="application/pdf",
+    )
     fake.inject_message(42, "", from_id=42, voice=b"OggS....")
     a, b = await sink.wait(2)
     assert a.text == "" and a.attachments[0].kind == "document"
-    assert a.attachments[0].name == "../../etc/report.pdf" and a.attachments[0].mime == "application/pdf"
+    assert (
+        a.attachments[0].name == "../../etc/report.pdf"
+        and a.attachments[0].mime == "application/pdf"
+    )
     assert b.attachments[0].kind == "voice" and b.attachments[0].target == ""
     doc = await ch.fetch_media(a.attachments[0], dest, 1000)
     voice = await ch.fetch_media(b.attachments[0], dest, 1000)
@@ -361,7 +456,9 @@ async def test_fetch_counts_bytes_when_the_size_lies(fake, started, dest, declar
     ch, sink = started
     fake.chunked_downloads = chunked
     data = b"y" * 200_000
-    fake.inject_message(42, "", from_id=42, document=data, document_name="lies.bin", file_size=declared)
+    fake.inject_message(
+        42, "", from_id=42, document=data, document_name="lies.bin", file_size=declared
+    )
     [m] = await sink.wait(1)
     [item] = m.attachments
     assert item.size == (declared or 0)
@@ -398,9 +495,10 @@ async def test_fetch_media_leaves_non_ref_items_alone(started, dest):
 
 # ---------------------------------------------------------------------------- outbound text
 
+
 async def test_long_text_is_chunked_as_html(fake, started):
     ch, _ = started
-    paragraphs = [("word " * 59 + "end.") for _ in range(30)]      # ~300 chars each, ~9000 total
+    paragraphs = [("word " * 59 + "end.") for _ in range(30)]  # ~300 chars each, ~9000 total
     text = "\n\n".join(paragraphs)
     assert len(text) > 9000
     ids = await ch.send(OutboundMessage(chat_id="42", text=text))
@@ -409,14 +507,18 @@ async def test_long_text_is_chunked_as_html(fake, started):
         assert s.method == "sendMessage" and s.parse_mode == "HTML"
         assert len(s.text) <= 4096 and s.chat_id == 42
     assert ids == [str(s.message_id) for s in fake.sent]
-    assert "".join(s.visible_text for s in fake.sent).replace("\n", "").replace(" ", "") == \
-        text.replace("\n", "").replace(" ", "")
+    assert "".join(s.visible_text for s in fake.sent).replace("\n", "").replace(
+        " ", ""
+    ) == text.replace("\n", "").replace(" ", "")
 
 
 async def test_html_refused_chunk_resent_as_plain(fake, started):
     ch, _ = started
-    fake.fail_next("sendMessage", status=400,
-                   description="Bad Request: can't parse entities: unsupported start tag \"x\" at byte offset 3")
+    fake.fail_next(
+        "sendMessage",
+        status=400,
+        description='Bad Request: can\'t parse entities: unsupported start tag "x" at byte offset 3',
+    )
     ids = await ch.send(OutboundMessage(chat_id="42", text="**bold** & <things>"))
     assert len(ids) == 1
     calls = fake.calls_of("sendMessage")
@@ -454,14 +556,17 @@ def _long(n_chunks: int) -> str:
     return "\n\n".join(("x" * 3000) for _ in range(n_chunks))
 
 
-@pytest.mark.parametrize("mode, expected", [
-    ("first", [5, None, None]),
-    ("all", [5, 5, 5]),
-    ("off", [5, None, None]),     # "off" with a reply id = a reply tag asked: first message only
-])
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        ("first", [5, None, None]),
+        ("all", [5, 5, 5]),
+        ("off", [5, None, None]),  # "off" with a reply id = a reply tag asked: first message only
+    ],
+)
 async def test_reply_threading(fake, started, mode, expected):
     ch, _ = started
-    fake.inject_message(42, "trigger", from_id=42)          # some earlier messages in the chat
+    fake.inject_message(42, "trigger", from_id=42)  # some earlier messages in the chat
     for _ in range(4):
         fake.inject_message(42, "x", from_id=42)
     await ch.send(OutboundMessage(chat_id="42", text=_long(3), reply_to_id="5", reply_mode=mode))
@@ -478,12 +583,19 @@ async def test_no_reply_without_id(fake, started):
 
 async def test_forum_topic_send(fake, started):
     ch, _ = started
-    await ch.send(OutboundMessage(chat_id="-1001", text="in topic", thread_id="10",
-                                  media=[MediaItem("image", "https://example.com/a.png")]))
+    await ch.send(
+        OutboundMessage(
+            chat_id="-1001",
+            text="in topic",
+            thread_id="10",
+            media=[MediaItem("image", "https://example.com/a.png")],
+        )
+    )
     assert [s.message_thread_id for s in fake.sent] == [10, 10]
 
 
 # ---------------------------------------------------------------------------- outbound media
+
 
 async def test_media_local_and_url(fake, started, tmp_path):
     ch, _ = started
@@ -491,12 +603,18 @@ async def test_media_local_and_url(fake, started, tmp_path):
     img.write_bytes(b"\x89PNG fake image")
     doc = tmp_path / "notes.txt"
     doc.write_text("hello")
-    ids = await ch.send(OutboundMessage(chat_id="42", text="here you go", media=[
-        MediaItem("image", str(img)),
-        MediaItem("image", "https://example.com/dog.jpg"),
-        MediaItem("document", str(doc), name="my notes.txt"),
-        MediaItem("video", "https://example.com/v.mp4"),
-    ]))
+    ids = await ch.send(
+        OutboundMessage(
+            chat_id="42",
+            text="here you go",
+            media=[
+                MediaItem("image", str(img)),
+                MediaItem("image", "https://example.com/dog.jpg"),
+                MediaItem("document", str(doc), name="my notes.txt"),
+                MediaItem("video", "https://example.com/v.mp4"),
+            ],
+        )
+    )
     assert len(ids) == 5
     kinds = [(s.method, s.filename, s.data, s.url) for s in fake.sent]
     assert kinds == [
@@ -511,10 +629,15 @@ async def test_media_local_and_url(fake, started, tmp_path):
 async def test_refused_url_becomes_text_link(fake, started):
     ch, _ = started
     fake.reject_urls = True
-    ids = await ch.send(OutboundMessage(chat_id="42", media=[
-        MediaItem("image", "https://example.com/dog.jpg"),
-        MediaItem("document", "https://example.com/a.pdf"),
-    ]))
+    ids = await ch.send(
+        OutboundMessage(
+            chat_id="42",
+            media=[
+                MediaItem("image", "https://example.com/dog.jpg"),
+                MediaItem("document", "https://example.com/a.pdf"),
+            ],
+        )
+    )
     assert len(ids) == 2
     assert [(s.method, s.text) for s in fake.sent] == [
         ("sendMessage", "Image: https://example.com/dog.jpg"),
@@ -529,11 +652,16 @@ async def test_missing_or_failing_local_file_becomes_note(fake, started, tmp_pat
     bad = tmp_path / "broken.pdf"
     bad.write_bytes(b"%PDF")
     fake.fail_next("sendDocument", status=400, description="Bad Request: file must be non-empty")
-    ids = await ch.send(OutboundMessage(chat_id="42", media=[
-        MediaItem("image", str(tmp_path / "nope.png")),
-        MediaItem("document", str(bad)),
-        MediaItem("audio", str(good)),
-    ]))
+    ids = await ch.send(
+        OutboundMessage(
+            chat_id="42",
+            media=[
+                MediaItem("image", str(tmp_path / "nope.png")),
+                MediaItem("document", str(bad)),
+                MediaItem("audio", str(good)),
+            ],
+        )
+    )
     assert len(ids) == 3
     assert [(s.method, s.text) for s in fake.sent] == [
         ("sendMessage", "[attachment unavailable: nope.png]"),
@@ -546,17 +674,33 @@ async def test_audio_as_voice(fake, started, tmp_path):
     ch, _ = started
     clip = tmp_path / "clip.ogg"
     clip.write_bytes(b"OggS voice")
-    await ch.send(OutboundMessage(chat_id="42", audio_as_voice=True, media=[
-        MediaItem("audio", str(clip)), MediaItem("voice", "https://example.com/v.ogg")]))
-    assert [(s.method, s.data) for s in fake.sent] == [("sendVoice", b"OggS voice"), ("sendVoice", None)]
+    await ch.send(
+        OutboundMessage(
+            chat_id="42",
+            audio_as_voice=True,
+            media=[MediaItem("audio", str(clip)), MediaItem("voice", "https://example.com/v.ogg")],
+        )
+    )
+    assert [(s.method, s.data) for s in fake.sent] == [
+        ("sendVoice", b"OggS voice"),
+        ("sendVoice", None),
+    ]
 
 
 async def test_media_reply_threading_first(fake, started, tmp_path):
     ch, _ = started
     fake.inject_message(42, "trigger", from_id=42)
-    await ch.send(OutboundMessage(chat_id="42", reply_to_id="1", reply_mode="first",
-                                  media=[MediaItem("image", "https://e.com/1.png"),
-                                         MediaItem("image", "https://e.com/2.png")]))
+    await ch.send(
+        OutboundMessage(
+            chat_id="42",
+            reply_to_id="1",
+            reply_mode="first",
+            media=[
+                MediaItem("image", "https://e.com/1.png"),
+                MediaItem("image", "https://e.com/2.png"),
+            ],
+        )
+    )
     assert [s.reply_to_message_id for s in fake.sent] == [1, None]
 
 
@@ -568,13 +712,14 @@ async def test_send_before_start_raises(make_channel):
 
 # ---------------------------------------------------------------------------- typing / reactions
 
+
 async def test_typing_and_react(fake, started):
     ch, _ = started
     fake.inject_message(42, "hi", from_id=42)
     await ch.typing("42")
     await ch.typing("-1001", thread_id="10")
     await ch.react("42", "1", "👀")
-    await ch.react("42", "999", "👍")            # unknown message: logged, not raised
+    await ch.react("42", "999", "👍")  # unknown message: logged, not raised
     assert fake.chat_actions == [(42, "typing", None), (-1001, "typing", 10)]
     assert fake.reactions == [(42, 1, [{"type": "emoji", "emoji": "👀"}])]
 
@@ -582,7 +727,7 @@ async def test_typing_and_react(fake, started):
 async def test_token_never_logged_or_raised(fake, started, make_channel, caplog):
     """The token is part of every Bot API URL; no log line or error text may carry it."""
     ch, _ = started
-    with socket.socket() as s:          # a port that was free a moment ago: connection refused
+    with socket.socket() as s:  # a port that was free a moment ago: connection refused
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     down = make_channel(api_base=f"http://127.0.0.1:{port}", start_timeout=5)
@@ -594,7 +739,7 @@ async def test_token_never_logged_or_raised(fake, started, make_channel, caplog)
             await ch.send(OutboundMessage(chat_id="43", text="hello"))
         with pytest.raises(ChannelError) as started_err:
             await down.start(Sink())
-    assert any("sendMessage" in r.getMessage() for r in caplog.records)   # the calls were logged
+    assert any("sendMessage" in r.getMessage() for r in caplog.records)  # the calls were logged
     texts = [r.getMessage() for r in caplog.records] + [str(sent.value), str(started_err.value)]
     texts += [str(e) for e in (sent.value.__cause__, started_err.value.__cause__) if e is not None]
     assert [t for t in texts if "SECRET" in t] == []
@@ -602,11 +747,23 @@ async def test_token_never_logged_or_raised(fake, started, make_channel, caplog)
 
 async def test_anonymous_admin_is_not_a_bot(fake, started):
     _, sink = started
-    fake.inject_raw_update({"message": {
-        "message_id": 1, "date": 0, "text": "hi @chela_bot",
-        "chat": {"id": -100, "type": "supergroup", "title": "G"},
-        "from": {"id": 1087968824, "is_bot": True, "first_name": "Group", "username": "GroupAnonymousBot"},
-        "sender_chat": {"id": -100, "type": "supergroup", "title": "G"}}})
+    fake.inject_raw_update(
+        {
+            "message": {
+                "message_id": 1,
+                "date": 0,
+                "text": "hi @chela_bot",
+                "chat": {"id": -100, "type": "supergroup", "title": "G"},
+                "from": {
+                    "id": 1087968824,
+                    "is_bot": True,
+                    "first_name": "Group",
+                    "username": "GroupAnonymousBot",
+                },
+                "sender_chat": {"id": -100, "type": "supergroup", "title": "G"},
+            }
+        }
+    )
     [m] = await sink.wait(1)
     assert m.sender_id == "-100" and not m.sender_is_bot and m.mentioned
 

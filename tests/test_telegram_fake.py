@@ -110,7 +110,7 @@ async def test_send_message_records_and_html_validation(fake, bot):
         await bot.send_message(5, "x" * 4097)
     with pytest.raises(BadRequest, match="(?i)empty"):
         await bot.send_message(5, "   ")
-    await bot.send_message(5, "😀" * 2048)                       # 4096 UTF-16 units: fits
+    await bot.send_message(5, "😀" * 2048)  # 4096 UTF-16 units: fits
     with pytest.raises(BadRequest, match="(?i)too long"):
         await bot.send_message(5, "😀" * 2049)
     m2 = await bot.send_message(5, "second", reply_parameters=telegram.ReplyParameters(1))
@@ -135,7 +135,12 @@ async def test_upload_getfile_download_roundtrip(fake, bot, tmp_path):
     m = await bot.send_document(9, telegram.InputFile(b"abc123", filename="a.txt"), caption="doc")
     assert m.document.file_name == "a.txt" and m.caption == "doc"
     s = fake.sent[0]
-    assert (s.method, s.kind, s.filename, s.data) == ("sendDocument", "document", "a.txt", b"abc123")
+    assert (s.method, s.kind, s.filename, s.data) == (
+        "sendDocument",
+        "document",
+        "a.txt",
+        b"abc123",
+    )
     f = await bot.get_file(m.document.file_id)
     target = await f.download_to_drive(tmp_path / "out.txt")
     assert target.read_bytes() == b"abc123"

@@ -33,14 +33,21 @@ class Server:
     async def handle(self, request: web.Request) -> web.Response:
         self.in_flight += 1
         try:
-            entry: dict = {"path": request.path, "method": request.method,
-                           "content_type": request.content_type, "user_agent": request.headers.get("User-Agent", "")}
+            entry: dict = {
+                "path": request.path,
+                "method": request.method,
+                "content_type": request.content_type,
+                "user_agent": request.headers.get("User-Agent", ""),
+            }
             if request.content_type == "multipart/form-data":
                 reader = await request.multipart()
                 parts = {}
                 async for part in reader:
-                    parts[part.name] = {"filename": part.filename, "data": await part.read(),
-                                        "content_type": part.headers.get("Content-Type")}
+                    parts[part.name] = {
+                        "filename": part.filename,
+                        "data": await part.read(),
+                        "content_type": part.headers.get("Content-Type"),
+                    }
                 entry["parts"] = parts
             else:
                 entry["form"] = dict(await request.post())
@@ -76,8 +83,13 @@ async def server():
 
 @pytest.fixture
 async def request_():
-    r = AiohttpRequest(connection_pool_size=2, read_timeout=2.0, write_timeout=2.0, connect_timeout=2.0,
-                       pool_timeout=0.3)
+    r = AiohttpRequest(
+        connection_pool_size=2,
+        read_timeout=2.0,
+        write_timeout=2.0,
+        connect_timeout=2.0,
+        pool_timeout=0.3,
+    )
     await r.initialize()
     yield r
     await r.shutdown()
@@ -88,9 +100,11 @@ def _data(**params) -> RequestData:
 
 
 async def test_form_fields_reach_the_server(server, request_):
-    result = await request_.post(f"{server.url}/bot{TOKEN}/sendMessage",
-                                 request_data=_data(chat_id=42, text="héllo & bye", reply_parameters={"message_id": 7}))
-    assert result is True                                # PTB parsed {"ok": true, "result": true}
+    result = await request_.post(
+        f"{server.url}/bot{TOKEN}/sendMessage",
+        request_data=_data(chat_id=42, text="héllo & bye", reply_parameters={"message_id": 7}),
+    )
+    assert result is True  # PTB parsed {"ok": true, "result": true}
     [req] = server.requests
     assert req["path"] == f"/bot{TOKEN}/sendMessage" and req["method"] == "POST"
     assert req["content_type"] == "application/x-www-form-urlencoded"
@@ -101,19 +115,23 @@ async def test_form_fields_reach_the_server(server, request_):
 
 async def test_multipart_upload_keeps_the_file_name(server, request_):
     doc = InputFile(b"\x00\x01 bytes", filename='my notes "v2"\nété.txt')
-    await request_.post(f"{server.url}/bot{TOKEN}/sendDocument", request_data=_data(chat_id=5, document=doc))
+    await request_.post(
+        f"{server.url}/bot{TOKEN}/sendDocument", request_data=_data(chat_id=5, document=doc)
+    )
     [req] = server.requests
     assert req["content_type"] == "multipart/form-data"
     assert req["parts"]["chat_id"]["data"] == b"5"
     [upload] = [p for name, p in req["parts"].items() if p["filename"]]
     assert upload["data"] == b"\x00\x01 bytes"
-    assert upload["filename"] == 'my notes "v2" été.txt'     # not percent-encoded, no line break
+    assert upload["filename"] == 'my notes "v2" été.txt'  # not percent-encoded, no line break
 
 
 async def test_through_ptb_bot(server):
     """The whole PTB stack on top: Bot.get_me-style call goes out and its JSON comes back."""
     req = AiohttpRequest()
-    bot = Bot(TOKEN, base_url=f"{server.url}/bot", request=req, get_updates_request=AiohttpRequest())
+    bot = Bot(
+        TOKEN, base_url=f"{server.url}/bot", request=req, get_updates_request=AiohttpRequest()
+    )
     await req.initialize()
     try:
         assert await bot.send_chat_action(chat_id=1, action="typing") is True
@@ -134,7 +152,7 @@ async def test_refused_connection_is_a_retryable_network_error_without_token(req
         port = s.getsockname()[1]
     with pytest.raises(NetworkError) as info:
         await request_.do_request(f"http://127.0.0.1:{port}/bot{TOKEN}/getMe", "POST")
-    assert not isinstance(info.value, TimedOut)          # nothing was sent: the adapter may retry
+    assert not isinstance(info.value, TimedOut)  # nothing was sent: the adapter may retry
     assert "SECRET" not in str(info.value) and info.value.__cause__ is None
 
 
@@ -143,12 +161,18 @@ async def test_busy_pool_times_out_without_sending(server, request_):
     request_ = AiohttpRequest(connection_pool_size=2, connect_timeout=0.2, pool_timeout=0.3)
     await request_.initialize()
     server.delay = 1.0
-    busy = [asyncio.ensure_future(request_.do_request(f"{server.url}/slow{i}", "POST")) for i in range(2)]
+    busy = [
+        asyncio.ensure_future(request_.do_request(f"{server.url}/slow{i}", "POST"))
+        for i in range(2)
+    ]
     while server.in_flight < 2:
         await asyncio.sleep(0.01)
     with pytest.raises(TimedOut, match="not sent"):
         await request_.do_request(f"{server.url}/third", "POST")
-    assert sorted(r["path"] for r in server.requests) == ["/slow0", "/slow1"]   # the third never arrived
+    assert sorted(r["path"] for r in server.requests) == [
+        "/slow0",
+        "/slow1",
+    ]  # the third never arrived
     await asyncio.gather(*busy)
     await request_.shutdown()
 
@@ -184,7 +208,7 @@ async def test_not_initialized_or_shut_down(server):
         await r.do_request(f"{server.url}/x", "POST")
     await r.initialize()
     await r.shutdown()
-    await r.shutdown()                                   # idempotent
+    await r.shutdown()  # idempotent
     with pytest.raises(RuntimeError):
         await r.do_request(f"{server.url}/x", "POST")
 
@@ -196,8 +220,8 @@ async def test_proxy_from_the_environment(server, monkeypatch):
     r = AiohttpRequest()
     assert r._proxy_for("http://api.example/bot1:x/getMe") == server.url
     assert r._proxy_for("http://direct.example/bot1:x/getMe") is None
-    assert r._proxy_for(f"{server.url}/bot1:x/getMe") is None             # 127.0.0.1: never proxied
-    monkeypatch.setenv("ALL_PROXY", "proxy.lan:3128")                   # no scheme: http://
+    assert r._proxy_for(f"{server.url}/bot1:x/getMe") is None  # 127.0.0.1: never proxied
+    monkeypatch.setenv("ALL_PROXY", "proxy.lan:3128")  # no scheme: http://
     assert AiohttpRequest()._proxy_for("https://api.telegram.org/x") == "http://proxy.lan:3128"
     # through the proxy for real: the "proxy" (our server) gets the absolute-form request
     await r.initialize()

@@ -17,7 +17,18 @@ from bot.agent.tools.exec_tool import check_allowlisted
 from bot.prompt.context import ToolSpec
 from tests.test_sandbox import PY, require_sandbox
 
-ALL = ["read", "write", "edit", "exec", "memory_search", "memory_get", "message", "session_status", "sessions_spawn", "cron"]
+ALL = [
+    "read",
+    "write",
+    "edit",
+    "exec",
+    "memory_search",
+    "memory_get",
+    "message",
+    "session_status",
+    "sessions_spawn",
+    "cron",
+]
 
 
 @pytest.fixture
@@ -34,7 +45,9 @@ def reg():
 
 def ctx_for(ws: Path, **kw) -> ToolContext:
     kw.setdefault("exec_policy", ExecPolicy("allowlist", ["ls", "cat", "echo", "sleep", "sh"], 5))
-    return ToolContext(file_root=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / "m", **kw)
+    return ToolContext(
+        file_root=ws, session_key="agent:main:main", agent_id="main", media_dir=ws / "m", **kw
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -75,7 +88,9 @@ async def test_read_write_edit(reg, ws):
     sl = await reg.execute("read", {"path": "sub/dir/n.txt", "offset": 2, "limit": 1}, ctx)
     assert sl.startswith("two\n[... lines 2-2 of 3; continue with offset=3]")
     assert await reg.execute("read", {"path": "sub/dir/n.txt", "offset": 3}, ctx) == "three\n"
-    out = await reg.execute("edit", {"path": "sub/dir/n.txt", "old_text": "two", "new_text": "TWO"}, ctx)
+    out = await reg.execute(
+        "edit", {"path": "sub/dir/n.txt", "old_text": "two", "new_text": "TWO"}, ctx
+    )
     assert out.startswith("Edited")
     assert (ws / "sub/dir/n.txt").read_text() == "one\nTWO\nthree\n"
 
@@ -87,7 +102,9 @@ async def test_edit_errors(reg, ws):
     assert missing.startswith("Error: old_text was not found")
     amb = await reg.execute("edit", {"path": "f.txt", "old_text": "a", "new_text": "c"}, ctx)
     assert amb.startswith("Error: old_text occurs 3 times")
-    ok = await reg.execute("edit", {"path": "f.txt", "old_text": "a", "new_text": "c", "replace_all": True}, ctx)
+    ok = await reg.execute(
+        "edit", {"path": "f.txt", "old_text": "a", "new_text": "c", "replace_all": True}, ctx
+    )
     assert "replaced 3 occurrences" in ok
     assert (ws / "f.txt").read_text() == "c c c"
     nofile = await reg.execute("edit", {"path": "zz.txt", "old_text": "a", "new_text": "b"}, ctx)
@@ -96,13 +113,20 @@ async def test_edit_errors(reg, ws):
 
 async def test_read_errors(reg, ws):
     ctx = ctx_for(ws)
-    assert (await reg.execute("read", {"path": "nope.txt"}, ctx)).startswith("Error: file not found")
-    assert (await reg.execute("read", {}, ctx)).startswith("Error: missing required argument 'path'")
+    assert (await reg.execute("read", {"path": "nope.txt"}, ctx)).startswith(
+        "Error: file not found"
+    )
+    assert (await reg.execute("read", {}, ctx)).startswith(
+        "Error: missing required argument 'path'"
+    )
     (ws / "d").mkdir()
     assert "directory" in await reg.execute("read", {"path": "d"}, ctx)
 
 
-@pytest.mark.parametrize("path", ["../x", "../../etc/passwd", "/etc/passwd", "sub/../../x", "link/secret.txt", "filelink"])
+@pytest.mark.parametrize(
+    "path",
+    ["../x", "../../etc/passwd", "/etc/passwd", "sub/../../x", "link/secret.txt", "filelink"],
+)
 async def test_path_escapes_refused(reg, ws, tmp_path, path):
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -139,7 +163,17 @@ async def test_paths_inside_allowed(reg, ws):
 
 @pytest.mark.parametrize(
     "command",
-    ["ls; rm -rf /", "ls | cat", "ls && rm x", "echo `id`", "echo $(id)", "ls > out", "cat < f", "ls\nrm x", "ls & sleep 1"],
+    [
+        "ls; rm -rf /",
+        "ls | cat",
+        "ls && rm x",
+        "echo `id`",
+        "echo $(id)",
+        "ls > out",
+        "cat < f",
+        "ls\nrm x",
+        "ls & sleep 1",
+    ],
 )
 def test_exec_allowlist_refuses_metacharacters(command):
     with pytest.raises(Exception) as ei:
@@ -167,7 +201,12 @@ def sandboxed(request):
 
 async def test_exec_allowlist_runs_in_workspace(reg, ws, sandboxed):
     (ws / "hello.txt").write_text("hi there")
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("allowlist", ["ls", "cat", "echo", "sleep", "sh"], 5, sandbox=sandboxed))
+    ctx = ctx_for(
+        ws,
+        exec_policy=ExecPolicy(
+            "allowlist", ["ls", "cat", "echo", "sleep", "sh"], 5, sandbox=sandboxed
+        ),
+    )
     out = await reg.execute("exec", {"command": "cat hello.txt"}, ctx)
     assert out.startswith("hi there\n[exit code 0")
     out = await reg.execute("exec", {"command": "ls"}, ctx)
@@ -193,10 +232,14 @@ async def test_exec_full_policy_uses_shell(reg, ws, sandboxed):
 async def test_exec_children_do_not_get_secret_variables(reg, ws, monkeypatch, sandboxed):
     monkeypatch.setenv("CHELA_TEST_BOT_TOKEN", "123:very-secret-token")
     monkeypatch.setenv("CHELA_TEST_PLAIN", "visible")
-    ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 5, sandbox=sandboxed), secrets=("123:very-secret-token",))
+    ctx = ctx_for(
+        ws,
+        exec_policy=ExecPolicy("full", [], 5, sandbox=sandboxed),
+        secrets=("123:very-secret-token",),
+    )
     out = await reg.execute("exec", {"command": "env"}, ctx)
     assert "CHELA_TEST_PLAIN=visible" in out
-    assert "CHELA_TEST_BOT_TOKEN" not in out          # the variable itself, not only its value
+    assert "CHELA_TEST_BOT_TOKEN" not in out  # the variable itself, not only its value
     out = await reg.execute("exec", {"command": 'echo "[$CHELA_TEST_BOT_TOKEN]"'}, ctx)
     assert out.startswith("[]")
 
@@ -205,7 +248,9 @@ async def test_exec_timeout_kills_process_group(reg, ws, sandboxed):
     ctx = ctx_for(ws, exec_policy=ExecPolicy("full", [], 0.5, sandbox=sandboxed))
     t0 = time.monotonic()
     # the grandchild writes a marker after 1s unless it was killed with the group
-    out = await reg.execute("exec", {"command": "echo started; (sleep 1; touch marker) & sleep 30"}, ctx)
+    out = await reg.execute(
+        "exec", {"command": "echo started; (sleep 1; touch marker) & sleep 30"}, ctx
+    )
     assert time.monotonic() - t0 < 5
     assert out.startswith("Error: the command timed out after 0.5s and was killed.")
     assert "started" in out
@@ -241,8 +286,10 @@ async def test_memory_search_and_get(reg, ws):
     out = await reg.execute("memory_search", {"query": "Alice tea"}, ctx)
     lines = out.splitlines()
     assert lines[0].startswith(("MEMORY.md:2 (score", "memory/2025-01-02.md:1-2 (score"))
-    assert any(ln.startswith("memory/2025-01-02.md:1-2 (score") and "Met [Alice] at the [tea] house" in ln
-               for ln in lines)
+    assert any(
+        ln.startswith("memory/2025-01-02.md:1-2 (score") and "Met [Alice] at the [tea] house" in ln
+        for ln in lines
+    )
     assert not any("other.md" in line for line in lines)
     assert "No matches" in await reg.execute("memory_search", {"query": "zebra"}, ctx)
 
@@ -250,9 +297,13 @@ async def test_memory_search_and_get(reg, ws):
         "- Alice likes green tea\n[lines 2-2 of 3]"
     )
     assert "Met Alice" in await reg.execute("memory_get", {"path": "memory/2025-01-02.md"}, ctx)
-    assert (await reg.execute("memory_get", {"path": "other.md"}, ctx)).startswith("Error: other.md is not a memory file")
+    assert (await reg.execute("memory_get", {"path": "other.md"}, ctx)).startswith(
+        "Error: other.md is not a memory file"
+    )
     assert (await reg.execute("memory_get", {"path": "../MEMORY.md"}, ctx)).startswith("Error:")
-    assert (await reg.execute("memory_get", {"path": "memory/none.md"}, ctx)).startswith("Error: memory file not found")
+    assert (await reg.execute("memory_get", {"path": "memory/none.md"}, ctx)).startswith(
+        "Error: memory file not found"
+    )
 
 
 async def test_memory_search_without_files(reg, ws):
@@ -270,15 +321,29 @@ async def test_message_tool(reg, ws):
         sent.append((channel, to, text))
         return f"Sent to {channel}:{to}."
 
-    out = await reg.execute("message", {"channel": "telegram", "to": "42", "text": "hi"}, ctx_for(ws, send_message=send))
+    out = await reg.execute(
+        "message", {"channel": "telegram", "to": "42", "text": "hi"}, ctx_for(ws, send_message=send)
+    )
     assert out == "Sent to telegram:42." and sent == [("telegram", "42", "hi")]
-    out = await reg.execute("message", {"channel": "telegram", "to": "42", "text": "hi"}, ctx_for(ws))
+    out = await reg.execute(
+        "message", {"channel": "telegram", "to": "42", "text": "hi"}, ctx_for(ws)
+    )
     assert out.startswith("Error: sending messages is not available")
 
 
 async def test_session_status(reg, ws):
-    info = lambda: {"session_key": "agent:main:telegram:direct:7", "messages": 12, "usage": {"prompt_tokens": 5}}  # noqa: E731
-    out = await reg.execute("session_status", {}, ctx_for(ws, timezone="Asia/Tokyo", model="openai/m", session_info=info))
+    def info():
+        return {
+            "session_key": "agent:main:telegram:direct:7",
+            "messages": 12,
+            "usage": {"prompt_tokens": 5},
+        }
+
+    out = await reg.execute(
+        "session_status",
+        {},
+        ctx_for(ws, timezone="Asia/Tokyo", model="openai/m", session_info=info),
+    )
     assert "Asia/Tokyo" in out and "JST" in out and "UTC+09:00" in out
     assert "Model: openai/m" in out
     assert "Session: agent:main:telegram:direct:7" in out
@@ -291,7 +356,9 @@ async def test_sessions_spawn(reg, ws):
     async def spawn(task, label):
         return f"result of {task} ({label})"
 
-    out = await reg.execute("sessions_spawn", {"task": "count", "label": "c"}, ctx_for(ws, spawn_subagent=spawn))
+    out = await reg.execute(
+        "sessions_spawn", {"task": "count", "label": "c"}, ctx_for(ws, spawn_subagent=spawn)
+    )
     assert "result of count (c)" in out
     assert (await reg.execute("sessions_spawn", {"task": "x"}, ctx_for(ws))).startswith("Error:")
 
@@ -303,7 +370,13 @@ class FakeCron:
     async def add(self, name, schedule, prompt, target, to):
         if len(schedule.split()) != 5:
             raise ValueError("bad crontab")
-        self.jobs[name] = {"name": name, "schedule": schedule, "prompt": prompt, "target": target, "to": to}
+        self.jobs[name] = {
+            "name": name,
+            "schedule": schedule,
+            "prompt": prompt,
+            "target": target,
+            "to": to,
+        }
 
     async def list(self):
         return list(self.jobs.values())
@@ -314,18 +387,37 @@ class FakeCron:
 
 async def test_cron_tool(reg, ws):
     ctx = ctx_for(ws, cron=FakeCron())
-    out = await reg.execute("cron", {"action": "add", "name": "tea", "schedule": "0 9 * * *", "prompt": "remind tea", "target": "telegram", "to": "7"}, ctx)
-    assert out.startswith("Scheduled job 'tea'")
-    assert (await reg.execute("cron", {"action": "add", "name": "x", "schedule": "soon", "prompt": "p"}, ctx)).startswith(
-        "Error: could not add job 'x': bad crontab"
+    out = await reg.execute(
+        "cron",
+        {
+            "action": "add",
+            "name": "tea",
+            "schedule": "0 9 * * *",
+            "prompt": "remind tea",
+            "target": "telegram",
+            "to": "7",
+        },
+        ctx,
     )
+    assert out.startswith("Scheduled job 'tea'")
+    assert (
+        await reg.execute(
+            "cron", {"action": "add", "name": "x", "schedule": "soon", "prompt": "p"}, ctx
+        )
+    ).startswith("Error: could not add job 'x': bad crontab")
     out = await reg.execute("cron", {"action": "list"}, ctx)
     assert "- tea [0 9 * * *] -> telegram:7: remind tea" in out
-    assert (await reg.execute("cron", {"action": "remove", "name": "tea"}, ctx)) == "Removed job 'tea'."
-    assert (await reg.execute("cron", {"action": "remove", "name": "tea"}, ctx)).startswith("Error: no scheduled job")
+    assert (
+        await reg.execute("cron", {"action": "remove", "name": "tea"}, ctx)
+    ) == "Removed job 'tea'."
+    assert (await reg.execute("cron", {"action": "remove", "name": "tea"}, ctx)).startswith(
+        "Error: no scheduled job"
+    )
     assert await reg.execute("cron", {"action": "list"}, ctx) == "No scheduled jobs."
     assert (await reg.execute("cron", {"action": "fly"}, ctx)).startswith("Error: unknown action")
-    assert (await reg.execute("cron", {"action": "list"}, ctx_for(ws))).startswith("Error: scheduling is not available")
+    assert (await reg.execute("cron", {"action": "list"}, ctx_for(ws))).startswith(
+        "Error: scheduling is not available"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -367,7 +459,7 @@ async def test_cron_tool(reg, ws):
             [ParsedCall("read", {"path": "c"})],
         ),
         (  # no arguments key
-            "<TOOL_CALL>{\"name\": \"session_status\"}</TOOL_CALL>",
+            '<TOOL_CALL>{"name": "session_status"}</TOOL_CALL>',
             "",
             [ParsedCall("session_status", {})],
         ),
@@ -384,7 +476,7 @@ def test_parse_tool_calls(reply, visible, calls):
     [
         ('{"name": "read", "arguments": {"path": }', "read", "not valid JSON"),
         ("[1, 2]", "", "JSON object"),
-        ('{"arguments": {}}', "", "no \"name\""),
+        ('{"arguments": {}}', "", 'no "name"'),
         ('{"name": "read", "arguments": [1]}', "read", "must be a JSON object"),
         ("", "", "empty"),
     ],
@@ -434,7 +526,11 @@ def test_split_reasoning(text, visible, thinking):
         ("token=short", (), "token=short"),  # under 8 chars: left alone
         ("max_tokens: 1000", (), "max_tokens: 1000"),
         ("url?access_token=abcdefghij&x=1", (), "url?access_token=abcd*[REDACTED]&x=1"),
-        ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc", (), "Authorization: Bearer eyJh*[REDACTED]"),
+        (
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc",
+            (),
+            "Authorization: Bearer eyJh*[REDACTED]",
+        ),
         ("my value is zq-9876543210 ok", ("zq-9876543210",), "my value is zq-9*[REDACTED] ok"),
         ("abc appears", ("abc",), "abc appears"),  # secrets shorter than 4 ignored
         ("AWS_CREDENTIALS=AKIAABCDEFGH", (), "AWS_CREDENTIALS=AKIA*[REDACTED]"),
@@ -458,7 +554,7 @@ def test_log_filter_redacts_messages_and_tracebacks(caplog):
     from channels.redact import RedactSecrets
 
     logger = logging.getLogger("chela.test.redact")
-    flt = RedactSecrets(["tok-123456", "abc"])          # "abc" is too short to redact
+    flt = RedactSecrets(["tok-123456", "abc"])  # "abc" is too short to redact
     logger.addFilter(flt)
     try:
         with caplog.at_level("INFO", logger="chela.test.redact"):

@@ -37,7 +37,9 @@ async def fetch(cfg, url, **args) -> str:
     tool = make_web_fetch(cfg)
     from bot.agent.tools import ToolRegistry
 
-    return await ToolRegistry([tool]).execute("web_fetch", {"url": url, **args}, ToolContext(file_root=os.getcwd()))
+    return await ToolRegistry([tool]).execute(
+        "web_fetch", {"url": url, **args}, ToolContext(file_root=os.getcwd())
+    )
 
 
 # ------------------------------------------------------------------------- web_fetch
@@ -67,8 +69,16 @@ async def test_the_builtin_converter_is_used_without_trafilatura(site, monkeypat
     assert "alert(" not in out and "Home | About" not in out
 
 
-@pytest.mark.parametrize("target", ["http://127.0.0.1:{port}/secret", "http://10.1.2.3/", "http://169.254.169.254/latest/meta-data/",
-                                    "http://[::1]:{port}/secret", "http://[::ffff:169.254.169.254]/"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:{port}/secret",
+        "http://10.1.2.3/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]:{port}/secret",
+        "http://[::ffff:169.254.169.254]/",
+    ],
+)
 async def test_a_redirect_to_an_internal_address_is_refused_at_the_hop(site, target):
     target = target.format(port=site.port)
     out = await fetch(web_cfg(), f"{site.base}/redirect?to={target}")
@@ -83,25 +93,46 @@ async def test_twin_a_redirect_to_an_allowed_page_is_followed(site):
 
 async def test_a_local_server_needs_allow_private_hosts(site):
     out = await fetch(web_cfg(allow_private_hosts=[]), site.base + "/article")
-    assert out.startswith("Error: blocked address") and "allow_private_hosts" in out and site.hits == []
-    out = await fetch(web_cfg(allow_private_hosts=["127.0.0.0/8"]), f"http://127.0.0.1:{site.port}/article")
+    assert (
+        out.startswith("Error: blocked address")
+        and "allow_private_hosts" in out
+        and site.hits == []
+    )
+    out = await fetch(
+        web_cfg(allow_private_hosts=["127.0.0.0/8"]), f"http://127.0.0.1:{site.port}/article"
+    )
     assert "Sea otters" in out
 
 
 async def test_metadata_stays_refused_whatever_the_allow_list_says():
     rules = HostRules(["169.254.0.0/16", "0.0.0.0/0", "metadata.google.internal"])
-    for host, ip in [("169.254.169.254", "169.254.169.254"), ("x", "fd00:ec2::254"),
-                     ("metadata.google.internal", "8.8.8.8")]:
+    for host, ip in [
+        ("169.254.169.254", "169.254.169.254"),
+        ("x", "fd00:ec2::254"),
+        ("metadata.google.internal", "8.8.8.8"),
+    ]:
         with pytest.raises(FetchError, match="metadata"):
             rules.check(host, [ipaddress.ip_address(ip)])
-    rules.check("homelab", [ipaddress.ip_address("169.254.10.10")])   # twin: other link-local, allowed
+    rules.check(
+        "homelab", [ipaddress.ip_address("169.254.10.10")]
+    )  # twin: other link-local, allowed
 
 
 def test_public_addresses_pass_and_internal_ones_do_not():
     rules = HostRules([])
     rules.check("example.com", [ipaddress.ip_address("93.184.216.34")])
-    for ip in ("127.0.0.1", "10.0.0.1", "192.168.1.1", "172.16.5.4", "100.64.0.1", "::1", "fe80::1", "fc00::1",
-               "0.0.0.0", "::ffff:10.0.0.1"):
+    for ip in (
+        "127.0.0.1",
+        "10.0.0.1",
+        "192.168.1.1",
+        "172.16.5.4",
+        "100.64.0.1",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "0.0.0.0",
+        "::ffff:10.0.0.1",
+    ):
         with pytest.raises(FetchError, match="blocked address"):
             rules.check("h", [ipaddress.ip_address(ip)])
     with pytest.raises(FetchError):  # one bad address among good ones is enough
@@ -123,17 +154,25 @@ async def test_charset_from_the_header_and_from_meta(site):
 
 
 async def test_clear_error_names(site):
-    assert (await fetch(web_cfg(), site.base + "/binary")).startswith("Error: unsupported content type")
+    assert (await fetch(web_cfg(), site.base + "/binary")).startswith(
+        "Error: unsupported content type"
+    )
     assert (await fetch(web_cfg(), "file:///etc/passwd")).startswith("Error: bad URL")
     assert (await fetch(web_cfg(), "http://no-such-host.invalid/")).startswith("Error: DNS")
-    out = await fetch(web_cfg(max_redirects=1), f"{site.base}/redirect?to=/redirect%3Fto%3D/article")
+    out = await fetch(
+        web_cfg(max_redirects=1), f"{site.base}/redirect?to=/redirect%3Fto%3D/article"
+    )
     assert out.startswith("Error: too many redirects")
 
 
 # ------------------------------------------------------------------------ web_search
 def search_cfg(search, provider, **kw):
-    base = {"search_provider": provider, "brave_api_base": search.base, "tavily_api_base": search.base,
-            "duckduckgo_url": search.base}
+    base = {
+        "search_provider": provider,
+        "brave_api_base": search.base,
+        "tavily_api_base": search.base,
+        "duckduckgo_url": search.base,
+    }
     return parse_config({"tools": {"web": {**base, **kw}}}).tools.web
 
 
@@ -141,14 +180,18 @@ async def run_search(cfg, query="otters", count=3) -> str:
     from bot.agent.tools import ToolRegistry
 
     tools = web_tools(cfg)
-    return await ToolRegistry(tools.values()).execute("web_search", {"query": query, "count": count},
-                                                      ToolContext(file_root=os.getcwd()))
+    return await ToolRegistry(tools.values()).execute(
+        "web_search", {"query": query, "count": count}, ToolContext(file_root=os.getcwd())
+    )
 
 
 async def test_brave(search, monkeypatch):
     monkeypatch.setenv("BRAVE_API_KEY", BRAVE_KEY)
     out = await run_search(search_cfg(search, "brave"))
-    assert "1. Brave result 1 for otters\n   https://brave.example/1" in out and "About otters number 1" in out
+    assert (
+        "1. Brave result 1 for otters\n   https://brave.example/1" in out
+        and "About otters number 1" in out
+    )
     assert "Brave result 4" not in out and search.requests[0]["query"]["count"] == "3"
     assert out.startswith("[Web search results (brave)") and "<<<untrusted" in out
 
@@ -161,17 +204,27 @@ async def test_brave_with_a_wrong_key_is_a_clear_error(search, monkeypatch):
 async def test_tavily(search, monkeypatch):
     monkeypatch.setenv("TAVILY_API_KEY", TAVILY_KEY)
     out = await run_search(search_cfg(search, "tavily"), count=2)
-    assert "Tavily result 2" in out and "Tavily says otters #1" in out and search.requests[0]["body"]["max_results"] == 2
+    assert (
+        "Tavily result 2" in out
+        and "Tavily says otters #1" in out
+        and search.requests[0]["body"]["max_results"] == 2
+    )
 
 
 async def test_searxng(search):
     out = await run_search(search_cfg(search, "searxng", searxng_url=search.base))
-    assert "SearXNG result 3\n   https://searx.example/3" in out and search.requests[0]["query"]["format"] == "json"
+    assert (
+        "SearXNG result 3\n   https://searx.example/3" in out
+        and search.requests[0]["query"]["format"] == "json"
+    )
 
 
 async def test_duckduckgo(search):
     out = await run_search(search_cfg(search, "duckduckgo"))
-    assert "1. DDG result 1\n   https://ddg.example/1?a=1&b=2" in out and "Snippet about otters 1" in out
+    assert (
+        "1. DDG result 1\n   https://ddg.example/1?a=1&b=2" in out
+        and "Snippet about otters 1" in out
+    )
 
 
 def test_auto_picks_the_first_configured_provider(search):
@@ -186,7 +239,7 @@ def test_no_working_provider_means_no_web_search(search, monkeypatch):
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     assert "web_search" not in web_tools(search_cfg(search, "brave"))
     assert "web_search" not in web_tools(search_cfg(search, "auto", duckduckgo_url=""))
-    monkeypatch.setenv("BRAVE_API_KEY", BRAVE_KEY)   # twin
+    monkeypatch.setenv("BRAVE_API_KEY", BRAVE_KEY)  # twin
     assert "web_search" in web_tools(search_cfg(search, "brave"))
 
 
@@ -198,16 +251,24 @@ def test_config_rejects_a_bad_cidr_and_accepts_web_tools_for_guests():
 
 
 # ----------------------------------------------------------------------- end to end
-async def test_owner_fetches_a_page_through_the_daemon_and_guests_only_when_listed(tmp_path, llm, tg, site):
-    tools = {"enabled": ["session_status", "web_fetch"], "web": {"allow_private_hosts": ["localhost"]}}
+async def test_owner_fetches_a_page_through_the_daemon_and_guests_only_when_listed(
+    tmp_path, llm, tg, site
+):
+    tools = {
+        "enabled": ["session_status", "web_fetch"],
+        "web": {"allow_private_hosts": ["localhost"]},
+    }
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg, dm_policy="open"), tools=tools)
-    llm.script(tool_calls([("web_fetch", {"url": site.base + "/article"})]), text("Otters hold hands."),
-               text("I cannot fetch pages here."))
+    llm.script(
+        tool_calls([("web_fetch", {"url": site.base + "/article"})]),
+        text("Otters hold hands."),
+        text("I cannot fetch pages here."),
+    )
     async with running(cfg):
         tg.inject_message(42, "what about otters?", from_id=42)
         sent = await tg.wait_for_sent(1, timeout=15)
         assert sent[0].visible_text == "Otters hold hands."
-        result = [m["content"] for m in llm.requests[1]["messages"] if m.get("role") == "tool"][0]
+        result = next(m["content"] for m in llm.requests[1]["messages"] if m.get("role") == "tool")
         assert "# Sea otters" in result and "Untrusted data" in result
         names = [t["function"]["name"] for t in llm.requests[0]["tools"]]
         assert "web_fetch" in names and "web_search" not in names
@@ -219,13 +280,16 @@ async def test_owner_fetches_a_page_through_the_daemon_and_guests_only_when_list
 
 
 async def test_twin_a_guest_gets_web_fetch_when_tools_guest_lists_it(tmp_path, llm, tg, site):
-    tools = {"enabled": ["session_status"], "guest": ["session_status", "web_fetch"],
-             "web": {"allow_private_hosts": ["localhost"]}}
+    tools = {
+        "enabled": ["session_status"],
+        "guest": ["session_status", "web_fetch"],
+        "web": {"allow_private_hosts": ["localhost"]},
+    }
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg, dm_policy="open"), tools=tools)
     llm.script(tool_calls([("web_fetch", {"url": site.base + "/article"})]), text("done"))
     async with running(cfg):
         tg.inject_message(77, "otters?", from_id=77)
         await tg.wait_for_sent(1, timeout=15)
         assert "web_fetch" in [t["function"]["name"] for t in llm.requests[0]["tools"]]
-        result = [m["content"] for m in llm.requests[1]["messages"] if m.get("role") == "tool"][0]
+        result = next(m["content"] for m in llm.requests[1]["messages"] if m.get("role") == "tool")
         assert "# Sea otters" in result

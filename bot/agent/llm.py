@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import contextlib
 import logging
 import os
 import random
@@ -28,7 +29,7 @@ _HTTP_HANDLER_ENV = "EXPERIMENTAL_OPENAI_BASE_LLM_HTTP_HANDLER"
 
 
 def _load_litellm() -> Any:
-    global _litellm
+    global _litellm  # noqa: PLW0603 - one lazily imported module per process
     if _litellm is not None:
         return _litellm
     with _import_lock:
@@ -40,15 +41,13 @@ def _load_litellm() -> Any:
             # bench/turn_bench.py that was 4.7 of 5.7 ms of CPU per call, and 1.9 ms with the
             # handler.  Same wire format; set the variable to "false" to go back.
             os.environ.setdefault(_HTTP_HANDLER_ENV, "true")
-            import litellm  # noqa: PLC0415 - deliberately lazy
+            import litellm
 
             litellm.suppress_debug_info = True
             for attr, value in (("telemetry", False), ("set_verbose", False)):
                 if hasattr(litellm, attr):
-                    try:
+                    with contextlib.suppress(Exception):
                         setattr(litellm, attr, value)
-                    except Exception:  # pragma: no cover - defensive
-                        pass
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
             _litellm = litellm
     return _litellm
@@ -80,7 +79,14 @@ class Completion:
 class LLMError(Exception):
     """The model call failed for good.  ``user_message`` is what the user should see."""
 
-    def __init__(self, user_message: str, cause: BaseException | None = None, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        user_message: str,
+        cause: BaseException | None = None,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+    ) -> None:
         super().__init__(user_message)
         self.user_message = user_message
         self.cause = cause
@@ -154,37 +160,77 @@ def _classify(exc: BaseException, timeout: float) -> LLMError:
     def err(msg: str, retryable: bool) -> LLMError:
         return LLMError(msg, exc, status=status, retryable=retryable)
 
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or name in ("Timeout", "APITimeoutError"):
-        return err(f"The model did not answer within {timeout:g} seconds. Please try again in a moment.", True)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or name in (
+        "Timeout",
+        "APITimeoutError",
+    ):
+        return err(
+            f"The model did not answer within {timeout:g} seconds. Please try again in a moment.",
+            True,
+        )
     if litellm is not None and isinstance(exc, getattr(litellm, "ContextWindowExceededError", ())):
-        return err("The conversation is too long for the model. Start a fresh session with /new and try again.", False)
+        return err(
+            "The conversation is too long for the model. Start a fresh session with /new and try again.",
+            False,
+        )
     text = str(exc).lower()
     if "api_key" in text and ("must be set" in text or "not set" in text or "missing" in text):
         return err(_NO_KEY_MESSAGE, False)
     if status == 401 or name == "AuthenticationError":
-        return err("The model provider rejected the API key (HTTP 401). Check the configured key.", False)
+        return err(
+            "The model provider rejected the API key (HTTP 401). Check the configured key.", False
+        )
     if status == 403 or name == "PermissionDeniedError":
-        return err("The model provider refused access (HTTP 403). Check the key's permissions and the model name.", False)
+        return err(
+            "The model provider refused access (HTTP 403). Check the key's permissions and the model name.",
+            False,
+        )
     if status == 404 or name == "NotFoundError":
-        return err("The model or endpoint was not found (HTTP 404). Check the model name and api_base.", False)
+        return err(
+            "The model or endpoint was not found (HTTP 404). Check the model name and api_base.",
+            False,
+        )
     if status == 429 or name == "RateLimitError":
-        return err("The model is rate-limited right now (HTTP 429). Please try again in a moment.", True)
+        return err(
+            "The model is rate-limited right now (HTTP 429). Please try again in a moment.", True
+        )
     if status == 500 and not _headers_of(exc):
         # litellm reports a refused or broken connection as a 500 with no HTTP response
         # behind it (no headers at all); every real answer has headers
-        return LLMError("The model is not reachable right now (connection failed). Please try again in a moment.",
-                        exc, status=None, retryable=True)
+        return LLMError(
+            "The model is not reachable right now (connection failed). Please try again in a moment.",
+            exc,
+            status=None,
+            retryable=True,
+        )
     if status is not None and status >= 500:
-        return err(f"The model is not reachable right now (HTTP {status}). Please try again in a moment.", True)
+        return err(
+            f"The model is not reachable right now (HTTP {status}). Please try again in a moment.",
+            True,
+        )
     if status in _RETRY_STATUSES:
-        return err(f"The model is not reachable right now (HTTP {status}). Please try again in a moment.", True)
-    if name in ("APIConnectionError", "ServiceUnavailableError", "InternalServerError", "BadGatewayError") or isinstance(
-        exc, (ConnectionError, OSError)
-    ):
-        return err("The model is not reachable right now (connection failed). Please try again in a moment.", True)
+        return err(
+            f"The model is not reachable right now (HTTP {status}). Please try again in a moment.",
+            True,
+        )
+    if name in (
+        "APIConnectionError",
+        "ServiceUnavailableError",
+        "InternalServerError",
+        "BadGatewayError",
+    ) or isinstance(exc, (ConnectionError, OSError)):
+        return err(
+            "The model is not reachable right now (connection failed). Please try again in a moment.",
+            True,
+        )
     if status is not None and 400 <= status < 500:
-        return err(f"The model rejected the request (HTTP {status}). Try rephrasing, or start a fresh session with /new.", False)
-    return err("Something went wrong while talking to the model. Please try again in a moment.", False)
+        return err(
+            f"The model rejected the request (HTTP {status}). Try rephrasing, or start a fresh session with /new.",
+            False,
+        )
+    return err(
+        "Something went wrong while talking to the model. Please try again in a moment.", False
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -201,7 +247,9 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
 def _parse_response(resp: Any) -> Completion:
     choices = _get(resp, "choices") or []
     if not choices:
-        raise LLMError("The model returned an empty answer. Please try again.", None, retryable=True)
+        raise LLMError(
+            "The model returned an empty answer. Please try again.", None, retryable=True
+        )
     choice = choices[0]
     msg = _get(choice, "message")
     text = _get(msg, "content") or ""
@@ -216,18 +264,25 @@ def _parse_response(resp: Any) -> Completion:
         if args is None:
             args = ""
         elif not isinstance(args, str):
-            import json  # noqa: PLC0415
+            import json
 
             args = json.dumps(args)
-        calls.append(ToolCall(id=_get(tc, "id") or f"call_{uuid.uuid4().hex[:16]}", name=valid_utf8(name),
-                              arguments=valid_utf8(args)))
+        calls.append(
+            ToolCall(
+                id=_get(tc, "id") or f"call_{uuid.uuid4().hex[:16]}",
+                name=valid_utf8(name),
+                arguments=valid_utf8(args),
+            )
+        )
     u = _get(resp, "usage")
     usage: dict[str, int] = {}
     for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
         v = _get(u, k)
         if isinstance(v, int):
             usage[k] = v
-    return Completion(text=text, tool_calls=calls, usage=usage, raw_finish_reason=_get(choice, "finish_reason"))
+    return Completion(
+        text=text, tool_calls=calls, usage=usage, raw_finish_reason=_get(choice, "finish_reason")
+    )
 
 
 class LLMClient:
@@ -262,7 +317,9 @@ class LLMClient:
 
     def _kwargs(self, messages: list[dict], tools: list[dict] | None) -> dict[str, Any]:
         kw: dict[str, Any] = dict(self.extra)
-        kw.update(model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0)
+        kw.update(
+            model=self.model, messages=messages, timeout=self.timeout, num_retries=0, max_retries=0
+        )
         if self.api_base:
             kw["api_base"] = self.api_base
         key = self._api_key or ("sk-local" if self.api_base else "")
@@ -285,8 +342,10 @@ class LLMClient:
             if not self._api_key and not self.api_base:
                 try:
                     found = litellm.validate_environment(model=self.model)
-                    missing = any(str(k).endswith("_API_KEY") for k in found.get("missing_keys") or [])
-                except Exception:  # noqa: BLE001 - unknown model: let the call itself fail
+                    missing = any(
+                        str(k).endswith("_API_KEY") for k in found.get("missing_keys") or []
+                    )
+                except Exception:
                     missing = False
             self._key_missing = missing
         return self._key_missing
@@ -318,19 +377,28 @@ class LLMClient:
                 raise
             except LLMError as e:
                 err = e
-            except Exception as e:  # noqa: BLE001 - everything becomes an LLMError
+            except Exception as e:
                 err = _classify(e, self.timeout)
             cause = err.cause
             detail = f"{type(cause).__name__}" if cause is not None else "empty response"
             if not err.retryable or attempt >= self.max_retries:
                 log.warning(
-                    "llm call failed model=%s status=%s error=%s attempts=%d", self.model, err.status, detail, attempt + 1
+                    "llm call failed model=%s status=%s error=%s attempts=%d",
+                    self.model,
+                    err.status,
+                    detail,
+                    attempt + 1,
                 )
                 raise err
             wait = self._delay(attempt, err)
             log.info(
                 "llm call failed model=%s status=%s error=%s; retry %d/%d in %.2fs",
-                self.model, err.status, detail, attempt + 1, self.max_retries, wait,
+                self.model,
+                err.status,
+                detail,
+                attempt + 1,
+                self.max_retries,
+                wait,
             )
             attempt += 1
             await asyncio.sleep(wait)

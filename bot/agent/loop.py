@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from .llm import Completion, LLMClient, LLMError
 from channels.redact import scrub
@@ -56,12 +56,23 @@ def is_context_overflow(e: LLMError) -> bool:
     from . import llm as llm_mod
 
     cause = e.cause
-    lit = llm_mod._litellm  # noqa: SLF001
-    if cause is not None and lit is not None and isinstance(cause, getattr(lit, "ContextWindowExceededError", ())):
+    lit = llm_mod._litellm
+    if (
+        cause is not None
+        and lit is not None
+        and isinstance(cause, getattr(lit, "ContextWindowExceededError", ()))
+    ):
         return True
     text = str(cause or "").lower()
-    return any(s in text for s in ("context_length_exceeded", "maximum context length", "context window",
-                                   "prompt is too long"))
+    return any(
+        s in text
+        for s in (
+            "context_length_exceeded",
+            "maximum context length",
+            "context window",
+            "prompt is too long",
+        )
+    )
 
 
 def _limit_text(n: int) -> str:
@@ -71,14 +82,21 @@ def _limit_text(n: int) -> str:
     )
 
 
-async def _run_call(registry: ToolRegistry, ctx: ToolContext, name: str, args: dict | None, error: str | None) -> str:
+async def _run_call(
+    registry: ToolRegistry, ctx: ToolContext, name: str, args: dict | None, error: str | None
+) -> str:
     if error is not None:
         out = f"Error: {error}"
     else:
         started = time.monotonic()
         out = await registry.execute(name, args or {}, ctx)
-        log.info("tool %s session=%s %.2fs%s", name, ctx.session_key, time.monotonic() - started,
-                 " (error)" if out.startswith("Error:") else "")
+        log.info(
+            "tool %s session=%s %.2fs%s",
+            name,
+            ctx.session_key,
+            time.monotonic() - started,
+            " (error)" if out.startswith("Error:") else "",
+        )
     return _prepare_output(out, ctx)
 
 
@@ -88,7 +106,10 @@ def _decode_args(raw: str) -> tuple[dict | None, str | None]:
     try:
         val = json.loads(raw)
     except json.JSONDecodeError as e:
-        return None, f"arguments are not valid JSON: {e.msg} (line {e.lineno}, column {e.colno}). Send one JSON object."
+        return (
+            None,
+            f"arguments are not valid JSON: {e.msg} (line {e.lineno}, column {e.colno}). Send one JSON object.",
+        )
     if not isinstance(val, dict):
         return None, "arguments must be a JSON object"
     return val, None
@@ -124,7 +145,14 @@ async def run_agent_loop(
         new.append(msg)
 
     def final(text: str) -> LoopResult:
-        return LoopResult(text=text, new_messages=new, error=None, iterations=iterations, usage=usage, tool_calls=n_calls)
+        return LoopResult(
+            text=text,
+            new_messages=new,
+            error=None,
+            iterations=iterations,
+            usage=usage,
+            tool_calls=n_calls,
+        )
 
     while iterations < max_iterations:
         iterations += 1
@@ -139,10 +167,19 @@ async def run_agent_loop(
                 convo = await fit(convo, True)
                 iterations -= 1
                 continue
-            log.warning("turn failed session=%s after %d model calls: %s", ctx.session_key, iterations, e.user_message)
+            log.warning(
+                "turn failed session=%s after %d model calls: %s",
+                ctx.session_key,
+                iterations,
+                e.user_message,
+            )
             return LoopResult(
-                text=e.user_message, new_messages=new, error=e.user_message,
-                iterations=iterations, usage=usage, tool_calls=n_calls,
+                text=e.user_message,
+                new_messages=new,
+                error=e.user_message,
+                iterations=iterations,
+                usage=usage,
+                tool_calls=n_calls,
             )
         _add_usage(usage, comp.usage)
 
@@ -153,7 +190,11 @@ async def run_agent_loop(
                     "role": "assistant",
                     "content": comp.text or None,
                     "tool_calls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
                         for c in calls
                     ],
                 }
@@ -164,13 +205,15 @@ async def run_agent_loop(
                 jobs.append(_run_call(registry, ctx, c.name, args, err))
             n_calls += len(calls)
             results = await asyncio.gather(*jobs)
-            for c, out in zip(calls, results):
+            for c, out in zip(calls, results, strict=True):
                 emit({"role": "tool", "tool_call_id": c.id, "content": out})
             continue
 
         if not native_tools:
             # a <tool_call> the model only thought about (inside <think>) is not executed
-            _visible, parsed = parse_tool_calls(strip_thinking(comp.text) if reasoning_tags else comp.text)
+            _visible, parsed = parse_tool_calls(
+                strip_thinking(comp.text) if reasoning_tags else comp.text
+            )
             if parsed:
                 emit({"role": "assistant", "content": comp.text})
                 n_calls += len(parsed)
@@ -178,7 +221,12 @@ async def run_agent_loop(
                     *(_run_call(registry, ctx, p.name, p.arguments, p.error) for p in parsed)
                 )
                 names = [p.name or "unknown" for p in parsed]
-                emit({"role": "user", "content": format_tool_results(list(zip(names, results)))})
+                emit(
+                    {
+                        "role": "user",
+                        "content": format_tool_results(list(zip(names, results, strict=True))),
+                    }
+                )
                 continue
 
         text = comp.text or ""
@@ -193,4 +241,4 @@ async def run_agent_loop(
     return final(text)
 
 
-__all__ = ["LoopResult", "run_agent_loop", "truncate_output", "MAX_TOOL_OUTPUT"]
+__all__ = ["MAX_TOOL_OUTPUT", "LoopResult", "run_agent_loop", "truncate_output"]

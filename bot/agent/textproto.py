@@ -11,7 +11,8 @@ import html
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 _OPEN = re.compile(r"<tool_call\s*>", re.IGNORECASE)
 _CLOSE = re.compile(r"</tool_call\s*>", re.IGNORECASE)
@@ -55,12 +56,16 @@ def _decode(body: str) -> ParsedCall:
                 raise ValueError
             obj, _ = json.JSONDecoder().raw_decode(raw[start:])
         except ValueError:
-            return ParsedCall(_guess_name(raw), None, f"tool call is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})")
+            return ParsedCall(
+                _guess_name(raw),
+                None,
+                f"tool call is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            )
     if not isinstance(obj, dict):
-        return ParsedCall("", None, "tool call must be a JSON object with \"name\" and \"arguments\"")
+        return ParsedCall("", None, 'tool call must be a JSON object with "name" and "arguments"')
     name = obj.get("name")
     if not isinstance(name, str) or not name.strip():
-        return ParsedCall("", None, "tool call has no \"name\"")
+        return ParsedCall("", None, 'tool call has no "name"')
     args = obj.get("arguments", obj.get("parameters", {}))
     if args is None:
         args = {}
@@ -70,7 +75,7 @@ def _decode(body: str) -> ParsedCall:
         except json.JSONDecodeError as exc:
             return ParsedCall(name.strip(), None, f"arguments are not valid JSON: {exc.msg}")
     if not isinstance(args, dict):
-        return ParsedCall(name.strip(), None, "\"arguments\" must be a JSON object")
+        return ParsedCall(name.strip(), None, '"arguments" must be a JSON object')
     return ParsedCall(name.strip(), args, None)
 
 
@@ -139,11 +144,15 @@ def format_tool_results(results: Iterable[tuple[str, str]]) -> str:
     """Render results as ``<tool_result name="...">`` blocks, one per call, in order."""
     blocks = []
     for name, content in results:
-        blocks.append(f'<tool_result name="{html.escape(name, quote=True)}">\n{_escape_body(content)}\n</tool_result>')
+        blocks.append(
+            f'<tool_result name="{html.escape(name, quote=True)}">\n{_escape_body(content)}\n</tool_result>'
+        )
     return "\n".join(blocks)
 
 
-_THINK = re.compile(r"<(think|thinking)\s*>(.*?)(?:</\1\s*>|(?=<final\s*>)|\Z)", re.DOTALL | re.IGNORECASE)
+_THINK = re.compile(
+    r"<(think|thinking)\s*>(.*?)(?:</\1\s*>|(?=<final\s*>)|\Z)", re.DOTALL | re.IGNORECASE
+)
 _FINAL = re.compile(r"<final\s*>(.*?)(?:</final\s*>|\Z)", re.DOTALL | re.IGNORECASE)
 _STRAY = re.compile(r"</?(?:think|thinking|final)\s*>", re.IGNORECASE)
 

@@ -25,7 +25,8 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from bot.agent.tools.base import Tool, ToolContext, ToolError
 from bot.untrusted import untrusted_block
@@ -34,17 +35,15 @@ from .schema import normalize_schema, tool_name
 
 log = logging.getLogger("chela.mcp")
 
-PING_INTERVAL = 15.0      # seconds between liveness checks of an open session
+PING_INTERVAL = 15.0  # seconds between liveness checks of an open session
 RETRY_MIN = 1.0
 RETRY_MAX = 60.0
 
 
 def sdk_available() -> bool:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
 
 
 SDK_MISSING = "the MCP SDK is not installed: pip install 'chela[mcp]'"
@@ -52,8 +51,8 @@ SDK_MISSING = "the MCP SDK is not installed: pip install 'chela[mcp]'"
 
 @dataclass
 class RemoteTool:
-    name: str            # as Chela offers it: <server>__<tool>
-    remote: str          # as the server calls it
+    name: str  # as Chela offers it: <server>__<tool>
+    remote: str  # as the server calls it
     description: str
     schema: dict[str, Any]
 
@@ -62,7 +61,7 @@ class RemoteTool:
 class ServerStatus:
     name: str
     transport: str
-    state: str = "starting"        # starting | connected | reconnecting | failed | stopped
+    state: str = "starting"  # starting | connected | reconnecting | failed | stopped
     error: str = ""
     tools: list[RemoteTool] = field(default_factory=list)
     connected_at: float = 0.0
@@ -92,8 +91,13 @@ def _expand(value: str) -> str:
 class McpServer:
     """One configured server and the task that keeps it connected."""
 
-    def __init__(self, cfg, *, log_dir: Path | None = None,
-                 on_change: Callable[["McpServer"], None] | None = None) -> None:
+    def __init__(
+        self,
+        cfg,
+        *,
+        log_dir: Path | None = None,
+        on_change: Callable[[McpServer], None] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.name: str = cfg.name
         self.status = ServerStatus(cfg.name, "stdio" if cfg.command else "http")
@@ -139,11 +143,17 @@ class McpServer:
                     self.session = session
                     self.status.state, self.status.error = "connected", ""
                     self.status.connected_at = up_since = time.time()
-                    changed = [(t.name, t.description, t.schema) for t in tools] != \
-                              [(t.name, t.description, t.schema) for t in self.status.tools]
+                    changed = [(t.name, t.description, t.schema) for t in tools] != [
+                        (t.name, t.description, t.schema) for t in self.status.tools
+                    ]
                     self.status.tools = tools
                     self._connected.set()
-                    log.info("mcp server %s connected (%s): %d tool(s)", self.name, self.status.transport, len(tools))
+                    log.info(
+                        "mcp server %s connected (%s): %d tool(s)",
+                        self.name,
+                        self.status.transport,
+                        len(tools),
+                    )
                     if changed and self._on_change is not None:
                         self._on_change(self)
                     await self._watch(session)
@@ -151,7 +161,7 @@ class McpServer:
                 if self._stop.is_set():
                     break
                 raise
-            except BaseException as e:  # noqa: BLE001 - anyio task groups raise groups
+            except BaseException as e:
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 self.status.error = describe_error(e)
@@ -164,7 +174,7 @@ class McpServer:
             if not self.status.error:
                 self.status.error = "the connection was lost"
             self.status.state = "reconnecting" if self.status.tools else "failed"
-            self._connected.set()   # a waiter learns about the failure too
+            self._connected.set()  # a waiter learns about the failure too
             log.error("mcp server %s: %s (retrying in %.0fs)", self.name, self.status.error, delay)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
@@ -179,9 +189,12 @@ class McpServer:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            params = StdioServerParameters(command=cfg.command, args=list(cfg.args),
-                                           env={k: _expand(v) for k, v in cfg.env.items()} or None,
-                                           cwd=cfg.cwd or None)
+            params = StdioServerParameters(
+                command=cfg.command,
+                args=list(cfg.args),
+                env={k: _expand(v) for k, v in cfg.env.items()} or None,
+                cwd=cfg.cwd or None,
+            )
             errlog = stack.enter_context(self._errlog())
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         else:
@@ -194,7 +207,9 @@ class McpServer:
                     raise RuntimeError(f"environment variable {env} (header {header}) is empty")
                 headers[header] = value
             client = await stack.enter_async_context(_http_client(headers, cfg.timeout_seconds))
-            streams = await stack.enter_async_context(streamable_http_client(cfg.url, http_client=client))
+            streams = await stack.enter_async_context(
+                streamable_http_client(cfg.url, http_client=client)
+            )
             read, write = streams[0], streams[1]
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
@@ -208,7 +223,11 @@ class McpServer:
             from bot.private import private_dir
 
             private_dir(self._log_dir)
-            fd = os.open(self._log_dir / f"mcp-{self.name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(
+                self._log_dir / f"mcp-{self.name}.log",
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                0o600,
+            )
             return os.fdopen(fd, "a", buffering=1)
         except OSError:
             return open(os.devnull, "w")
@@ -219,7 +238,9 @@ class McpServer:
         out: list[RemoteTool] = []
         cursor = None
         for _ in range(50):
-            res = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            res = await session.list_tools(
+                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
             for t in res.tools:
                 if self.cfg.enabled_tools and t.name not in self.cfg.enabled_tools:
                     continue
@@ -227,7 +248,11 @@ class McpServer:
                     continue
                 schema = getattr(t, "input_schema", None) or getattr(t, "inputSchema", None) or {}
                 desc = " ".join((t.description or t.title or "").split())
-                out.append(RemoteTool(tool_name(self.name, t.name), t.name, desc[:1024], normalize_schema(schema)))
+                out.append(
+                    RemoteTool(
+                        tool_name(self.name, t.name), t.name, desc[:1024], normalize_schema(schema)
+                    )
+                )
             cursor = getattr(res, "next_cursor", None) or getattr(res, "nextCursor", None)
             if not cursor:
                 break
@@ -255,27 +280,37 @@ class McpServer:
         session = self.session
         if session is None:
             why = self.status.error or "still connecting"
-            raise ToolError(f"MCP server {self.name!r} is not connected ({why}); Chela keeps reconnecting, "
-                            "try again later")
+            raise ToolError(
+                f"MCP server {self.name!r} is not connected ({why}); Chela keeps reconnecting, "
+                "try again later"
+            )
         timeout = self.cfg.timeout_seconds
         try:
             async with asyncio.timeout(timeout):
                 res = await session.call_tool(tool.remote, args, read_timeout_seconds=timeout)
-        except (TimeoutError, asyncio.TimeoutError):
-            raise ToolError(f"timeout: MCP tool {tool.name} did not answer within {timeout:g}s") from None
+        except TimeoutError:
+            raise ToolError(
+                f"timeout: MCP tool {tool.name} did not answer within {timeout:g}s"
+            ) from None
         except asyncio.CancelledError:
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             code = getattr(e, "code", None)
             msg = getattr(e, "message", None) or str(e)
             if code is not None and code != _connection_closed() and "closed" not in msg.lower():
                 if "timed out" in msg.lower():
-                    raise ToolError(f"timeout: MCP tool {tool.name} did not answer within {timeout:g}s") from None
-                raise ToolError(f"MCP server {self.name!r} refused the call to {tool.remote}: {msg}") from None
+                    raise ToolError(
+                        f"timeout: MCP tool {tool.name} did not answer within {timeout:g}s"
+                    ) from None
+                raise ToolError(
+                    f"MCP server {self.name!r} refused the call to {tool.remote}: {msg}"
+                ) from None
             self.status.error = f"connection lost during a call: {describe_error(e)}"
             self._broken.set()
-            raise ToolError(f"MCP server {self.name!r} connection was lost ({describe_error(e)}); "
-                            "Chela is reconnecting, try again later") from None
+            raise ToolError(
+                f"MCP server {self.name!r} connection was lost ({describe_error(e)}); "
+                "Chela is reconnecting, try again later"
+            ) from None
         text = render_result(res)
         if getattr(res, "is_error", None) or getattr(res, "isError", None):
             raise ToolError(f"MCP tool {tool.name} failed: {text[:2000]}")
@@ -284,8 +319,14 @@ class McpServer:
     def chela_tools(self) -> list[Tool]:
         out = []
         for rt in self.status.tools:
-            out.append(Tool(rt.name, rt.description or f"{rt.remote} (from MCP server {self.name})",
-                            rt.schema, self._handler(rt)))
+            out.append(
+                Tool(
+                    rt.name,
+                    rt.description or f"{rt.remote} (from MCP server {self.name})",
+                    rt.schema,
+                    self._handler(rt),
+                )
+            )
         return out
 
     def _handler(self, rt: RemoteTool):
@@ -323,7 +364,9 @@ def render_result(res) -> str:
             parts.append(item.text)
         elif kind in ("image", "audio"):
             mime = getattr(item, "mime_type", None) or getattr(item, "mimeType", "")
-            parts.append(f"[{kind} {mime}, {len(getattr(item, 'data', '') or '') * 3 // 4} bytes, not shown]")
+            parts.append(
+                f"[{kind} {mime}, {len(getattr(item, 'data', '') or '') * 3 // 4} bytes, not shown]"
+            )
         elif kind == "resource":
             r = getattr(item, "resource", None)
             text = getattr(r, "text", None)
@@ -341,8 +384,9 @@ def render_result(res) -> str:
 class McpManager:
     """All configured servers.  ``tools()`` is what the owner's turns are offered."""
 
-    def __init__(self, servers, *, log_dir: Path | None = None,
-                 on_change: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, servers, *, log_dir: Path | None = None, on_change: Callable[[], None] | None = None
+    ) -> None:
         self.on_change = on_change
         self.available = sdk_available()
         self.servers: dict[str, McpServer] = {}
@@ -358,7 +402,7 @@ class McpManager:
         if self.on_change is not None:
             try:
                 self.on_change()
-            except Exception:  # noqa: BLE001 - a bad listener must not kill the connection task
+            except Exception:
                 log.exception("mcp: tool change listener failed")
 
     def start(self) -> None:
@@ -383,5 +427,3 @@ class McpManager:
 
 def default_log_dir(cfg) -> Path:
     return cfg.agent.state_dir / "logs"
-
-

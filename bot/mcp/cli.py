@@ -9,11 +9,18 @@ import sys
 
 
 def add_parser(sub, common) -> None:
-    sp = common(sub.add_parser("mcp", help="MCP servers: list them with their state and tools, or test one"))
+    sp = common(
+        sub.add_parser("mcp", help="MCP servers: list them with their state and tools, or test one")
+    )
     sp.add_argument("action", choices=["list", "test"], help="list every server, or test one")
     sp.add_argument("name", nargs="?", help="with test: the server's name")
-    sp.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                    help="how long to wait for each server to connect (default: its connect_timeout_seconds)")
+    sp.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long to wait for each server to connect (default: its connect_timeout_seconds)",
+    )
     sp.set_defaults(func=cmd_mcp)
 
 
@@ -29,7 +36,9 @@ def cmd_mcp(args) -> int:
         servers = [s for s in servers if s.name == args.name]
         if not servers:
             known = ", ".join(s.name for s in cfg.mcp.servers) or "none configured"
-            print(f"chela mcp test: no server named {args.name!r} (servers: {known})", file=sys.stderr)
+            print(
+                f"chela mcp test: no server named {args.name!r} (servers: {known})", file=sys.stderr
+            )
             return 1
     elif not servers:
         print("no MCP servers configured (add [[mcp.servers]] entries to the config)")
@@ -49,15 +58,24 @@ async def _run(cfg, servers, args) -> int:
             print(f"{s.name}: disabled")
     mgr.start()
     try:
-        waits = [srv.wait_connected(args.timeout or srv.cfg.connect_timeout_seconds + 1)
-                 for srv in mgr.servers.values()]
+        waits = [
+            srv.wait_connected(args.timeout or srv.cfg.connect_timeout_seconds + 1)
+            for srv in mgr.servers.values()
+        ]
         await asyncio.gather(*waits)
         ok = True
         for srv in mgr.servers.values():
             st = srv.status
             where = srv.cfg.url or " ".join([srv.cfg.command, *srv.cfg.args])
-            state = "connected" if srv.session is not None else (st.state if st.error else "not connected (timed out)")
-            print(f"{st.name} [{st.transport}] {where}: {state}" + (f" - {st.error}" if st.error else ""))
+            state = (
+                "connected"
+                if srv.session is not None
+                else (st.state if st.error else "not connected (timed out)")
+            )
+            print(
+                f"{st.name} [{st.transport}] {where}: {state}"
+                + (f" - {st.error}" if st.error else "")
+            )
             ok = ok and srv.session is not None
             for t in st.tools:
                 print(f"  {t.name}: {t.description}")

@@ -16,8 +16,22 @@ import re
 from typing import Any
 
 MAX_NAME = 64
-_DROP_KEYS = {"$schema", "$id", "$defs", "definitions", "$comment", "title", "examples", "default",
-              "additionalItems", "unevaluatedProperties", "$anchor", "readOnly", "writeOnly", "deprecated"}
+_DROP_KEYS = {
+    "$schema",
+    "$id",
+    "$defs",
+    "definitions",
+    "$comment",
+    "title",
+    "examples",
+    "default",
+    "additionalItems",
+    "unevaluatedProperties",
+    "$anchor",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+}
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -38,7 +52,10 @@ def normalize_schema(schema: Any) -> dict[str, Any]:
             defs.update({f"#/{key}/{k}": v for k, v in schema[key].items()})
     out = _clean(schema, defs, 0)
     if not isinstance(out, dict) or out.get("type") != "object":
-        out = {"type": "object", "properties": out.get("properties", {}) if isinstance(out, dict) else {}}
+        out = {
+            "type": "object",
+            "properties": out.get("properties", {}) if isinstance(out, dict) else {},
+        }
     out.setdefault("properties", {})
     return out
 

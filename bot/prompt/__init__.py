@@ -1,6 +1,6 @@
 """System-prompt engine (SPEC §2): pure builder, cache, hooks, reports and starter files.
 
-    from bot.prompt import PromptContext, build_prompt, PromptCache
+from bot.prompt import PromptContext, build_prompt, PromptCache
 """
 
 from __future__ import annotations

@@ -29,7 +29,17 @@ _SECTION_ORDER = (
     "interests",
     "physicality",
 )
-_SKIP_TOP = {"standard", "metadata", "meta", "$schema", "schema", "version", "aieos_version", "id", "uuid"}
+_SKIP_TOP = {
+    "standard",
+    "metadata",
+    "meta",
+    "$schema",
+    "schema",
+    "version",
+    "aieos_version",
+    "id",
+    "uuid",
+}
 _MAX_DEPTH = 4
 _MAX_LIST = 25
 
@@ -44,13 +54,17 @@ def load_aieos(path: str, inline: str, workspace: str, deps: Deps) -> dict[str, 
         full = os.path.join(workspace, os.path.expanduser(path))
         text = read_text(os.path.abspath(full), deps)
         if text is None:
-            log.warning("AIEOS identity file %s not found or unreadable; using the Markdown files", full)
+            log.warning(
+                "AIEOS identity file %s not found or unreadable; using the Markdown files", full
+            )
             return None
         source = text
     elif inline:
         source = inline
     else:
-        log.warning("identity_format is aieos but neither aieos_path nor aieos_inline is set; using the Markdown files")
+        log.warning(
+            "identity_format is aieos but neither aieos_path nor aieos_inline is set; using the Markdown files"
+        )
         return None
     try:
         data = json.loads(source)
@@ -71,7 +85,11 @@ def aieos_name(data: dict[str, Any]) -> tuple[str, str]:
     if isinstance(names, dict):
         first = _scalar(names.get("first"))
         last = _scalar(names.get("last"))
-        name = " ".join(p for p in (first, last) if p) or _scalar(names.get("nickname")) or _scalar(names.get("full"))
+        name = (
+            " ".join(p for p in (first, last) if p)
+            or _scalar(names.get("nickname"))
+            or _scalar(names.get("full"))
+        )
     elif isinstance(names, (str, int)):
         name = _scalar(names)
     if not name:
@@ -116,10 +134,13 @@ def _flatten(value: Any, path: list[str], out: list[str], depth: int) -> None:
                 out.append(f"- {_path_label(path)}: {text}")
             return
         for k, v in value.items():
-            _flatten(v, path + [str(k)], out, depth + 1)
+            _flatten(v, [*path, str(k)], out, depth + 1)
         return
     if isinstance(value, list):
-        items = [_scalar(v) if not isinstance(v, (dict, list)) else _compact(v) for v in value[:_MAX_LIST]]
+        items = [
+            _scalar(v) if not isinstance(v, (dict, list)) else _compact(v)
+            for v in value[:_MAX_LIST]
+        ]
         items = [i for i in items if i]
         if items:
             out.append(f"- {_path_label(path)}: " + "; ".join(items))
@@ -131,7 +152,10 @@ def _flatten(value: Any, path: list[str], out: list[str], depth: int) -> None:
 
 def _compact(v: Any) -> str:
     if isinstance(v, dict):
-        parts = [f"{_label(str(k))}: {_scalar(x) if not isinstance(x, (dict, list)) else _compact(x)}" for k, x in v.items()]
+        parts = [
+            f"{_label(str(k))}: {_scalar(x) if not isinstance(x, (dict, list)) else _compact(x)}"
+            for k, x in v.items()
+        ]
         return ", ".join(p for p in parts if not p.endswith(": "))
     return ", ".join(_scalar(x) for x in v if not isinstance(x, (dict, list)))
 

@@ -32,16 +32,44 @@ from .workspace import (
 log = logging.getLogger(__name__)
 
 CORE_TOOL_ORDER = (
-    "read", "write", "edit", "apply_patch", "grep", "find", "ls", "exec", "process",
-    "web_search", "web_fetch", "browser", "canvas", "nodes", "cron", "message", "gateway",
-    "agents_list", "sessions_list", "sessions_history", "sessions_send", "sessions_spawn",
-    "subagents", "session_status", "image",
+    "read",
+    "write",
+    "edit",
+    "apply_patch",
+    "grep",
+    "find",
+    "ls",
+    "exec",
+    "process",
+    "web_search",
+    "web_fetch",
+    "browser",
+    "canvas",
+    "nodes",
+    "cron",
+    "message",
+    "gateway",
+    "agents_list",
+    "sessions_list",
+    "sessions_history",
+    "sessions_send",
+    "sessions_spawn",
+    "subagents",
+    "session_status",
+    "image",
 )
 _CORE_INDEX = {n: i for i, n in enumerate(CORE_TOOL_ORDER)}
-HARDWARE_TOOLS = frozenset({
-    "gpio_read", "gpio_write", "arduino_upload", "hardware_memory_map",
-    "hardware_board_info", "hardware_memory_read", "hardware_capabilities",
-})
+HARDWARE_TOOLS = frozenset(
+    {
+        "gpio_read",
+        "gpio_write",
+        "arduino_upload",
+        "hardware_memory_map",
+        "hardware_board_info",
+        "hardware_memory_read",
+        "hardware_capabilities",
+    }
+)
 TOOL_LINE_MAX = 160
 
 
@@ -58,7 +86,7 @@ class SectionReport:
 class FileReport:
     name: str
     path: str
-    status: str            # ok | truncated | missing | default
+    status: str  # ok | truncated | missing | default
     raw_chars: int
     injected_chars: int
 
@@ -67,14 +95,14 @@ class FileReport:
 class SkillReport:
     name: str
     location: str
-    chars: int             # size of its <skill> entry in the prompt
+    chars: int  # size of its <skill> entry in the prompt
 
 
 @dataclass
 class ToolReport:
     name: str
-    line_chars: int        # its line in ## Tooling
-    schema_chars: int      # JSON of its function schema (what a native tool API gets)
+    line_chars: int  # its line in ## Tooling
+    schema_chars: int  # JSON of its function schema (what a native tool API gets)
 
 
 @dataclass(eq=False)
@@ -86,13 +114,13 @@ class PromptResult:
     project_files: list[FileReport] = field(default_factory=list)
     skills: list[SkillReport] = field(default_factory=list)
     tools: list[ToolReport] = field(default_factory=list)
-    skills_chars: int = 0          # the whole ## Skills section
-    tool_list_chars: int = 0       # the whole ## Tooling section
-    tool_schema_chars: int = 0     # sum of ToolReport.schema_chars
+    skills_chars: int = 0  # the whole ## Skills section
+    tool_list_chars: int = 0  # the whole ## Tooling section
+    tool_schema_chars: int = 0  # sum of ToolReport.schema_chars
     project_context_chars: int = 0
-    listed_dirs: tuple[str, ...] = ()   # directories whose listing shaped the prompt
-    mode: str = "full"             # effective mode
-    identity_source: str = "markdown"   # markdown | aieos
+    listed_dirs: tuple[str, ...] = ()  # directories whose listing shaped the prompt
+    mode: str = "full"  # effective mode
+    identity_source: str = "markdown"  # markdown | aieos
 
     @property
     def chars(self) -> int:
@@ -142,8 +170,14 @@ def ordered_tools(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> list[ToolSpec
             continue
         seen.add(key)
         uniq.append(t)
-    core = sorted((t for t in uniq if t.name.strip().lower() in _CORE_INDEX), key=lambda t: _CORE_INDEX[t.name.strip().lower()])
-    rest = sorted((t for t in uniq if t.name.strip().lower() not in _CORE_INDEX), key=lambda t: (t.name.strip().lower(), t.name))
+    core = sorted(
+        (t for t in uniq if t.name.strip().lower() in _CORE_INDEX),
+        key=lambda t: _CORE_INDEX[t.name.strip().lower()],
+    )
+    rest = sorted(
+        (t for t in uniq if t.name.strip().lower() not in _CORE_INDEX),
+        key=lambda t: (t.name.strip().lower(), t.name),
+    )
     return core + rest
 
 
@@ -190,7 +224,9 @@ def runtime_line(ctx: PromptContext) -> str:
         caps = sorted({c.strip().lower() for c in ctx.capabilities if c.strip()})
         parts.append(("capabilities", ",".join(caps) if caps else "none"))
     parts.append(("thinking", ctx.thinking.strip() or "off"))
-    return "Runtime: " + " | ".join(f"{k}={' '.join(str(v).split())}" for k, v in parts if str(v).strip())
+    return "Runtime: " + " | ".join(
+        f"{k}={' '.join(str(v).split())}" for k, v in parts if str(v).strip()
+    )
 
 
 def _one_line(value: str) -> str:
@@ -207,7 +243,7 @@ class _Sections:
     def add(self, report_heading: str, lines: list[str], heading: str | None = None) -> str:
         body = [ln for ln in lines if ln is not None]
         if heading is not None:
-            body = [heading] + body
+            body = [heading, *body]
         text = "\n".join(body).strip("\n")
         if text:
             self.items.append((report_heading, text))
@@ -244,8 +280,16 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
     replacement = None
     if aieos is not None:
         skip = frozenset({"IDENTITY.md", "SOUL.md"})
-        path = os.path.abspath(os.path.join(workspace, os.path.expanduser(ctx.aieos_path))) if ctx.aieos_path else ""
-        raw = len(ctx.aieos_inline) if not ctx.aieos_path else len(json.dumps(aieos, ensure_ascii=False))
+        path = (
+            os.path.abspath(os.path.join(workspace, os.path.expanduser(ctx.aieos_path)))
+            if ctx.aieos_path
+            else ""
+        )
+        raw = (
+            len(ctx.aieos_inline)
+            if not ctx.aieos_path
+            else len(json.dumps(aieos, ensure_ascii=False))
+        )
         replacement = ("SOUL.md", LoadedFile("Identity", path, "ok", raw, body))
         result.identity_source = "aieos"
 
@@ -290,7 +334,11 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         line = tool_line(t, cut)
         lines.append(line)
         result.tools.append(
-            ToolReport(t.name.strip(), len(line), len(json.dumps(t.openai_schema(), sort_keys=True, ensure_ascii=False)))
+            ToolReport(
+                t.name.strip(),
+                len(line),
+                len(json.dumps(t.openai_schema(), sort_keys=True, ensure_ascii=False)),
+            )
         )
     result.tool_schema_chars = sum(t.schema_chars for t in result.tools)
     lines.append(texts.TOOLING_TOOLS_MD)
@@ -299,7 +347,9 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
     # ---- 2a. text tool protocol
     if not ctx.native_tools:
         lines = list(texts.TOOL_PROTOCOL_INTRO)
-        lines += [f"- {t.name.strip()}: {tool_schema_json(t)}" for t in tools] or ["(no tools registered)"]
+        lines += [f"- {t.name.strip()}: {tool_schema_json(t)}" for t in tools] or [
+            "(no tools registered)"
+        ]
         out.add("Tool Use Protocol", lines, "## Tool Use Protocol")
 
     # ---- 2b. hardware
@@ -312,7 +362,11 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
 
     # ---- 5. CLI quick reference
     if "gateway" in names:
-        out.add("Chela CLI Quick Reference", list(texts.CLI_QUICK_REFERENCE), "## Chela CLI Quick Reference")
+        out.add(
+            "Chela CLI Quick Reference",
+            list(texts.CLI_QUICK_REFERENCE),
+            "## Chela CLI Quick Reference",
+        )
 
     # ---- 6. skills (full only)
     if full and not guest:
@@ -320,8 +374,15 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         result.listed_dirs = tuple(listed)
         if skills:
             blocks = [skill_xml(s) for s in skills]
-            result.skills = [SkillReport(s.name, s.location, len(b)) for s, b in zip(skills, blocks)]
-            lines = list(texts.SKILLS_LINES) + ["<available_skills>"] + blocks + ["</available_skills>"]
+            result.skills = [
+                SkillReport(s.name, s.location, len(b)) for s, b in zip(skills, blocks, strict=True)
+            ]
+            lines = [
+                *list(texts.SKILLS_LINES),
+                "<available_skills>",
+                *blocks,
+                "</available_skills>",
+            ]
             result.skills_chars = len(out.add("Skills (mandatory)", lines, "## Skills (mandatory)"))
 
     # ---- 7. memory recall
@@ -351,12 +412,18 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
 
     # ---- 11. workspace
     root = os.path.abspath(str(ctx.file_root)) if guest and ctx.file_root else workspace
-    out.add("Workspace", [texts.WORKSPACE_LINE.format(path=root)] + texts.WORKSPACE_LINES, "## Workspace")
+    out.add(
+        "Workspace",
+        [texts.WORKSPACE_LINE.format(path=root), *texts.WORKSPACE_LINES],
+        "## Workspace",
+    )
 
     # ---- 12. documentation
     if full and ctx.docs_path.strip():
         docs = os.path.abspath(os.path.expanduser(ctx.docs_path.strip()))
-        out.add("Documentation", [ln.format(path=docs) for ln in texts.DOCS_LINES], "## Documentation")
+        out.add(
+            "Documentation", [ln.format(path=docs) for ln in texts.DOCS_LINES], "## Documentation"
+        )
 
     # ---- 13. sandbox
     if ctx.sandbox_enabled:
@@ -377,14 +444,18 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         out.add("Current Date & Time", [f"Time zone: {tz}"], "## Current Date & Time")
 
     # ---- 16. workspace files header
-    out.add("Workspace Files (injected)", list(texts.WORKSPACE_FILES_LINES), "## Workspace Files (injected)")
+    out.add(
+        "Workspace Files (injected)",
+        list(texts.WORKSPACE_FILES_LINES),
+        "## Workspace Files (injected)",
+    )
 
     # ---- 17/18/19 full-only conversation sections
     if full:
         out.add("Reply Tags", list(texts.REPLY_TAGS_LINES), "## Reply Tags")
         lines = list(texts.MESSAGING_LINES)
         if "message" in names:
-            lines += ["### message tool"] + texts.MESSAGE_TOOL_LINES
+            lines += ["### message tool", *texts.MESSAGE_TOOL_LINES]
         out.add("Messaging", lines, "## Messaging")
         if ctx.tts_hint.strip():
             out.add("Voice (TTS)", [texts.VOICE_INTRO, ctx.tts_hint.strip()], "## Voice (TTS)")
@@ -406,10 +477,14 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         out.add("Reasoning Format", list(texts.REASONING_LINES), "## Reasoning Format")
 
     # ---- 23. project context
-    exclude = {os.path.realpath(os.path.join(workspace, n)) for n in BOOTSTRAP_ORDER + ("memory.md",)}
+    exclude = {
+        os.path.realpath(os.path.join(workspace, n)) for n in (*BOOTSTRAP_ORDER, "memory.md")
+    }
     proj: list[LoadedFile] = []
     if ctx.project_dir.strip() and not guest:
-        proj = project_files(ctx.project_dir.strip(), per_file=per_file, exclude_real=exclude, deps=deps)
+        proj = project_files(
+            ctx.project_dir.strip(), per_file=per_file, exclude_real=exclude, deps=deps
+        )
     injected = [f for f in files if f.content] + proj
     if injected:
         lines = ["# Project Context", texts.PROJECT_CONTEXT_LOADED]
@@ -420,8 +495,12 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
         for f in injected:
             lines += [f"## {f.name}", f.content]
         result.project_context_chars = len(out.add("Project Context", lines))
-    result.files = [FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars) for f in files]
-    result.project_files = [FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars) for f in proj]
+    result.files = [
+        FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars) for f in files
+    ]
+    result.project_files = [
+        FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars) for f in proj
+    ]
 
     # ---- 24. silent replies
     if full:
@@ -430,14 +509,21 @@ def build_prompt(ctx: PromptContext) -> PromptResult:
     # ---- 25. heartbeats
     if full and ctx.heartbeat_enabled:
         prompt = _one_line(ctx.heartbeat_prompt) or texts.DEFAULT_HEARTBEAT_PROMPT
-        out.add("Heartbeats", [ln.format(prompt=prompt) for ln in texts.HEARTBEAT_LINES], "## Heartbeats")
+        out.add(
+            "Heartbeats",
+            [ln.format(prompt=prompt) for ln in texts.HEARTBEAT_LINES],
+            "## Heartbeats",
+        )
 
     # ---- 25a. channel capabilities
     channel = ctx.channel.strip().lower()
     if channel:
         caps = {c.strip().lower() for c in ctx.capabilities}
         kind = {"direct": " (direct chat)", "group": " (group chat)"}.get(ctx.chat_type, "")
-        lines = [f"Channel: {channel}{kind}.", texts.CHANNEL_FORMAT.get(channel, texts.CHANNEL_FORMAT_DEFAULT)]
+        lines = [
+            f"Channel: {channel}{kind}.",
+            texts.CHANNEL_FORMAT.get(channel, texts.CHANNEL_FORMAT_DEFAULT),
+        ]
         lines.append(texts.CHANNEL_MEDIA if "media" in caps else texts.CHANNEL_NO_MEDIA)
         if "reactions" in caps:
             lines.append(texts.CHANNEL_REACTIONS)

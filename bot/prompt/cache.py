@@ -48,7 +48,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .builder import PromptResult, build_prompt
 from .context import PromptContext
@@ -75,13 +75,22 @@ IN_MASK_ADD = 0x20000000
 
 # Dependencies themselves (files, listed directories): any change.
 _WATCH_MASK = (
-    IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO
-    | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
 )
 # Ancestor directories: only entries appearing, vanishing, being renamed or re-permissioned.
 # Content writes to a dependency are reported by the watch on the file itself, so the
 # (noisy) IN_MODIFY / IN_CLOSE_WRITE of unrelated siblings are not queued at all.
-_ANCESTOR_MASK = IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+_ANCESTOR_MASK = (
+    IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+)
 _EVENT = struct.Struct("iIII")
 _VERIFY_ATTEMPTS = 3
 # Timestamp granularity safety margin (coarse kernel clocks, 1-2 s on some filesystems).
@@ -107,7 +116,9 @@ class _Inotify:
         if not sys.platform.startswith("linux"):
             raise OSError(errno.ENOSYS, "inotify is Linux-only")
         if _Inotify._libc is None:
-            _Inotify._libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            _Inotify._libc = ctypes.CDLL(
+                ctypes.util.find_library("c") or "libc.so.6", use_errno=True
+            )
         libc = _Inotify._libc
         if not hasattr(libc, "inotify_init1"):
             raise OSError(errno.ENOSYS, "no inotify_init1")
@@ -175,13 +186,13 @@ def deps_fresh(deps: dict[str, tuple[int, int] | None]) -> bool:
 class _Slot:
     """Cache entry for one context; survives rebuilds of that context."""
 
-    __slots__ = ("ctx", "result", "dirty", "racy")
+    __slots__ = ("ctx", "dirty", "racy", "result")
 
     def __init__(self, ctx: PromptContext) -> None:
         self.ctx = ctx
         self.result: PromptResult | None = None
-        self.dirty = True     # inotify mode: something it depends on changed
-        self.racy = False     # stat mode: files too fresh to trust stat alone
+        self.dirty = True  # inotify mode: something it depends on changed
+        self.racy = False  # stat mode: files too fresh to trust stat alone
 
 
 class PromptCache:
@@ -205,7 +216,7 @@ class PromptCache:
         self._ino: _Inotify | None = None
         self._wd_all: dict[int, set[PromptContext]] = {}
         self._wd_names: dict[int, dict[str, set[PromptContext]]] = {}
-        self.builds = 0          # number of builds performed (diagnostics / tests)
+        self.builds = 0  # number of builds performed (diagnostics / tests)
         self._open_watcher()
 
     # ------------------------------------------------------------------ public
@@ -353,7 +364,9 @@ class PromptCache:
                 while parent != child:
                     wd = watch(parent, _ANCESTOR_MASK)
                     if wd >= 0:
-                        self._wd_names.setdefault(wd, {}).setdefault(os.path.basename(child), set()).add(ctx)
+                        self._wd_names.setdefault(wd, {}).setdefault(
+                            os.path.basename(child), set()
+                        ).add(ctx)
                     elif wd not in (-errno.ENOENT, -errno.ENOTDIR):
                         raise OSError(-wd, os.strerror(-wd))
                     child, parent = parent, os.path.dirname(parent)

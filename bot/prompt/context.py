@@ -21,10 +21,19 @@ class ToolSpec:
 
     name: str
     summary: str
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}}, hash=False, compare=False)
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}, hash=False, compare=False
+    )
 
     def openai_schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "description": self.summary, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.summary,
+                "parameters": self.parameters,
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -62,7 +71,7 @@ class PromptContext:
     docs_path: str = ""
     owner_numbers: tuple[str, ...] = ()
     owner_display: Literal["raw", "hash"] = "raw"
-    owner_hash_secret: str = ""        # value, not env name; used only to hash
+    owner_hash_secret: str = ""  # value, not env name; used only to hash
     tts_hint: str = ""
     # heartbeats
     heartbeat_enabled: bool = False
@@ -70,16 +79,16 @@ class PromptContext:
     # trust (SPEC §9): a guest turn gets only AGENTS/SOUL/TOOLS/IDENTITY, no skills, no
     # owner numbers and no project walk, and its Workspace section names its own directory
     trust: Literal["owner", "guest"] = "owner"
-    file_root: Path | None = None      # the guest's directory; None = the workspace
+    file_root: Path | None = None  # the guest's directory; None = the workspace
     # channel runtime context
-    channel: str = ""                  # "" = no channel (CLI prompt inspection, sub-agent)
+    channel: str = ""  # "" = no channel (CLI prompt inspection, sub-agent)
     account: str = ""
     chat_type: Literal["direct", "group", ""] = ""
     group_id: str = ""
     group_title: str = ""
     capabilities: tuple[str, ...] = ()
     reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
-    extra_context: str = ""            # Group Chat Context (full) / Subagent Context (minimal) body
+    extra_context: str = ""  # Group Chat Context (full) / Subagent Context (minimal) body
     # bootstrap files
     bootstrap_max_chars: int = 20000
     bootstrap_total_max_chars: int = 150000

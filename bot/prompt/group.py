@@ -43,11 +43,15 @@ def group_chat_context(
 ) -> str:
     label = provider_label(provider)
     title = clean_inline(title, 120).replace("\\", "\\\\").replace('"', '\\"')
-    lines = [texts.GROUP_LINE.format(provider=label, title=title) if title else texts.GROUP_LINE_UNTITLED.format(provider=label)]
+    lines = [
+        texts.GROUP_LINE.format(provider=label, title=title)
+        if title
+        else texts.GROUP_LINE_UNTITLED.format(provider=label)
+    ]
     names: list[str] = []
     seen: set[str] = set()
-    for p in participants:
-        p = clean_inline(str(p), 64)
+    for raw in participants:
+        p = clean_inline(str(raw), 64)
         if p and p.lower() not in seen:
             seen.add(p.lower())
             names.append(p)

@@ -18,7 +18,8 @@ import importlib
 import inspect
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +29,10 @@ _TEXT_FIELDS = ("prepend_context", "prepend_system_context", "append_system_cont
 
 @dataclass(frozen=True)
 class Handler:
-    event: str                       # before_prompt_build | before_agent_start
+    event: str  # before_prompt_build | before_agent_start
     func: Callable[[dict], Any]
     priority: float = 0
-    source: str = ""                 # module name, for logs
+    source: str = ""  # module name, for logs
 
 
 @dataclass
@@ -60,16 +61,16 @@ def handlers_from_module(module: Any) -> list[Handler]:
     return out
 
 
-def load_plugins(module_names: list[str]) -> "HookRunner":
+def load_plugins(module_names: list[str]) -> HookRunner:
     """Import plugin modules; a module that fails to import is logged and skipped."""
     handlers: list[Handler] = []
-    for name in module_names:
-        name = (name or "").strip()
+    for raw in module_names:
+        name = (raw or "").strip()
         if not name:
             continue
         try:
             module = importlib.import_module(name)
-        except Exception as exc:  # noqa: BLE001 - any import-time failure
+        except Exception as exc:
             log.warning("plugin %s could not be imported and is skipped: %s", name, exc)
             continue
         found = handlers_from_module(module)
@@ -113,7 +114,7 @@ class HookRunner:
                 value = h.func(payload)
                 if inspect.isawaitable(value):
                     value = await value
-            except Exception:  # noqa: BLE001 - a broken plugin must not break the turn
+            except Exception:
                 log.exception("prompt hook %s.%s failed; ignored", h.source, h.event)
                 continue
             if value is None:
@@ -143,15 +144,19 @@ def _fields(value: Any) -> dict[str, Any]:
         }
     if isinstance(value, dict):
         return value
-    if any(hasattr(value, f) for f in ("system_prompt",) + _TEXT_FIELDS):
-        return {f: getattr(value, f, None) for f in ("system_prompt",) + _TEXT_FIELDS}
+    if any(hasattr(value, f) for f in ("system_prompt", *_TEXT_FIELDS)):
+        return {f: getattr(value, f, None) for f in ("system_prompt", *_TEXT_FIELDS)}
     raise TypeError(f"unsupported value of type {type(value).__name__}")
 
 
 def apply_system(prompt: str, result: HookResult) -> str:
     """The final system prompt: hook replacement (if any) wrapped by the prepend/append text."""
     base = result.system_prompt if result.system_prompt is not None else prompt
-    parts = [p for p in (result.prepend_system_context.strip(), base, result.append_system_context.strip()) if p]
+    parts = [
+        p
+        for p in (result.prepend_system_context.strip(), base, result.append_system_context.strip())
+        if p
+    ]
     return "\n\n".join(parts)
 
 

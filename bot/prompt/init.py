@@ -52,7 +52,9 @@ def _write_new(path: Path, text: str) -> bool:
     """Create ``path`` (0600) with ``text`` unless something is already there (race-free;
     O_EXCL also refuses to create through a symlink left at ``path``)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE
+        )
     except FileExistsError:
         return False
     os.fchmod(fd, FILE_MODE)

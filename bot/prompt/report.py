@@ -51,14 +51,17 @@ def context_data(result: PromptResult, ctx: PromptContext) -> dict[str, Any]:
         "skills": {
             "count": len(result.skills),
             "chars": result.skills_chars,
-            "items": [{"name": s.name, "location": s.location, "chars": s.chars} for s in skills_by_size],
+            "items": [
+                {"name": s.name, "location": s.location, "chars": s.chars} for s in skills_by_size
+            ],
         },
         "tools": {
             "count": len(result.tools),
             "list_chars": result.tool_list_chars,
             "schema_chars": result.tool_schema_chars,
             "items": [
-                {"name": t.name, "line_chars": t.line_chars, "schema_chars": t.schema_chars} for t in tools_by_size
+                {"name": t.name, "line_chars": t.line_chars, "schema_chars": t.schema_chars}
+                for t in tools_by_size
             ],
         },
         "sections": [{"heading": s.heading, "chars": s.chars} for s in result.sections],
@@ -70,7 +73,9 @@ def _file_line(f: dict[str, Any]) -> str:
 
 
 def context_report(
-    result: PromptResult, ctx: PromptContext, kind: Literal["list", "detail", "json"] = "list",
+    result: PromptResult,
+    ctx: PromptContext,
+    kind: Literal["list", "detail", "json"] = "list",
     usage: dict[str, Any] | None = None,
 ) -> str:
     """``usage``: a session's token use against its budget (bot.compaction), when known."""
@@ -96,13 +101,17 @@ def context_report(
     lines.append(f"Tool list: {tl['list_chars']} chars ({tl['count']} tools)")
     lines.append(f"Tool schemas: {tl['schema_chars']} chars")
     if usage is not None:
-        lines.append(f"Session tokens: {usage['used']} of {usage['budget']} for history (window {usage['window']}: "
-                     f"system {usage['system_tokens']}, tools {usage['tool_tokens']}, answer reserve "
-                     f"{usage['reserve']}; summary {usage['summary_tokens']}, {usage['history_messages']} messages; "
-                     f"compacts at {usage['threshold_tokens']})")
+        lines.append(
+            f"Session tokens: {usage['used']} of {usage['budget']} for history (window {usage['window']}: "
+            f"system {usage['system_tokens']}, tools {usage['tool_tokens']}, answer reserve "
+            f"{usage['reserve']}; summary {usage['summary_tokens']}, {usage['history_messages']} messages; "
+            f"compacts at {usage['threshold_tokens']})"
+        )
     if kind == "detail":
         lines.append("Largest tool schemas:")
-        lines += [f"- {t['name']}: {t['schema_chars']} chars" for t in tl["items"][:TOP_N]] or ["- (none)"]
+        lines += [f"- {t['name']}: {t['schema_chars']} chars" for t in tl["items"][:TOP_N]] or [
+            "- (none)"
+        ]
         lines.append("Largest skills:")
         lines += [f"- {s['name']}: {s['chars']} chars" for s in sk["items"][:TOP_N]] or ["- (none)"]
         lines.append("Sections:")

@@ -13,7 +13,7 @@ from .workspace import Deps, fm_value, parse_front_matter, read_text, record_sta
 class Skill:
     name: str
     description: str
-    location: str        # absolute path of SKILL.md
+    location: str  # absolute path of SKILL.md
 
 
 def load_skills(workspace: str, deps: Deps) -> tuple[list[Skill], list[str]]:

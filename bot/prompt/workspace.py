@@ -41,8 +41,8 @@ BOOTSTRAP_ORDER = (
     "BOOTSTRAP.md",
     "MEMORY.md",
 )
-MINIMAL_FILES = BOOTSTRAP_ORDER[:5]           # sub-agent and cron sessions
-GUEST_FILES = BOOTSTRAP_ORDER[:4]             # guest turns (SPEC §9): no USER, HEARTBEAT, BOOTSTRAP, MEMORY
+MINIMAL_FILES = BOOTSTRAP_ORDER[:5]  # sub-agent and cron sessions
+GUEST_FILES = BOOTSTRAP_ORDER[:4]  # guest turns (SPEC §9): no USER, HEARTBEAT, BOOTSTRAP, MEMORY
 MISSING_MARKED = frozenset({"AGENTS.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
 PROJECT_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 
@@ -75,14 +75,17 @@ def parse_front_matter(text: str) -> dict[str, Any]:
     if src is None or not src.strip():
         return {}
     try:
-        data = yaml.load(src, Loader=_Loader)  # noqa: S506 - a SafeLoader variant
+        data = yaml.load(src, Loader=_Loader)
     except yaml.YAMLError as exc:
         # People write front matter as "key: value" lines, not YAML: an unquoted value with
         # ": " in it ("description: Use X. IMPORTANT: keep it short") is invalid YAML.  Read
         # such lines as plain key/value pairs rather than dropping the whole block.
         data = _simple_front_matter(src)
         if not data:
-            log.warning("ignoring invalid YAML front matter: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            log.warning(
+                "ignoring invalid YAML front matter: %s",
+                str(exc).splitlines()[0] if str(exc) else exc,
+            )
         return data
     return data if isinstance(data, dict) else {}
 
@@ -96,8 +99,8 @@ def _simple_front_matter(src: str) -> dict[str, Any]:
     value starts like YAML syntax (``[``, ``{``, an unbalanced quote …)."""
     out: dict[str, Any] = {}
     key = None
-    for line in src.split("\n"):
-        line = line.rstrip("\r")
+    for raw in src.split("\n"):
+        line = raw.rstrip("\r")
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         m = _SIMPLE_KEY_RE.match(line)
@@ -107,7 +110,7 @@ def _simple_front_matter(src: str) -> dict[str, Any]:
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
             elif value[:1] in tuple("[]{}&*!|>%@`'\""):
-                return {}        # YAML syntax gone wrong, not a plain value with a colon in it
+                return {}  # YAML syntax gone wrong, not a plain value with a colon in it
             out[key] = value
         elif key is not None and line[:1] in (" ", "\t"):
             out[key] = f"{out[key]} {line.strip()}".strip()
@@ -228,7 +231,9 @@ def read_text(path: str, deps: Deps, *, root_real: str | None = None) -> str | N
     if root_real is not None and st.st_nlink > 1:
         # a hard link may be a second name of any file of the same user (~/.ssh/id_rsa):
         # unlike a symlink, nothing says where else it lives, so it counts as missing
-        log.warning("ignoring %s: it is a hard link (%d names); copy the file instead", path, st.st_nlink)
+        log.warning(
+            "ignoring %s: it is a hard link (%d names); copy the file instead", path, st.st_nlink
+        )
         return None
     try:
         with open(real, "rb") as fh:
@@ -248,11 +253,11 @@ def read_text(path: str, deps: Deps, *, root_real: str | None = None) -> str | N
 class LoadedFile:
     """One Project Context entry and its report data."""
 
-    name: str                   # heading (file name or relative path)
-    path: str                   # absolute path ("" for inline data)
-    status: str                 # ok | truncated | missing | default
+    name: str  # heading (file name or relative path)
+    path: str  # absolute path ("" for inline data)
+    status: str  # ok | truncated | missing | default
     raw_chars: int
-    content: str                # what is injected ("" = nothing)
+    content: str  # what is injected ("" = nothing)
     front_matter: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -260,7 +265,9 @@ class LoadedFile:
         return len(self.content)
 
 
-def bootstrap_names(workspace: str, session_kind: str, deps: Deps, *, guest: bool = False) -> list[str]:
+def bootstrap_names(
+    workspace: str, session_kind: str, deps: Deps, *, guest: bool = False
+) -> list[str]:
     """The bootstrap file names considered for this session, in load order."""
     if guest:
         return list(GUEST_FILES)
@@ -343,7 +350,9 @@ def _load_one(workspace: str, ws_real: str, name: str, default_soul: str, deps: 
 # --------------------------------------------------------------------------- project walk
 
 
-def project_files(project_dir: str, *, per_file: int, exclude_real: set[str], deps: Deps) -> list[LoadedFile]:
+def project_files(
+    project_dir: str, *, per_file: int, exclude_real: set[str], deps: Deps
+) -> list[LoadedFile]:
     """CLAUDE.md / CLAUDE.local.md / AGENTS.md from ``project_dir`` up to the root, plus
     ``.claude/rules/*.md`` at the start; outermost first, headed by the relative path."""
     start = os.path.abspath(os.path.expanduser(project_dir))
@@ -384,5 +393,3 @@ def project_files(project_dir: str, *, per_file: int, exclude_real: set[str], de
             status = "truncated"
         out.append(LoadedFile(rel, path, status, len(text), content))
     return out
-
-

@@ -27,41 +27,53 @@ import asyncio
 import itertools
 import json
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 from aiohttp import WSMsgType, web
+import contextlib
 
 JSON = "application/json"
 _EPOCH_MS = 1420070400000
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _json(data: Any, status: int = 200, headers: dict | None = None) -> web.Response:
     # Content-Type must be exactly "application/json" for discord.py to parse the body.
-    return web.Response(status=status, body=json.dumps(data).encode(), headers={"Content-Type": JSON, **(headers or {})})
+    return web.Response(
+        status=status,
+        body=json.dumps(data).encode(),
+        headers={"Content-Type": JSON, **(headers or {})},
+    )
 
 
 class FakeDiscord:
-    def __init__(self, bot_id: int = 900000000000000001, bot_name: str = "chela", *, token: str = "test-token",
-                 heartbeat_interval_ms: int = 41250, send_ready: bool = True,
-                 identify_close_code: int | None = None) -> None:
+    def __init__(
+        self,
+        bot_id: int = 900000000000000001,
+        bot_name: str = "chela",
+        *,
+        token: str = "test-token",
+        heartbeat_interval_ms: int = 41250,
+        send_ready: bool = True,
+        identify_close_code: int | None = None,
+    ) -> None:
         self.bot_id = int(bot_id)
         self.bot_name = bot_name
         self.token = token
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.send_ready = send_ready          # False: never send READY (to test start timeouts)
+        self.send_ready = send_ready  # False: never send READY (to test start timeouts)
         self.identify_close_code = identify_close_code  # e.g. 4014: privileged intents not enabled
         self.guilds: dict[int, dict] = {}
-        self.channels: dict[int, dict] = {}   # every channel / thread / DM by id
-        self.messages: dict[int, dict] = {}   # every message payload by id (injected and sent)
-        self.sent: list[dict] = []            # POST /channels/{id}/messages that succeeded
-        self.calls: list[dict] = []           # every REST request: method, path, status
-        self.typing: list[int] = []           # channel ids
-        self.reactions: list[dict] = []       # {channel_id, message_id, emoji}
+        self.channels: dict[int, dict] = {}  # every channel / thread / DM by id
+        self.messages: dict[int, dict] = {}  # every message payload by id (injected and sent)
+        self.sent: list[dict] = []  # POST /channels/{id}/messages that succeeded
+        self.calls: list[dict] = []  # every REST request: method, path, status
+        self.typing: list[int] = []  # channel ids
+        self.reactions: list[dict] = []  # {channel_id, message_id, emoji}
         self.identifies: list[dict] = []
         self._failures: list[dict] = []
         self._ids = itertools.count(1)
@@ -97,10 +109,8 @@ class FakeDiscord:
 
     async def stop(self) -> None:
         for ws in list(self._sockets):
-            try:
+            with contextlib.suppress(Exception):
                 await ws.close()
-            except Exception:
-                pass
         self._sockets.clear()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -112,9 +122,19 @@ class FakeDiscord:
         ms = int(time.time() * 1000) - _EPOCH_MS
         return (ms << 22) | (next(self._ids) & 0x3FFFFF)
 
-    def user_payload(self, user_id: int, username: str, *, bot: bool = False, global_name: str | None = None) -> dict:
-        return {"id": str(user_id), "username": username, "discriminator": "0", "global_name": global_name,
-                "avatar": None, "bot": bot, "public_flags": 0, "flags": 0}
+    def user_payload(
+        self, user_id: int, username: str, *, bot: bool = False, global_name: str | None = None
+    ) -> dict:
+        return {
+            "id": str(user_id),
+            "username": username,
+            "discriminator": "0",
+            "global_name": global_name,
+            "avatar": None,
+            "bot": bot,
+            "public_flags": 0,
+            "flags": 0,
+        }
 
     @property
     def bot_user(self) -> dict:
@@ -123,8 +143,15 @@ class FakeDiscord:
         return u
 
     def _member(self, user: dict) -> dict:
-        return {"user": user, "roles": [], "joined_at": _now_iso(), "deaf": False, "mute": False, "flags": 0,
-                "nick": None}
+        return {
+            "user": user,
+            "roles": [],
+            "joined_at": _now_iso(),
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "nick": None,
+        }
 
     def add_guild(self, guild_id: int, name: str, channels: list[dict] | None = None) -> dict:
         """Channels: ``{"id", "name", "type"=0}``; threads have type 11 (or 10/12) and ``parent_id``.
@@ -134,37 +161,82 @@ class FakeDiscord:
         for pos, ch in enumerate(channels or []):
             ctype = int(ch.get("type", 0))
             cid = int(ch["id"])
-            payload: dict = {"id": str(cid), "name": ch.get("name", f"channel-{cid}"), "type": ctype,
-                             "guild_id": str(guild_id)}
+            payload: dict = {
+                "id": str(cid),
+                "name": ch.get("name", f"channel-{cid}"),
+                "type": ctype,
+                "guild_id": str(guild_id),
+            }
             if ctype in (10, 11, 12):
-                payload.update(parent_id=str(ch["parent_id"]), owner_id=str(ch.get("owner_id", self.bot_id)),
-                               message_count=0, member_count=1, rate_limit_per_user=0, flags=0,
-                               thread_metadata={"archived": False, "auto_archive_duration": 1440,
-                                                "archive_timestamp": _now_iso(), "locked": False})
+                payload.update(
+                    parent_id=str(ch["parent_id"]),
+                    owner_id=str(ch.get("owner_id", self.bot_id)),
+                    message_count=0,
+                    member_count=1,
+                    rate_limit_per_user=0,
+                    flags=0,
+                    thread_metadata={
+                        "archived": False,
+                        "auto_archive_duration": 1440,
+                        "archive_timestamp": _now_iso(),
+                        "locked": False,
+                    },
+                )
                 guild["threads"].append(payload)
             else:
-                payload.update(position=pos, permission_overwrites=[], nsfw=False, topic=None,
-                               parent_id=ch.get("parent_id"), rate_limit_per_user=0, last_message_id=None)
+                payload.update(
+                    position=pos,
+                    permission_overwrites=[],
+                    nsfw=False,
+                    topic=None,
+                    parent_id=ch.get("parent_id"),
+                    rate_limit_per_user=0,
+                    last_message_id=None,
+                )
                 guild["channels"].append(payload)
             self.channels[cid] = payload
         self.guilds[guild_id] = guild
         if self._sockets:
-            asyncio.get_running_loop().create_task(self.dispatch("GUILD_CREATE", self._guild_create(guild)))
+            asyncio.get_running_loop().create_task(
+                self.dispatch("GUILD_CREATE", self._guild_create(guild))
+            )
         return guild
 
-    def add_thread(self, guild_id: int, thread_id: int, parent_id: int, name: str = "thread", *,
-                   announce: bool = False) -> dict:
+    def add_thread(
+        self,
+        guild_id: int,
+        thread_id: int,
+        parent_id: int,
+        name: str = "thread",
+        *,
+        announce: bool = False,
+    ) -> dict:
         """A thread of an existing guild.  ``announce=False``: known to REST (GET /channels/{id})
         only, as if the client had missed THREAD_CREATE; True: dispatch THREAD_CREATE too."""
-        payload = {"id": str(thread_id), "name": name, "type": 11, "guild_id": str(guild_id),
-                   "parent_id": str(parent_id), "owner_id": str(self.bot_id), "message_count": 0,
-                   "member_count": 1, "rate_limit_per_user": 0, "flags": 0,
-                   "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
-                                       "archive_timestamp": _now_iso(), "locked": False}}
+        payload = {
+            "id": str(thread_id),
+            "name": name,
+            "type": 11,
+            "guild_id": str(guild_id),
+            "parent_id": str(parent_id),
+            "owner_id": str(self.bot_id),
+            "message_count": 0,
+            "member_count": 1,
+            "rate_limit_per_user": 0,
+            "flags": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": _now_iso(),
+                "locked": False,
+            },
+        }
         self.channels[int(thread_id)] = payload
         self.guilds[int(guild_id)]["threads"].append(payload)
         if announce and self._sockets:
-            asyncio.get_running_loop().create_task(self.dispatch("THREAD_CREATE", {**payload, "newly_created": True}))
+            asyncio.get_running_loop().create_task(
+                self.dispatch("THREAD_CREATE", {**payload, "newly_created": True})
+            )
         return payload
 
     def add_dm_channel(self, user_id: int, username: str = "") -> int:
@@ -172,50 +244,120 @@ class FakeDiscord:
             if ch.get("type") == 1 and ch["recipients"][0]["id"] == str(user_id):
                 return cid
         cid = self.new_id()
-        self.channels[cid] = {"id": str(cid), "type": 1, "last_message_id": None,
-                              "recipients": [self.user_payload(int(user_id), username or f"user{user_id}")]}
+        self.channels[cid] = {
+            "id": str(cid),
+            "type": 1,
+            "last_message_id": None,
+            "recipients": [self.user_payload(int(user_id), username or f"user{user_id}")],
+        }
         return cid
 
     def _guild_create(self, guild: dict) -> dict:
         return {
-            "id": guild["id"], "name": guild["name"], "unavailable": False, "member_count": 2, "large": False,
-            "icon": None, "owner_id": "1", "features": [], "emojis": [], "stickers": [],
-            "verification_level": 0, "default_message_notifications": 0, "explicit_content_filter": 0,
-            "mfa_level": 0, "nsfw_level": 0, "premium_tier": 0, "preferred_locale": "en-US",
-            "system_channel_flags": 0, "afk_timeout": 300, "joined_at": _now_iso(),
-            "roles": [{"id": guild["id"], "name": "@everyone", "permissions": "1071698660929", "position": 0,
-                       "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
-            "channels": guild["channels"], "threads": guild["threads"],
-            "members": [self._member(self.bot_user)], "voice_states": [], "presences": [],
-            "stage_instances": [], "guild_scheduled_events": [], "soundboard_sounds": [],
+            "id": guild["id"],
+            "name": guild["name"],
+            "unavailable": False,
+            "member_count": 2,
+            "large": False,
+            "icon": None,
+            "owner_id": "1",
+            "features": [],
+            "emojis": [],
+            "stickers": [],
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "system_channel_flags": 0,
+            "afk_timeout": 300,
+            "joined_at": _now_iso(),
+            "roles": [
+                {
+                    "id": guild["id"],
+                    "name": "@everyone",
+                    "permissions": "1071698660929",
+                    "position": 0,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": False,
+                    "flags": 0,
+                }
+            ],
+            "channels": guild["channels"],
+            "threads": guild["threads"],
+            "members": [self._member(self.bot_user)],
+            "voice_states": [],
+            "presences": [],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
         }
 
-    def _message_payload(self, channel_id: int, content: str, author: dict, *, message_id: int | None = None,
-                         guild_id: int | None = None, mentions: list[dict] | None = None,
-                         reference: dict | None = None, attachments: list[dict] | None = None) -> dict:
+    def _message_payload(
+        self,
+        channel_id: int,
+        content: str,
+        author: dict,
+        *,
+        message_id: int | None = None,
+        guild_id: int | None = None,
+        mentions: list[dict] | None = None,
+        reference: dict | None = None,
+        attachments: list[dict] | None = None,
+    ) -> dict:
         mid = message_id or self.new_id()
         msg: dict = {
-            "id": str(mid), "channel_id": str(channel_id), "type": 19 if reference else 0, "content": content,
-            "author": author, "timestamp": _now_iso(), "edited_timestamp": None, "tts": False,
-            "mention_everyone": False, "mentions": mentions or [], "mention_roles": [],
-            "attachments": attachments or [], "embeds": [], "pinned": False, "flags": 0, "components": [],
+            "id": str(mid),
+            "channel_id": str(channel_id),
+            "type": 19 if reference else 0,
+            "content": content,
+            "author": author,
+            "timestamp": _now_iso(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": mentions or [],
+            "mention_roles": [],
+            "attachments": attachments or [],
+            "embeds": [],
+            "pinned": False,
+            "flags": 0,
+            "components": [],
         }
         if guild_id is not None:
             msg["guild_id"] = str(guild_id)
         if reference:
             ref_id = int(reference["message_id"])
-            msg["message_reference"] = {"type": 0, "message_id": str(ref_id),
-                                        "channel_id": str(reference.get("channel_id", channel_id))}
+            msg["message_reference"] = {
+                "type": 0,
+                "message_id": str(ref_id),
+                "channel_id": str(reference.get("channel_id", channel_id)),
+            }
             if guild_id is not None:
                 msg["message_reference"]["guild_id"] = str(guild_id)
             msg["referenced_message"] = self.messages.get(ref_id)
         return msg
 
     # ---------------------------------------------------------------- test controls
-    async def inject_message(self, channel_id: int, content: str, *, author_id: int, username: str = "user",
-                             bot: bool = False, guild_id: int | None = None, mentions: list[int] | None = None,
-                             referenced_message_id: int | None = None, attachments: list[dict] | None = None,
-                             global_name: str | None = None, nick: str | None = None) -> int:
+    async def inject_message(
+        self,
+        channel_id: int,
+        content: str,
+        *,
+        author_id: int,
+        username: str = "user",
+        bot: bool = False,
+        guild_id: int | None = None,
+        mentions: list[int] | None = None,
+        referenced_message_id: int | None = None,
+        attachments: list[dict] | None = None,
+        global_name: str | None = None,
+        nick: str | None = None,
+    ) -> int:
         """Dispatch MESSAGE_CREATE to connected clients; returns the message id.
 
         ``attachments``: dicts with at least ``filename`` (``url``, ``content_type``, ``size`` optional).
@@ -235,11 +377,26 @@ class FakeDiscord:
         for a in attachments or []:
             aid = self.new_id()
             url = a.get("url") or f"{self.base_url}/attachments/{channel_id}/{aid}/{a['filename']}"
-            atts.append({"id": str(aid), "filename": a["filename"], "size": int(a.get("size", 1)), "url": url,
-                         "proxy_url": url, "content_type": a.get("content_type")})
+            atts.append(
+                {
+                    "id": str(aid),
+                    "filename": a["filename"],
+                    "size": int(a.get("size", 1)),
+                    "url": url,
+                    "proxy_url": url,
+                    "content_type": a.get("content_type"),
+                }
+            )
         ref = {"message_id": referenced_message_id} if referenced_message_id else None
-        msg = self._message_payload(channel_id, content, author, guild_id=guild_id, mentions=mention_payloads,
-                                    reference=ref, attachments=atts)
+        msg = self._message_payload(
+            channel_id,
+            content,
+            author,
+            guild_id=guild_id,
+            mentions=mention_payloads,
+            reference=ref,
+            attachments=atts,
+        )
         if guild_id is not None:
             member = self._member(author)
             member.pop("user")
@@ -249,13 +406,30 @@ class FakeDiscord:
         await self.dispatch("MESSAGE_CREATE", msg)
         return int(msg["id"])
 
-    def fail_next(self, route: str, *, status: int = 429, retry_after: float = 0.2, times: int = 1,
-                  is_global: bool = False, body: dict | None = None) -> None:
+    def fail_next(
+        self,
+        route: str,
+        *,
+        status: int = 429,
+        retry_after: float = 0.2,
+        times: int = 1,
+        is_global: bool = False,
+        body: dict | None = None,
+    ) -> None:
         """Make the next ``times`` requests matching ``"METHOD /path"`` (path after /api/v10) fail.
         429s carry Discord's body and headers (Retry-After, X-RateLimit-*, Via) so discord.py retries."""
         method, path = route.split(" ", 1)
-        self._failures.append({"method": method.upper(), "path": path, "status": status,
-                               "retry_after": retry_after, "times": times, "global": is_global, "body": body})
+        self._failures.append(
+            {
+                "method": method.upper(),
+                "path": path,
+                "status": status,
+                "retry_after": retry_after,
+                "times": times,
+                "global": is_global,
+                "body": body,
+            }
+        )
 
     async def wait_for_sent(self, n: int, timeout: float = 5.0) -> list[dict]:
         assert self._sent_cond is not None
@@ -270,14 +444,14 @@ class FakeDiscord:
                 if c["method"] == method and c["path"].startswith(path_prefix):
                     return c
             if asyncio.get_running_loop().time() > deadline:
-                raise asyncio.TimeoutError(f"no {method} {path_prefix}")
+                raise TimeoutError(f"no {method} {path_prefix}")
             await asyncio.sleep(0.01)
 
     async def wait_for_clients(self, n: int = 1, timeout: float = 5.0) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
         while sum(1 for ws in self._sockets if getattr(ws, "_chela_identified", False)) < n:
             if asyncio.get_running_loop().time() > deadline:
-                raise asyncio.TimeoutError("no identified gateway client")
+                raise TimeoutError("no identified gateway client")
             await asyncio.sleep(0.01)
 
     # ---------------------------------------------------------------- gateway
@@ -295,18 +469,24 @@ class FakeDiscord:
 
     async def _send_dispatch(self, ws: web.WebSocketResponse, event: str, data: dict) -> None:
         self._seq += 1
-        try:
+        with contextlib.suppress(ConnectionError):
             await ws.send_str(json.dumps({"op": 0, "t": event, "s": self._seq, "d": data}))
-        except ConnectionError:
-            pass
 
     async def _ws_handler(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         self._sockets.append(ws)
         try:
-            await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms},
-                                          "s": None, "t": None}))
+            await ws.send_str(
+                json.dumps(
+                    {
+                        "op": 10,
+                        "d": {"heartbeat_interval": self.heartbeat_interval_ms},
+                        "s": None,
+                        "t": None,
+                    }
+                )
+            )
             async for msg in ws:
                 if msg.type != WSMsgType.TEXT:
                     continue
@@ -320,17 +500,28 @@ class FakeDiscord:
                         await ws.close(code=4004, message=b"Authentication failed.")
                         break
                     if self.identify_close_code:
-                        await ws.close(code=self.identify_close_code, message=b"Disallowed intent(s).")
+                        await ws.close(
+                            code=self.identify_close_code, message=b"Disallowed intent(s)."
+                        )
                         break
                     if not self.send_ready:
                         continue
                     ws._chela_identified = True  # type: ignore[attr-defined]
-                    await self._send_dispatch(ws, "READY", {
-                        "v": 10, "user": self.bot_user, "session_id": f"sess-{self.new_id()}",
-                        "resume_gateway_url": self.gateway_url, "private_channels": [],
-                        "guilds": [{"id": g["id"], "unavailable": True} for g in self.guilds.values()],
-                        "application": {"id": str(self.bot_id), "flags": 0},
-                    })
+                    await self._send_dispatch(
+                        ws,
+                        "READY",
+                        {
+                            "v": 10,
+                            "user": self.bot_user,
+                            "session_id": f"sess-{self.new_id()}",
+                            "resume_gateway_url": self.gateway_url,
+                            "private_channels": [],
+                            "guilds": [
+                                {"id": g["id"], "unavailable": True} for g in self.guilds.values()
+                            ],
+                            "application": {"id": str(self.bot_id), "flags": 0},
+                        },
+                    )
                     for g in self.guilds.values():
                         await self._send_dispatch(ws, "GUILD_CREATE", self._guild_create(g))
                 elif op == 6:
@@ -360,32 +551,68 @@ class FakeDiscord:
         call["status"] = resp.status
         return resp
 
-    async def _route(self, request: web.Request, method: str, path: str, call: dict) -> web.StreamResponse:
+    async def _route(
+        self, request: web.Request, method: str, path: str, call: dict
+    ) -> web.StreamResponse:
         if request.headers.get("Authorization") != f"Bot {self.token}":
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         failure = self._take_failure(method, path)
         if failure is not None:
             if failure["status"] == 429:
                 ra = failure["retry_after"]
-                return _json({"message": "You are being rate limited.", "retry_after": ra,
-                              "global": failure["global"]}, status=429, headers={
-                    "Retry-After": str(max(1, int(ra + 0.999))), "X-RateLimit-Limit": "5",
-                    "X-RateLimit-Remaining": "0", "X-RateLimit-Reset-After": str(ra),
-                    "X-RateLimit-Bucket": "fake-bucket", "X-RateLimit-Scope": "user", "Via": "1.1 google"})
-            return _json(failure["body"] or {"message": "fake failure", "code": 0}, status=failure["status"])
+                return _json(
+                    {
+                        "message": "You are being rate limited.",
+                        "retry_after": ra,
+                        "global": failure["global"],
+                    },
+                    status=429,
+                    headers={
+                        "Retry-After": str(max(1, int(ra + 0.999))),
+                        "X-RateLimit-Limit": "5",
+                        "X-RateLimit-Remaining": "0",
+                        "X-RateLimit-Reset-After": str(ra),
+                        "X-RateLimit-Bucket": "fake-bucket",
+                        "X-RateLimit-Scope": "user",
+                        "Via": "1.1 google",
+                    },
+                )
+            return _json(
+                failure["body"] or {"message": "fake failure", "code": 0}, status=failure["status"]
+            )
 
         parts = path.strip("/").split("/")
         if method == "GET" and path == "/users/@me":
             return _json(self.bot_user)
         if method == "GET" and path == "/oauth2/applications/@me":
-            return _json({"id": str(self.bot_id), "name": self.bot_name, "description": "", "icon": None,
-                          "bot_public": True, "bot_require_code_grant": False, "verify_key": "00",
-                          "owner": self.user_payload(1, "owner"), "flags": 0, "team": None,
-                          "interactions_endpoint_url": None})
+            return _json(
+                {
+                    "id": str(self.bot_id),
+                    "name": self.bot_name,
+                    "description": "",
+                    "icon": None,
+                    "bot_public": True,
+                    "bot_require_code_grant": False,
+                    "verify_key": "00",
+                    "owner": self.user_payload(1, "owner"),
+                    "flags": 0,
+                    "team": None,
+                    "interactions_endpoint_url": None,
+                }
+            )
         if method == "GET" and path in ("/gateway", "/gateway/bot"):
-            return _json({"url": self.gateway_url, "shards": 1,
-                          "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0,
-                                                  "max_concurrency": 1}})
+            return _json(
+                {
+                    "url": self.gateway_url,
+                    "shards": 1,
+                    "session_start_limit": {
+                        "total": 1000,
+                        "remaining": 999,
+                        "reset_after": 0,
+                        "max_concurrency": 1,
+                    },
+                }
+            )
         if method == "POST" and path == "/users/@me/channels":
             body = await request.json()
             cid = self.add_dm_channel(int(body["recipient_id"]))
@@ -395,7 +622,11 @@ class FakeDiscord:
             rest = parts[2:]
             if method == "GET" and not rest:
                 ch = self.channels.get(cid)
-                return _json(ch) if ch else _json({"message": "Unknown Channel", "code": 10003}, status=404)
+                return (
+                    _json(ch)
+                    if ch
+                    else _json({"message": "Unknown Channel", "code": 10003}, status=404)
+                )
             if method == "POST" and rest == ["typing"]:
                 self.typing.append(cid)
                 return web.Response(status=204)
@@ -403,13 +634,23 @@ class FakeDiscord:
                 return await self._create_message(request, cid, call)
             if method == "GET" and len(rest) == 2 and rest[0] == "messages":
                 m = self.messages.get(int(rest[1]))
-                return _json(m) if m else _json({"message": "Unknown Message", "code": 10008}, status=404)
-            if method == "PUT" and len(rest) == 5 and rest[0] == "messages" and rest[2] == "reactions" \
-                    and rest[4] == "@me":
+                return (
+                    _json(m)
+                    if m
+                    else _json({"message": "Unknown Message", "code": 10008}, status=404)
+                )
+            if (
+                method == "PUT"
+                and len(rest) == 5
+                and rest[0] == "messages"
+                and rest[2] == "reactions"
+                and rest[4] == "@me"
+            ):
                 if int(rest[1]) not in self.messages:
                     return _json({"message": "Unknown Message", "code": 10008}, status=404)
-                self.reactions.append({"channel_id": cid, "message_id": int(rest[1]),
-                                       "emoji": rest[3]})
+                self.reactions.append(
+                    {"channel_id": cid, "message_id": int(rest[1]), "emoji": rest[3]}
+                )
                 return web.Response(status=204)
         return _json({"message": "404: Not Found", "code": 0}, status=404)
 
@@ -425,7 +666,9 @@ class FakeDiscord:
                 if part.name == "payload_json":
                     body = json.loads(await part.text())
                 else:
-                    files.append({"field": part.name, "filename": part.filename, "data": await part.read()})
+                    files.append(
+                        {"field": part.name, "filename": part.filename, "data": await part.read()}
+                    )
         else:
             body = await request.json()
         content = body.get("content") or ""
@@ -435,15 +678,34 @@ class FakeDiscord:
             return _json({"message": "Invalid Form Body", "code": 50035}, status=400)
         ref = body.get("message_reference")
         guild_id = int(ch["guild_id"]) if ch.get("guild_id") else None
-        atts = [{"id": str(self.new_id()), "filename": f["filename"], "size": len(f["data"]),
-                 "url": f"{self.base_url}/attachments/{cid}/{f['filename']}",
-                 "proxy_url": f"{self.base_url}/attachments/{cid}/{f['filename']}",
-                 "content_type": "application/octet-stream"} for f in files]
-        msg = self._message_payload(cid, content, self.user_payload(self.bot_id, self.bot_name, bot=True),
-                                    guild_id=guild_id, reference=ref, attachments=atts)
+        atts = [
+            {
+                "id": str(self.new_id()),
+                "filename": f["filename"],
+                "size": len(f["data"]),
+                "url": f"{self.base_url}/attachments/{cid}/{f['filename']}",
+                "proxy_url": f"{self.base_url}/attachments/{cid}/{f['filename']}",
+                "content_type": "application/octet-stream",
+            }
+            for f in files
+        ]
+        msg = self._message_payload(
+            cid,
+            content,
+            self.user_payload(self.bot_id, self.bot_name, bot=True),
+            guild_id=guild_id,
+            reference=ref,
+            attachments=atts,
+        )
         self.messages[int(msg["id"])] = msg
-        record = {"id": int(msg["id"]), "channel_id": cid, "content": content, "message_reference": ref,
-                  "files": files, "body": body}
+        record = {
+            "id": int(msg["id"]),
+            "channel_id": cid,
+            "content": content,
+            "message_reference": ref,
+            "files": files,
+            "body": body,
+        }
         assert self._sent_cond is not None
         async with self._sent_cond:
             self.sent.append(record)

@@ -27,21 +27,23 @@ import itertools
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Union
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from aiohttp import web
+import contextlib
 
 __all__ = [
     "FakeLLM",
     "Reply",
-    "text",
-    "tool_calls",
-    "raw_tool_calls",
-    "error",
     "delay",
     "drop",
-    "last_user_text",
+    "error",
     "fake_llm",
+    "last_user_text",
+    "raw_tool_calls",
+    "text",
+    "tool_calls",
 ]
 
 
@@ -62,13 +64,15 @@ class Reply:
     body: Any = None
     retry_after: float | str | None = None
     seconds: float = 0.0
-    then: "Response | None" = None
+    then: Response | None = None
 
 
-Response = Union[Reply, str, Callable[[dict], Any]]
+Response = Reply | str | Callable[[dict], Any]
 
 
-def text(content: str, *, usage: dict[str, int] | None = None, finish_reason: str = "stop") -> Reply:
+def text(
+    content: str, *, usage: dict[str, int] | None = None, finish_reason: str = "stop"
+) -> Reply:
     """A plain assistant message."""
     return Reply("message", content=content, usage=usage, finish_reason=finish_reason)
 
@@ -141,9 +145,15 @@ def count_request_tokens(body: dict) -> int:
 
 def context_overflow_body(window: int, n: int) -> dict:
     """OpenAI's answer to a request that does not fit the model's window."""
-    return {"error": {"message": f"This model's maximum context length is {window} tokens. However, your messages "
-                                 f"resulted in {n} tokens. Please reduce the length of the messages.",
-                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {n} tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 def _echo_ok(request: dict) -> Reply:
@@ -166,15 +176,22 @@ _ERROR_TYPES = {
 class FakeLLM:
     """Scripted OpenAI-compatible server.  See the module docstring."""
 
-    def __init__(self, *, model: str = "fake-model", host: str = "127.0.0.1", port: int = 0,
-                 keep_requests: bool = True, context_window: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str = "fake-model",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        keep_requests: bool = True,
+        context_window: int | None = None,
+    ) -> None:
         self.model = model
         self.host = host
         self.port = port
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []  # request headers, parallel to .requests
-        self.keep_requests = keep_requests       # False: benchmarks, whose memory must stay flat
-        self.handle_seconds: list[float] = []    # time spent answering each completion request
+        self.keep_requests = keep_requests  # False: benchmarks, whose memory must stay flat
+        self.handle_seconds: list[float] = []  # time spent answering each completion request
         self.default: Callable[[dict], Any] = _echo_ok
         self._queue: list[Response] = []
         self._runner: web.AppRunner | None = None
@@ -183,8 +200,8 @@ class FakeLLM:
         # like a real provider: a request over ``context_window`` tokens (messages and tool
         # schemas, counted with litellm's tokenizer) gets HTTP 400 context_length_exceeded
         self.context_window = context_window
-        self.request_tokens: list[int] = []       # parallel to every request received (when counted)
-        self.rejected: list[int] = []             # token sizes of the requests refused as too long
+        self.request_tokens: list[int] = []  # parallel to every request received (when counted)
+        self.rejected: list[int] = []  # token sizes of the requests refused as too long
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -197,7 +214,7 @@ class FakeLLM:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        server = site._server  # noqa: SLF001 - aiohttp has no public accessor for the bound port
+        server = site._server
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._cond = asyncio.Condition()
 
@@ -206,7 +223,7 @@ class FakeLLM:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> "FakeLLM":
+    async def __aenter__(self) -> FakeLLM:
         await self.start()
         return self
 
@@ -219,7 +236,7 @@ class FakeLLM:
 
     # scripting -------------------------------------------------------------------------
 
-    def script(self, *responses: Response) -> "FakeLLM":
+    def script(self, *responses: Response) -> FakeLLM:
         """Queue responses; each request consumes one, in order."""
         self._queue.extend(responses)
         return self
@@ -249,14 +266,18 @@ class FakeLLM:
 
         try:
             await asyncio.wait_for(_wait(), timeout)
-        except asyncio.TimeoutError:
-            raise AssertionError(f"expected {n} LLM requests within {timeout}s, got {len(self.requests)}") from None
+        except TimeoutError:
+            raise AssertionError(
+                f"expected {n} LLM requests within {timeout}s, got {len(self.requests)}"
+            ) from None
         return self.requests
 
     # HTTP ------------------------------------------------------------------------------
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+        return web.json_response(
+            {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+        )
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
@@ -272,7 +293,10 @@ class FakeLLM:
         try:
             body = await request.json()
         except Exception:
-            return web.json_response({"error": {"message": "invalid JSON body", "type": "invalid_request_error"}}, status=400)
+            return web.json_response(
+                {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}},
+                status=400,
+            )
         self.requests.append(body)
         self.headers.append(dict(request.headers))
         if self._cond is not None:
@@ -301,7 +325,9 @@ class FakeLLM:
             return await self._resolve(body, out)
         raise TypeError(f"unsupported fake response: {resp!r}")
 
-    async def _respond(self, request: web.Request, body: dict, resp: Response | None) -> web.StreamResponse:
+    async def _respond(
+        self, request: web.Request, body: dict, resp: Response | None
+    ) -> web.StreamResponse:
         r = await self._resolve(body, resp)
         while r.kind == "delay":
             await asyncio.sleep(r.seconds)
@@ -325,7 +351,9 @@ class FakeLLM:
                 }
             if isinstance(payload, (dict, list)):
                 return web.json_response(payload, status=r.status, headers=headers)
-            return web.Response(text=str(payload), status=r.status, headers=headers, content_type="application/json")
+            return web.Response(
+                text=str(payload), status=r.status, headers=headers, content_type="application/json"
+            )
         return await self._message(request, body, r)
 
     def _usage(self, body: dict, r: Reply) -> dict[str, int]:
@@ -343,7 +371,11 @@ class FakeLLM:
         created = int(time.time())
         model = body.get("model") or self.model
         calls = [
-            {"id": call_id or f"call_{next(self._ids)}", "type": "function", "function": {"name": n, "arguments": a}}
+            {
+                "id": call_id or f"call_{next(self._ids)}",
+                "type": "function",
+                "function": {"name": n, "arguments": a},
+            }
             for n, a, call_id in r.calls
         ]
         finish = r.finish_reason or ("tool_calls" if calls else "stop")
@@ -359,22 +391,40 @@ class FakeLLM:
                     "object": "chat.completion",
                     "created": created,
                     "model": model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                    "choices": [
+                        {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                    ],
                     "usage": usage,
                 }
             )
 
         # streaming (SSE)
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await resp.prepare(request)
 
-        async def send(delta: dict | None, finish_reason: str | None = None, *, usage_only: bool = False) -> None:
-            chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+        async def send(
+            delta: dict | None, finish_reason: str | None = None, *, usage_only: bool = False
+        ) -> None:
+            chunk: dict[str, Any] = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+            }
             if usage_only:
                 chunk["choices"] = []
                 chunk["usage"] = usage
             else:
-                chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason, "logprobs": None}]
+                chunk["choices"] = [
+                    {
+                        "index": 0,
+                        "delta": delta or {},
+                        "finish_reason": finish_reason,
+                        "logprobs": None,
+                    }
+                ]
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
@@ -384,11 +434,22 @@ class FakeLLM:
         for idx, call in enumerate(calls):
             fn = call["function"]
             await send(
-                {"tool_calls": [{"index": idx, "id": call["id"], "type": "function", "function": {"name": fn["name"], "arguments": ""}}]}
+                {
+                    "tool_calls": [
+                        {
+                            "index": idx,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": ""},
+                        }
+                    ]
+                }
             )
             args = fn["arguments"]
             for i in range(0, len(args), 16):
-                await send({"tool_calls": [{"index": idx, "function": {"arguments": args[i : i + 16]}}]})
+                await send(
+                    {"tool_calls": [{"index": idx, "function": {"arguments": args[i : i + 16]}}]}
+                )
         await send({}, finish)
         if (body.get("stream_options") or {}).get("include_usage", True):
             await send(None, usage_only=True)
@@ -433,7 +494,9 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual / 
 
     async def run() -> None:
         fake = FakeLLM(port=args.port)
-        fake.default = lambda req: delay(args.delay, text(args.reply)) if args.delay else text(args.reply)
+        fake.default = lambda req: (
+            delay(args.delay, text(args.reply)) if args.delay else text(args.reply)
+        )
         await fake.start()
         print(fake.base_url, flush=True)
         try:
@@ -441,10 +504,8 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - manual / 
         finally:
             await fake.stop()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run())
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

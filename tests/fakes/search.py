@@ -40,7 +40,7 @@ class FakeSearch:
         if self._runner:
             await self._runner.cleanup()
 
-    async def __aenter__(self) -> "FakeSearch":
+    async def __aenter__(self) -> FakeSearch:
         await self.start()
         return self
 
@@ -48,44 +48,96 @@ class FakeSearch:
         await self.stop()
 
     async def _brave(self, request: web.Request) -> web.Response:
-        self.requests.append({"provider": "brave", "query": dict(request.query), "headers": dict(request.headers)})
+        self.requests.append(
+            {"provider": "brave", "query": dict(request.query), "headers": dict(request.headers)}
+        )
         if request.headers.get("X-Subscription-Token") != BRAVE_KEY:
-            return web.json_response({"type": "ErrorResponse", "error": {"code": "SUBSCRIPTION_TOKEN_INVALID",
-                                                                        "status": 422}}, status=401)
+            return web.json_response(
+                {
+                    "type": "ErrorResponse",
+                    "error": {"code": "SUBSCRIPTION_TOKEN_INVALID", "status": 422},
+                },
+                status=401,
+            )
         q = request.query["q"]
         n = int(request.query.get("count", "20"))
-        results = [{"title": f"Brave result {i} for {q}", "url": f"https://brave.example/{i}",
-                    "description": f"About <strong>{q}</strong> number {i}", "language": "en",
-                    "family_friendly": True, "type": "search_result"} for i in range(1, n + 1)]
-        return web.json_response({"type": "search", "query": {"original": q, "more_results_available": True},
-                                  "mixed": {"type": "mixed", "main": []},
-                                  "web": {"type": "search", "results": results, "family_friendly": True}})
+        results = [
+            {
+                "title": f"Brave result {i} for {q}",
+                "url": f"https://brave.example/{i}",
+                "description": f"About <strong>{q}</strong> number {i}",
+                "language": "en",
+                "family_friendly": True,
+                "type": "search_result",
+            }
+            for i in range(1, n + 1)
+        ]
+        return web.json_response(
+            {
+                "type": "search",
+                "query": {"original": q, "more_results_available": True},
+                "mixed": {"type": "mixed", "main": []},
+                "web": {"type": "search", "results": results, "family_friendly": True},
+            }
+        )
 
     async def _tavily(self, request: web.Request) -> web.Response:
         body = await request.json()
         self.requests.append({"provider": "tavily", "body": body, "headers": dict(request.headers)})
         if request.headers.get("Authorization") != f"Bearer {TAVILY_KEY}":
-            return web.json_response({"detail": {"error": "Unauthorized: missing or invalid API key."}}, status=401)
+            return web.json_response(
+                {"detail": {"error": "Unauthorized: missing or invalid API key."}}, status=401
+            )
         q = body["query"]
         n = int(body.get("max_results", 5))
-        return web.json_response({
-            "query": q, "follow_up_questions": None, "answer": None, "images": [],
-            "results": [{"title": f"Tavily result {i}", "url": f"https://tavily.example/{i}",
-                         "content": f"Tavily says {q} #{i}", "score": 0.9 - i / 100, "raw_content": None}
-                        for i in range(1, n + 1)],
-            "response_time": 0.42})
+        return web.json_response(
+            {
+                "query": q,
+                "follow_up_questions": None,
+                "answer": None,
+                "images": [],
+                "results": [
+                    {
+                        "title": f"Tavily result {i}",
+                        "url": f"https://tavily.example/{i}",
+                        "content": f"Tavily says {q} #{i}",
+                        "score": 0.9 - i / 100,
+                        "raw_content": None,
+                    }
+                    for i in range(1, n + 1)
+                ],
+                "response_time": 0.42,
+            }
+        )
 
     async def _searxng(self, request: web.Request) -> web.Response:
         self.requests.append({"provider": "searxng", "query": dict(request.query)})
         if request.query.get("format") != "json":
             return web.Response(status=403, text="format not allowed")
         q = request.query["q"]
-        return web.json_response({
-            "query": q, "number_of_results": 0,
-            "results": [{"url": f"https://searx.example/{i}", "title": f"SearXNG result {i}",
-                         "content": f"searx {q} {i}", "engine": "bing", "engines": ["bing", "brave"],
-                         "score": 2.0, "category": "general"} for i in range(1, 4)],
-            "answers": [], "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []})
+        return web.json_response(
+            {
+                "query": q,
+                "number_of_results": 0,
+                "results": [
+                    {
+                        "url": f"https://searx.example/{i}",
+                        "title": f"SearXNG result {i}",
+                        "content": f"searx {q} {i}",
+                        "engine": "bing",
+                        "engines": ["bing", "brave"],
+                        "score": 2.0,
+                        "category": "general",
+                    }
+                    for i in range(1, 4)
+                ],
+                "answers": [],
+                "corrections": [],
+                "infoboxes": [],
+                "suggestions": [],
+                "unresponsive_engines": [],
+            }
+        )
 
     async def _ddg(self, request: web.Request) -> web.Response:
         form = await request.post()

@@ -49,30 +49,34 @@ class _Client:
 
 
 class FakeSignalCli:
-    def __init__(self, account: str = "+15550000000", *, keepalive: float = 0.5, history: int = 1000) -> None:
+    def __init__(
+        self, account: str = "+15550000000", *, keepalive: float = 0.5, history: int = 1000
+    ) -> None:
         self.account = account
         self.account_uuid = _uuid_for(account)
         self.keepalive = keepalive
         self.history_size = history
         self.rpc_calls: list[tuple[str, dict]] = []
-        self.sent: list[dict] = []                 # params of successful ``send`` calls + "timestamp"
-        self.events_requests: list[dict] = []      # {"query": ..., "last_event_id": ...} per SSE connect
+        self.sent: list[dict] = []  # params of successful ``send`` calls + "timestamp"
+        self.events_requests: list[
+            dict
+        ] = []  # {"query": ..., "last_event_id": ...} per SSE connect
         self.check_calls = 0
         self.attachments_dir = Path(tempfile.mkdtemp(prefix="fake-signal-attachments-"))
         self.url = ""
         self._clients: set[_Client] = set()
-        self._pending: list[tuple[str, str]] = []   # (event id, data) queued while nobody listens
+        self._pending: list[tuple[str, str]] = []  # (event id, data) queued while nobody listens
         self._history: list[tuple[str, str]] = []
         self._id_prefix = "a"
         self._event_seq = itertools.count(1)
         self._ts = int(time.time() * 1000)
         self._failures: list[dict] = []
         self._runner: web.AppRunner | None = None
-        self.text_styles = True                    # False: refuse textStyle like signal-cli before 0.11.6
+        self.text_styles = True  # False: refuse textStyle like signal-cli before 0.11.6
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> "FakeSignalCli":
+    async def start(self) -> FakeSignalCli:
         app = web.Application()
         app.router.add_post("/api/v1/rpc", self._rpc)
         app.router.add_get("/api/v1/events", self._events)
@@ -92,7 +96,7 @@ class FakeSignalCli:
             self._runner = None
         shutil.rmtree(self.attachments_dir, ignore_errors=True)
 
-    async def __aenter__(self) -> "FakeSignalCli":
+    async def __aenter__(self) -> FakeSignalCli:
         return await self.start()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -129,7 +133,9 @@ class FakeSignalCli:
                 raise AssertionError(f"timed out waiting for {what}")
             await asyncio.sleep(0.01)
 
-    def fail_rpc_next(self, status: int = 500, *, times: int = 1, error: dict | None = None) -> None:
+    def fail_rpc_next(
+        self, status: int = 500, *, times: int = 1, error: dict | None = None
+    ) -> None:
         """Make the next ``times`` RPC calls fail: HTTP ``status``, or (``error`` given) a
         JSON-RPC error object with HTTP 200."""
         for _ in range(times):
@@ -149,12 +155,26 @@ class FakeSignalCli:
         client with ``Last-Event-ID`` gets every kept event again."""
         self._id_prefix = chr(ord(self._id_prefix) + 1)
 
-    def write_attachment(self, content: bytes, *, filename: str = "file.bin", content_type: str = "application/octet-stream") -> dict:
+    def write_attachment(
+        self,
+        content: bytes,
+        *,
+        filename: str = "file.bin",
+        content_type: str = "application/octet-stream",
+    ) -> dict:
         ext = Path(filename).suffix
         att_id = base64.urlsafe_b64encode(uuidlib.uuid4().bytes).decode().rstrip("=") + ext
         (self.attachments_dir / att_id).write_bytes(content)
-        return {"contentType": content_type, "filename": filename, "id": att_id, "size": len(content),
-                "width": None, "height": None, "caption": None, "uploadTimestamp": None}
+        return {
+            "contentType": content_type,
+            "filename": filename,
+            "id": att_id,
+            "size": len(content),
+            "width": None,
+            "height": None,
+            "caption": None,
+            "uploadTimestamp": None,
+        }
 
     def inject_message(
         self,
@@ -181,9 +201,19 @@ class FakeSignalCli:
         ts = timestamp if timestamp is not None else self.next_timestamp()
         number = source if source.startswith("+") else None
         suuid = source_uuid or (source if number is None else _uuid_for(source))
-        dm: dict[str, Any] = {"timestamp": ts, "message": text, "expiresInSeconds": 0, "viewOnce": False}
+        dm: dict[str, Any] = {
+            "timestamp": ts,
+            "message": text,
+            "expiresInSeconds": 0,
+            "viewOnce": False,
+        }
         if group_id:
-            dm["groupInfo"] = {"groupId": group_id, "groupName": group_name or "", "revision": 1, "type": "DELIVER"}
+            dm["groupInfo"] = {
+                "groupId": group_id,
+                "groupName": group_name or "",
+                "revision": 1,
+                "type": "DELIVER",
+            }
         if mentions:
             dm["mentions"] = self._mentions(text, mentions)
         if quote:
@@ -191,15 +221,21 @@ class FakeSignalCli:
             author = q.get("author")
             if author:
                 q.setdefault("authorNumber", author if author.startswith("+") else None)
-                q.setdefault("authorUuid", self.account_uuid if author == self.account else _uuid_for(author))
+                q.setdefault(
+                    "authorUuid", self.account_uuid if author == self.account else _uuid_for(author)
+                )
             q.setdefault("text", "")
             q.setdefault("attachments", [])
             dm["quote"] = q
         if attachments:
             dm["attachments"] = [
-                self.write_attachment(a["content"], filename=a.get("filename", "file.bin"),
-                                      content_type=a.get("contentType", "application/octet-stream"))
-                if "content" in a else a
+                self.write_attachment(
+                    a["content"],
+                    filename=a.get("filename", "file.bin"),
+                    content_type=a.get("contentType", "application/octet-stream"),
+                )
+                if "content" in a
+                else a
                 for a in attachments
             ]
         envelope = {
@@ -228,13 +264,17 @@ class FakeSignalCli:
                 raise ValueError("more mentions than U+FFFC placeholders in text")
             search_from = idx + 1
             number = m if m.startswith("+") else None
-            out.append({
-                "name": m,
-                "number": number,
-                "uuid": self.account_uuid if m == self.account else (m if number is None else _uuid_for(m)),
-                "start": _utf16_len(text[:idx]),
-                "length": 1,
-            })
+            out.append(
+                {
+                    "name": m,
+                    "number": number,
+                    "uuid": self.account_uuid
+                    if m == self.account
+                    else (m if number is None else _uuid_for(m)),
+                    "start": _utf16_len(text[:idx]),
+                    "length": 1,
+                }
+            )
         return out
 
     def push_envelope(self, envelope: dict, *, account: str | None = None) -> None:
@@ -266,12 +306,16 @@ class FakeSignalCli:
             return web.Response(status=400, text=f"Unknown account {acct}")
         last_id = request.headers.get("Last-Event-ID")
         self.events_requests.append({"query": query, "last_event_id": last_id})
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await resp.prepare(request)
         client = _Client(request, query, last_id)
         if last_id is not None:
             ids = [i for i, _ in self._history]
-            backlog = self._history[ids.index(last_id) + 1:] if last_id in ids else list(self._history)
+            backlog = (
+                self._history[ids.index(last_id) + 1 :] if last_id in ids else list(self._history)
+            )
             self._pending.clear()
         else:
             backlog, self._pending = self._pending, []
@@ -282,13 +326,17 @@ class FakeSignalCli:
             while True:
                 try:
                     item = await asyncio.wait_for(client.queue.get(), self.keepalive)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     await resp.write(b":\n\n")
                     continue
                 if item is _CLOSE:
                     break
                 event_id, data = item
-                frame = f"id:{event_id}\nevent:receive\n" + "".join(f"data:{line}\n" for line in data.split("\n")) + "\n"
+                frame = (
+                    f"id:{event_id}\nevent:receive\n"
+                    + "".join(f"data:{line}\n" for line in data.split("\n"))
+                    + "\n"
+                )
                 await resp.write(frame.encode())
         except (ConnectionResetError, RuntimeError, asyncio.CancelledError):
             pass
@@ -308,7 +356,9 @@ class FakeSignalCli:
         if self._failures:
             failure = self._failures.pop(0)
             if failure["error"] is not None:
-                return web.json_response({"jsonrpc": "2.0", "error": failure["error"], "id": req_id})
+                return web.json_response(
+                    {"jsonrpc": "2.0", "error": failure["error"], "id": req_id}
+                )
             return web.Response(status=failure["status"], text="fake failure")
         if not method:
             return self._error(req_id, -32600, "method field must be set")
@@ -331,7 +381,13 @@ class FakeSignalCli:
 
     @staticmethod
     def _error(req_id: Any, code: int, message: str) -> web.Response:
-        return web.json_response({"jsonrpc": "2.0", "error": {"code": code, "message": message, "data": None}, "id": req_id})
+        return web.json_response(
+            {
+                "jsonrpc": "2.0",
+                "error": {"code": code, "message": message, "data": None},
+                "id": req_id,
+            }
+        )
 
     @staticmethod
     def _check_target(params: dict) -> None:
@@ -346,13 +402,17 @@ class FakeSignalCli:
         self._check_target(params)
         if "textStyle" in params:
             if not self.text_styles:
-                raise ValueError("Unrecognized field \"textStyle\"")
+                raise ValueError('Unrecognized field "textStyle"')
             styles = params["textStyle"]
             text16 = len((params.get("message") or "").encode("utf-16-le")) // 2
             for st in styles if isinstance(styles, list) else [styles]:
                 start, length, style = str(st).split(":")
-                if style not in ("BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE") or \
-                        int(start) < 0 or int(length) <= 0 or int(start) + int(length) > text16:
+                if (
+                    style not in ("BOLD", "ITALIC", "SPOILER", "STRIKETHROUGH", "MONOSPACE")
+                    or int(start) < 0
+                    or int(length) <= 0
+                    or int(start) + int(length) > text16
+                ):
                     raise ValueError(f"Invalid text style {st}")
         atts = params.get("attachments") or params.get("attachment") or []
         if isinstance(atts, str):

@@ -31,6 +31,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+import contextlib
 
 
 class FakeSlack:
@@ -53,17 +54,21 @@ class FakeSlack:
         self.bot_name = bot_name
         self.app_id = app_id
 
-        self.calls: list[tuple[str, dict]] = []       # (method, params) for every Web API call
-        self.posted: list[dict] = []                  # chat.postMessage params (+ "ts")
+        self.calls: list[tuple[str, dict]] = []  # (method, params) for every Web API call
+        self.posted: list[dict] = []  # chat.postMessage params (+ "ts")
         self.ephemeral: list[dict] = []
-        self.reactions: list[dict] = []               # {"channel", "timestamp", "name"}
-        self.uploads: list[dict] = []                 # {"file_id", "filename", "title", "bytes", "channel", "thread_ts"}
-        self.acks: list[str] = []                     # envelope ids acked over the websocket
+        self.reactions: list[dict] = []  # {"channel", "timestamp", "name"}
+        self.uploads: list[
+            dict
+        ] = []  # {"file_id", "filename", "title", "bytes", "channel", "thread_ts"}
+        self.acks: list[str] = []  # envelope ids acked over the websocket
         self.ack_payloads: list[dict] = []
-        self.envelopes: list[dict] = []               # envelopes sent
+        self.envelopes: list[dict] = []  # envelopes sent
         self.socket_connections = 0
-        self.files: dict[str, tuple[bytes, str]] = {}  # downloadable private files: id -> (bytes, mime)
-        self.downloads: list[str] = []                # file ids fetched (with the right token)
+        self.files: dict[
+            str, tuple[bytes, str]
+        ] = {}  # downloadable private files: id -> (bytes, mime)
+        self.downloads: list[str] = []  # file ids fetched (with the right token)
         self.chunked_downloads = False
 
         self._failures: dict[str, list[dict]] = {}
@@ -77,7 +82,7 @@ class FakeSlack:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> "FakeSlack":
+    async def start(self) -> FakeSlack:
         self._cond = asyncio.Condition()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
@@ -99,7 +104,7 @@ class FakeSlack:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self) -> "FakeSlack":
+    async def __aenter__(self) -> FakeSlack:
         return await self.start()
 
     async def __aexit__(self, *exc) -> None:
@@ -111,12 +116,19 @@ class FakeSlack:
 
     # ------------------------------------------------------------------ controls
 
-    def fail_next(self, method: str, status: int = 429, retry_after: int | float | None = 1,
-                  error: str = "ratelimited", times: int = 1) -> None:
+    def fail_next(
+        self,
+        method: str,
+        status: int = 429,
+        retry_after: int | float | None = 1,
+        error: str = "ratelimited",
+        times: int = 1,
+    ) -> None:
         """The next ``times`` calls of ``method`` answer ``status`` (+ ``Retry-After``) and an error."""
         for _ in range(times):
             self._failures.setdefault(method, []).append(
-                {"status": status, "retry_after": retry_after, "error": error})
+                {"status": status, "retry_after": retry_after, "error": error}
+            )
 
     async def _notify(self) -> None:
         assert self._cond is not None
@@ -128,11 +140,13 @@ class FakeSlack:
         async with self._cond:
             try:
                 await asyncio.wait_for(self._cond.wait_for(pred), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise AssertionError(f"FakeSlack: timed out waiting for {what}") from None
 
     async def wait_for_posts(self, n: int, timeout: float = 5.0) -> list[dict]:
-        await self._wait(lambda: len(self.posted) >= n, timeout, f"{n} posts (have {len(self.posted)})")
+        await self._wait(
+            lambda: len(self.posted) >= n, timeout, f"{n} posts (have {len(self.posted)})"
+        )
         return list(self.posted)
 
     async def wait_for_ack(self, envelope_id: str, timeout: float = 5.0) -> None:
@@ -145,16 +159,30 @@ class FakeSlack:
     async def wait_for_socket(self, timeout: float = 5.0) -> None:
         await self._wait(lambda: bool(self._ws), timeout, "a Socket Mode connection")
 
-    def add_file(self, name: str, data: bytes, mimetype: str = "application/octet-stream",
-                 *, declared_size: Any = -1) -> dict:
+    def add_file(
+        self,
+        name: str,
+        data: bytes,
+        mimetype: str = "application/octet-stream",
+        *,
+        declared_size: Any = -1,
+    ) -> dict:
         """Register a private file and return its Slack file object (for ``files=[...]``).
         ``declared_size``: the ``size`` the object claims (default the real length; ``None``
         leaves the field out)."""
         fid = f"F{next(self._ids):04d}"
         self.files[fid] = (data, mimetype)
         url = f"{self.url}/files/{fid}/{urllib.parse.quote(name, safe='')}"
-        obj = {"id": fid, "name": name, "title": name, "mimetype": mimetype, "size": len(data),
-               "url_private": url, "url_private_download": url + "?download=1", "filetype": name.rsplit(".", 1)[-1]}
+        obj = {
+            "id": fid,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "size": len(data),
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+            "filetype": name.rsplit(".", 1)[-1],
+        }
         if declared_size is None:
             del obj["size"]
         elif declared_size != -1:
@@ -166,19 +194,41 @@ class FakeSlack:
     def new_ts(self) -> str:
         return f"{int(time.time())}.{next(self._ts):06d}"
 
-    def message_event(self, channel: str, user: str | None, text: str, ts: str | None = None,
-                      thread_ts: str | None = None, channel_type: str = "im", bot_id: str | None = None,
-                      subtype: str | None = None, files: list[dict] | None = None, **extra: Any) -> dict:
+    def message_event(
+        self,
+        channel: str,
+        user: str | None,
+        text: str,
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        channel_type: str = "im",
+        bot_id: str | None = None,
+        subtype: str | None = None,
+        files: list[dict] | None = None,
+        **extra: Any,
+    ) -> dict:
         ts = ts or self.new_ts()
         ev: dict[str, Any] = {
-            "type": "message", "channel": channel, "text": text, "ts": ts, "event_ts": ts,
-            "channel_type": channel_type, "team": self.team_id,
+            "type": "message",
+            "channel": channel,
+            "text": text,
+            "ts": ts,
+            "event_ts": ts,
+            "channel_type": channel_type,
+            "team": self.team_id,
         }
         if user:
             ev["user"] = user
             ev["client_msg_id"] = str(uuid.uuid4())
-            ev["blocks"] = [{"type": "rich_text", "block_id": "b1", "elements": [
-                {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}]
+            ev["blocks"] = [
+                {
+                    "type": "rich_text",
+                    "block_id": "b1",
+                    "elements": [
+                        {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}
+                    ],
+                }
+            ]
         if bot_id:
             ev["bot_id"] = bot_id
             if not user:
@@ -195,12 +245,25 @@ class FakeSlack:
         ev.update(extra)
         return ev
 
-    def app_mention_event(self, channel: str, user: str, text: str, ts: str | None = None,
-                          thread_ts: str | None = None, **extra: Any) -> dict:
+    def app_mention_event(
+        self,
+        channel: str,
+        user: str,
+        text: str,
+        ts: str | None = None,
+        thread_ts: str | None = None,
+        **extra: Any,
+    ) -> dict:
         ts = ts or self.new_ts()
         ev: dict[str, Any] = {
-            "type": "app_mention", "user": user, "text": text, "ts": ts, "event_ts": ts,
-            "channel": channel, "team": self.team_id, "client_msg_id": str(uuid.uuid4()),
+            "type": "app_mention",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "event_ts": ts,
+            "channel": channel,
+            "team": self.team_id,
+            "client_msg_id": str(uuid.uuid4()),
         }
         if thread_ts:
             ev["thread_ts"] = thread_ts
@@ -216,14 +279,28 @@ class FakeSlack:
             "type": "event_callback",
             "event_id": event_id or f"Ev{uuid.uuid4().hex[:10].upper()}",
             "event_time": int(time.time()),
-            "authorizations": [{"enterprise_id": None, "team_id": self.team_id, "user_id": self.bot_user_id,
-                                "is_bot": True, "is_enterprise_install": False}],
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": self.team_id,
+                    "user_id": self.bot_user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
             "is_ext_shared_channel": False,
             "event_context": uuid.uuid4().hex,
         }
 
-    async def push_event(self, event: dict, event_id: str | None = None, *, retry_attempt: int = 0,
-                         envelope_id: str | None = None, timeout: float = 5.0) -> str:
+    async def push_event(
+        self,
+        event: dict,
+        event_id: str | None = None,
+        *,
+        retry_attempt: int = 0,
+        envelope_id: str | None = None,
+        timeout: float = 5.0,
+    ) -> str:
         """Send an ``events_api`` envelope over the newest websocket; returns the envelope id."""
         await self.wait_for_socket(timeout)
         envelope_id = envelope_id or str(uuid.uuid4())
@@ -242,12 +319,16 @@ class FakeSlack:
     async def send_disconnect(self, reason: str = "refresh_requested") -> None:
         """Ask the client to reconnect (Slack does this every few hours)."""
         await self.wait_for_socket()
-        await self._ws[-1].send_str(json.dumps({"type": "disconnect", "reason": reason,
-                                                "debug_info": {"host": "fake"}}))
+        await self._ws[-1].send_str(
+            json.dumps({"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}})
+        )
 
     async def wait_for_connections(self, n: int, timeout: float = 5.0) -> None:
-        await self._wait(lambda: self.socket_connections >= n and bool(self._ws), timeout,
-                         f"{n} Socket Mode connections (have {self.socket_connections})")
+        await self._wait(
+            lambda: self.socket_connections >= n and bool(self._ws),
+            timeout,
+            f"{n} Socket Mode connections (have {self.socket_connections})",
+        )
 
     # ------------------------------------------------------------------ Web API
 
@@ -256,10 +337,8 @@ class FakeSlack:
         ctype = request.content_type or ""
         if request.method == "POST" and request.can_read_body:
             if ctype == "application/json":
-                try:
+                with contextlib.suppress(ValueError):
                     params.update(await request.json())
-                except ValueError:
-                    pass
             elif ctype in ("application/x-www-form-urlencoded", "multipart/form-data"):
                 form = await request.post()
                 params.update({k: v for k, v in form.items() if isinstance(v, str)})
@@ -284,7 +363,9 @@ class FakeSlack:
         if failures:
             f = failures.pop(0)
             headers = {"Retry-After": str(f["retry_after"])} if f["retry_after"] is not None else {}
-            return web.json_response({"ok": False, "error": f["error"]}, status=f["status"], headers=headers)
+            return web.json_response(
+                {"ok": False, "error": f["error"]}, status=f["status"], headers=headers
+            )
 
         want = self.app_token if method == "apps.connections.open" else self.bot_token
         if not token:
@@ -300,13 +381,23 @@ class FakeSlack:
         return web.json_response(result)
 
     async def _m_auth_test(self, p: dict) -> dict:
-        return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake Team", "user": self.bot_name,
-                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
-                "is_enterprise_install": False}
+        return {
+            "ok": True,
+            "url": "https://fake.slack.com/",
+            "team": "Fake Team",
+            "user": self.bot_name,
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
 
     async def _m_apps_connections_open(self, p: dict) -> dict:
         host = self.url.removeprefix("http://")
-        return {"ok": True, "url": f"ws://{host}/socket?ticket={uuid.uuid4().hex}&app_id={self.app_id}"}
+        return {
+            "ok": True,
+            "url": f"ws://{host}/socket?ticket={uuid.uuid4().hex}&app_id={self.app_id}",
+        }
 
     async def _m_chat_postMessage(self, p: dict) -> dict:
         channel = p.get("channel")
@@ -322,7 +413,13 @@ class FakeSlack:
         rec["ts"] = ts
         rec.setdefault("thread_ts", None)
         self.posted.append(rec)
-        message = {"type": "message", "text": text, "user": self.bot_user_id, "bot_id": self.bot_id, "ts": ts}
+        message = {
+            "type": "message",
+            "text": text,
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "ts": ts,
+        }
         if p.get("thread_ts"):
             message["thread_ts"] = p["thread_ts"]
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
@@ -342,18 +439,35 @@ class FakeSlack:
 
     async def _m_conversations_info(self, p: dict) -> dict:
         ch = p.get("channel", "")
-        return {"ok": True, "channel": {"id": ch, "name": f"chan-{ch.lower()}", "is_im": ch.startswith("D"),
-                                        "is_channel": ch.startswith("C")}}
+        return {
+            "ok": True,
+            "channel": {
+                "id": ch,
+                "name": f"chan-{ch.lower()}",
+                "is_im": ch.startswith("D"),
+                "is_channel": ch.startswith("C"),
+            },
+        }
 
     async def _m_users_info(self, p: dict) -> dict:
         u = p.get("user", "")
-        return {"ok": True, "user": {"id": u, "name": f"user-{u.lower()}", "real_name": f"User {u}",
-                                     "profile": {"display_name": f"user-{u.lower()}"}}}
+        return {
+            "ok": True,
+            "user": {
+                "id": u,
+                "name": f"user-{u.lower()}",
+                "real_name": f"User {u}",
+                "profile": {"display_name": f"user-{u.lower()}"},
+            },
+        }
 
     async def _m_files_getUploadURLExternal(self, p: dict) -> dict:
         fid = f"F{next(self._ids):04d}"
-        self._pending_uploads[fid] = {"filename": p.get("filename"), "length": int(p.get("length") or 0),
-                                      "bytes": None}
+        self._pending_uploads[fid] = {
+            "filename": p.get("filename"),
+            "length": int(p.get("length") or 0),
+            "bytes": None,
+        }
         return {"ok": True, "upload_url": f"{self.url}/upload/{fid}", "file_id": fid}
 
     async def _upload(self, request: web.Request) -> web.StreamResponse:
@@ -375,12 +489,31 @@ class FakeSlack:
             if pending is None or pending["bytes"] is None:
                 return {"ok": False, "error": "file_not_found"}
             ts = self.new_ts()
-            self.uploads.append({"file_id": f["id"], "filename": pending["filename"], "title": f.get("title"),
-                                 "bytes": pending["bytes"], "channel": channel,
-                                 "thread_ts": p.get("thread_ts") or None,
-                                 "initial_comment": p.get("initial_comment"), "ts": ts})
-            shares = {"public": {channel: [{"ts": ts, "thread_ts": p.get("thread_ts")}]}} if channel else {}
-            out.append({"id": f["id"], "name": pending["filename"], "title": f.get("title"), "shares": shares})
+            self.uploads.append(
+                {
+                    "file_id": f["id"],
+                    "filename": pending["filename"],
+                    "title": f.get("title"),
+                    "bytes": pending["bytes"],
+                    "channel": channel,
+                    "thread_ts": p.get("thread_ts") or None,
+                    "initial_comment": p.get("initial_comment"),
+                    "ts": ts,
+                }
+            )
+            shares = (
+                {"public": {channel: [{"ts": ts, "thread_ts": p.get("thread_ts")}]}}
+                if channel
+                else {}
+            )
+            out.append(
+                {
+                    "id": f["id"],
+                    "name": pending["filename"],
+                    "title": f.get("title"),
+                    "shares": shares,
+                }
+            )
         return {"ok": True, "files": out}
 
     async def _download(self, request: web.Request) -> web.StreamResponse:
@@ -397,9 +530,9 @@ class FakeSlack:
         await resp.prepare(request)
         for i in range(0, len(item[0]), 16 * 1024):
             try:
-                await resp.write(item[0][i:i + 16 * 1024])
+                await resp.write(item[0][i : i + 16 * 1024])
             except (ConnectionError, RuntimeError):
-                return resp                      # the client hung up (e.g. at its size cap)
+                return resp  # the client hung up (e.g. at its size cap)
         await resp.write_eof()
         return resp
 
@@ -410,11 +543,16 @@ class FakeSlack:
         await ws.prepare(request)
         self._ws.append(ws)
         self.socket_connections += 1
-        await ws.send_str(json.dumps({
-            "type": "hello", "num_connections": len(self._ws),
-            "debug_info": {"host": "fake", "approximate_connection_time": 18060},
-            "connection_info": {"app_id": self.app_id},
-        }))
+        await ws.send_str(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": len(self._ws),
+                    "debug_info": {"host": "fake", "approximate_connection_time": 18060},
+                    "connection_info": {"app_id": self.app_id},
+                }
+            )
+        )
         await self._notify()
         try:
             async for m in ws:
@@ -439,16 +577,26 @@ def sign(signing_secret: str, timestamp: str, body: str) -> str:
     return "v0=" + hmac.new(signing_secret.encode(), base, hashlib.sha256).hexdigest()
 
 
-async def post_http_event(url: str, signing_secret: str, payload: dict, *, bad_signature: bool = False,
-                          retry_num: int | None = None, timestamp: int | None = None) -> tuple[int, str]:
+async def post_http_event(
+    url: str,
+    signing_secret: str,
+    payload: dict,
+    *,
+    bad_signature: bool = False,
+    retry_num: int | None = None,
+    timestamp: int | None = None,
+) -> tuple[int, str]:
     """POST a signed Events API request like Slack does; returns ``(status, body text)``."""
     body = json.dumps(payload)
     ts = str(timestamp if timestamp is not None else int(time.time()))
     signature = sign(signing_secret, ts, body)
     if bad_signature:
         signature = sign(signing_secret + "-wrong", ts, body)
-    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": ts,
-               "X-Slack-Signature": signature}
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": signature,
+    }
     if retry_num is not None:
         headers["X-Slack-Retry-Num"] = str(retry_num)
         headers["X-Slack-Retry-Reason"] = "http_timeout"

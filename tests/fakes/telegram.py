@@ -68,26 +68,53 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from aiohttp import web
+import contextlib
 
 __all__ = ["FakeTelegram", "SentMessage", "Upload"]
 
 # Fields that arrive as strings in form/multipart bodies and must be coerced.
 _INT_FIELDS = {
-    "chat_id", "message_id", "offset", "limit", "timeout", "message_thread_id",
-    "reply_to_message_id", "from_chat_id", "user_id", "duration", "width", "height",
-    "max_connections", "cache_time",
+    "chat_id",
+    "message_id",
+    "offset",
+    "limit",
+    "timeout",
+    "message_thread_id",
+    "reply_to_message_id",
+    "from_chat_id",
+    "user_id",
+    "duration",
+    "width",
+    "height",
+    "max_connections",
+    "cache_time",
 }
 _JSON_FIELDS = {
-    "reply_parameters", "allowed_updates", "reaction", "reply_markup", "entities",
-    "caption_entities", "link_preview_options", "media",
+    "reply_parameters",
+    "allowed_updates",
+    "reaction",
+    "reply_markup",
+    "entities",
+    "caption_entities",
+    "link_preview_options",
+    "media",
 }
 _BOOL_FIELDS = {
-    "drop_pending_updates", "disable_notification", "allow_sending_without_reply", "is_big",
-    "protect_content", "disable_web_page_preview", "show_caption_above_media", "has_spoiler",
-    "supports_streaming", "disable_content_type_detection", "show_alert",
+    "drop_pending_updates",
+    "disable_notification",
+    "allow_sending_without_reply",
+    "is_big",
+    "protect_content",
+    "disable_web_page_preview",
+    "show_caption_above_media",
+    "has_spoiler",
+    "supports_streaming",
+    "disable_content_type_detection",
+    "show_alert",
 }
 # sendX method -> (parameter holding the file, message field / kind)
 _MEDIA_METHODS = {
@@ -99,13 +126,32 @@ _MEDIA_METHODS = {
     "sendanimation": ("animation", "animation"),
 }
 _DEFAULT_MIME = {
-    "photo": "image/jpeg", "document": "application/octet-stream", "video": "video/mp4",
-    "audio": "audio/mpeg", "voice": "audio/ogg", "animation": "video/mp4",
+    "photo": "image/jpeg",
+    "document": "application/octet-stream",
+    "video": "video/mp4",
+    "audio": "audio/mpeg",
+    "voice": "audio/ogg",
+    "animation": "video/mp4",
 }
 # Telegram's HTML subset.
 _HTML_TAGS = {
-    "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a",
-    "code", "pre", "blockquote", "tg-emoji", "tg-time",
+    "b",
+    "strong",
+    "i",
+    "em",
+    "u",
+    "ins",
+    "s",
+    "strike",
+    "del",
+    "span",
+    "tg-spoiler",
+    "a",
+    "code",
+    "pre",
+    "blockquote",
+    "tg-emoji",
+    "tg-time",
 }
 _TAG_RE = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]*)([^<>]*)>")
 _ENTITY_RE = re.compile(r"&(#[0-9]+|#x[0-9a-fA-F]+|[a-zA-Z]+);")
@@ -127,22 +173,22 @@ class Upload:
 class SentMessage:
     """A message the bot created through sendMessage / sendPhoto / …"""
 
-    method: str                              # "sendMessage", "sendPhoto", …
-    kind: str                                # "text", "photo", "document", "video", "audio", "voice", "animation"
+    method: str  # "sendMessage", "sendPhoto", …
+    kind: str  # "text", "photo", "document", "video", "audio", "voice", "animation"
     chat_id: int | str
     message_id: int
-    text: str | None = None                  # as sent (HTML source when parse_mode is HTML)
+    text: str | None = None  # as sent (HTML source when parse_mode is HTML)
     caption: str | None = None
     parse_mode: str | None = None
-    reply_to_message_id: int | None = None   # from reply_parameters or the legacy parameter
+    reply_to_message_id: int | None = None  # from reply_parameters or the legacy parameter
     reply_parameters: dict | None = None
     message_thread_id: int | None = None
-    filename: str | None = None              # uploads
-    data: bytes | None = None                # uploaded bytes (or the bytes of a known file_id)
-    url: str | None = None                   # when the media was given as an http(s) URL
-    file_id: str | None = None               # file_id given, or assigned to the upload
+    filename: str | None = None  # uploads
+    data: bytes | None = None  # uploaded bytes (or the bytes of a known file_id)
+    url: str | None = None  # when the media was given as an http(s) URL
+    file_id: str | None = None  # file_id given, or assigned to the upload
     params: dict = field(default_factory=dict)
-    edits: list[str] = field(default_factory=list)   # editMessageText history (new texts)
+    edits: list[str] = field(default_factory=list)  # editMessageText history (new texts)
 
     @property
     def visible_text(self) -> str:
@@ -180,29 +226,46 @@ def _check_html(value: str) -> None:
         m = _TAG_RE.match(value, lt)
         offset = len(value[:lt].encode("utf-8"))
         if not m:
-            raise _ApiError(400, f"Bad Request: can't parse entities: unsupported start tag \"\" at byte offset {offset}")
+            raise _ApiError(
+                400,
+                f'Bad Request: can\'t parse entities: unsupported start tag "" at byte offset {offset}',
+            )
         closing, name, _attrs = m.group(1), m.group(2).lower(), m.group(3)
         if name not in _HTML_TAGS:
             kind = "end" if closing else "start"
-            raise _ApiError(400, f"Bad Request: can't parse entities: unsupported {kind} tag \"{name}\" at byte offset {offset}")
+            raise _ApiError(
+                400,
+                f'Bad Request: can\'t parse entities: unsupported {kind} tag "{name}" at byte offset {offset}',
+            )
         if closing:
             if not stack:
-                raise _ApiError(400, f"Bad Request: can't parse entities: unexpected end tag at byte offset {offset}")
+                raise _ApiError(
+                    400,
+                    f"Bad Request: can't parse entities: unexpected end tag at byte offset {offset}",
+                )
             expected = stack.pop()
             if expected != name:
-                raise _ApiError(400, f"Bad Request: can't parse entities: can't find end tag corresponding to start tag \"{expected}\"")
+                raise _ApiError(
+                    400,
+                    f"Bad Request: can't parse entities: can't find end tag corresponding to start tag \"{expected}\"",
+                )
         else:
             stack.append(name)
         pos = m.end()
     if stack:
-        raise _ApiError(400, f"Bad Request: can't parse entities: can't find end tag corresponding to start tag \"{stack[-1]}\"")
+        raise _ApiError(
+            400,
+            f"Bad Request: can't parse entities: can't find end tag corresponding to start tag \"{stack[-1]}\"",
+        )
     for m in _ENTITY_RE.finditer(value):
         ent = m.group(1)
         if not ent.startswith("#") and ent.lower() not in ("lt", "gt", "amp", "quot"):
-            raise _ApiError(400, f"Bad Request: can't parse entities: unsupported HTML entity \"&{ent};\"")
+            raise _ApiError(
+                400, f'Bad Request: can\'t parse entities: unsupported HTML entity "&{ent};"'
+            )
 
 
-_REAL_SIZE: Any = object()      # add_file / inject_message default: declare the real length
+_REAL_SIZE: Any = object()  # add_file / inject_message default: declare the real length
 
 
 class FakeTelegram:
@@ -235,7 +298,7 @@ class FakeTelegram:
 
         self.calls: list[tuple[str, dict]] = []
         self.sent: list[SentMessage] = []
-        self.commands: list[dict] = []          # the last setMyCommands list
+        self.commands: list[dict] = []  # the last setMyCommands list
         self.reactions: list[tuple[int | str, int, list]] = []
         self.chat_actions: list[tuple[int | str, str, int | None]] = []
         self.messages: dict[tuple[int | str, int], dict] = {}
@@ -243,7 +306,7 @@ class FakeTelegram:
         self.downloads: list[str] = []
         self.chunked_downloads = False
 
-        self._updates: list[dict] = []           # pending (not yet confirmed) updates
+        self._updates: list[dict] = []  # pending (not yet confirmed) updates
         self._update_ids = itertools.count(first_update_id)
         self._confirmed_offset: int | None = None
         self._failures: dict[str, list[_ApiError]] = {}
@@ -251,8 +314,8 @@ class FakeTelegram:
         self._poll_seq = 0
         self._msg_ids: dict[int | str, int] = {}
         self._chats: dict[int | str, dict] = {}
-        self._files: dict[str, tuple[bytes, str]] = {}    # file_id -> (bytes, file_path)
-        self._declared: dict[str, int | None] = {}        # file_id -> file_size it claims (None: absent)
+        self._files: dict[str, tuple[bytes, str]] = {}  # file_id -> (bytes, file_path)
+        self._declared: dict[str, int | None] = {}  # file_id -> file_size it claims (None: absent)
         self._file_seq = itertools.count(1)
         self._sent_by_key: dict[tuple[int | str, int], SentMessage] = {}
         self._changed: asyncio.Event | None = None
@@ -260,7 +323,7 @@ class FakeTelegram:
         self._runner: web.AppRunner | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self) -> "FakeTelegram":
+    async def start(self) -> FakeTelegram:
         self._changed = asyncio.Event()
         self._closing = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -280,7 +343,7 @@ class FakeTelegram:
             runner, self._runner = self._runner, None
             await runner.cleanup()
 
-    async def __aenter__(self) -> "FakeTelegram":
+    async def __aenter__(self) -> FakeTelegram:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -358,8 +421,13 @@ class FakeTelegram:
         no ``file_size`` field), for testing clients that must not trust it.
         """
         from_id = chat_id if from_id is None else from_id
-        chat = self._chat(chat_id, chat_type, title, username if chat_type == "private" else None,
-                          first_name if chat_type == "private" else None)
+        chat = self._chat(
+            chat_id,
+            chat_type,
+            title,
+            username if chat_type == "private" else None,
+            first_name if chat_type == "private" else None,
+        )
         user: dict[str, Any] = {"id": from_id, "is_bot": is_bot, "first_name": first_name}
         if last_name:
             user["last_name"] = last_name
@@ -378,31 +446,59 @@ class FakeTelegram:
         if reply_to_message is not None:
             if isinstance(reply_to_message, int):
                 known = self.messages.get((chat_id, reply_to_message))
-                reply_to_message = dict(known) if known else {
-                    "message_id": reply_to_message, "chat": chat, "date": msg["date"]}
-            msg["reply_to_message"] = {k: v for k, v in reply_to_message.items() if k != "reply_to_message"}
+                reply_to_message = (
+                    dict(known)
+                    if known
+                    else {"message_id": reply_to_message, "chat": chat, "date": msg["date"]}
+                )
+            msg["reply_to_message"] = {
+                k: v for k, v in reply_to_message.items() if k != "reply_to_message"
+            }
         has_media = any(x is not None for x in (photo, document, video, audio, voice))
         if photo is not None:
-            small = self.add_file(f"photo-small-{next(self._file_seq)}", photo[:64], "photos/small.jpg")
-            big = self.add_file(f"photo-{next(self._file_seq)}", photo, None, declared_size=file_size)
+            small = self.add_file(
+                f"photo-small-{next(self._file_seq)}", photo[:64], "photos/small.jpg"
+            )
+            big = self.add_file(
+                f"photo-{next(self._file_seq)}", photo, None, declared_size=file_size
+            )
             msg["photo"] = [
                 {**small, "width": 90, "height": 90},
                 {**big, "width": 1280, "height": 960},
             ]
         if document is not None:
-            seq = next(self._file_seq)      # Telegram's own path, never the sender's file name
-            info = self.add_file(f"doc-{seq}", document, f"documents/file_{seq}{Path(document_name).suffix}",
-                                 declared_size=file_size)
-            msg["document"] = {**info, "file_name": document_name,
-                               "mime_type": mime_type or "application/octet-stream"}
+            seq = next(self._file_seq)  # Telegram's own path, never the sender's file name
+            info = self.add_file(
+                f"doc-{seq}",
+                document,
+                f"documents/file_{seq}{Path(document_name).suffix}",
+                declared_size=file_size,
+            )
+            msg["document"] = {
+                **info,
+                "file_name": document_name,
+                "mime_type": mime_type or "application/octet-stream",
+            }
         if video is not None:
-            info = self.add_file(f"video-{next(self._file_seq)}", video, None, ".mp4", declared_size=file_size)
-            msg["video"] = {**info, "width": 640, "height": 480, "duration": 1, "mime_type": "video/mp4"}
+            info = self.add_file(
+                f"video-{next(self._file_seq)}", video, None, ".mp4", declared_size=file_size
+            )
+            msg["video"] = {
+                **info,
+                "width": 640,
+                "height": 480,
+                "duration": 1,
+                "mime_type": "video/mp4",
+            }
         if audio is not None:
-            info = self.add_file(f"audio-{next(self._file_seq)}", audio, None, ".mp3", declared_size=file_size)
+            info = self.add_file(
+                f"audio-{next(self._file_seq)}", audio, None, ".mp3", declared_size=file_size
+            )
             msg["audio"] = {**info, "duration": 1, "mime_type": mime_type or "audio/mpeg"}
         if voice is not None:
-            info = self.add_file(f"voice-{next(self._file_seq)}", voice, None, ".oga", declared_size=file_size)
+            info = self.add_file(
+                f"voice-{next(self._file_seq)}", voice, None, ".oga", declared_size=file_size
+            )
             msg["voice"] = {**info, "duration": 1, "mime_type": "audio/ogg"}
         body = caption if caption is not None else text
         if has_media:
@@ -417,8 +513,15 @@ class FakeTelegram:
         self.messages[(chat_id, msg["message_id"])] = msg
         return self.inject_raw_update({"edited_message" if edited else "message": msg})
 
-    def add_file(self, file_id: str, data: bytes, file_path: str | None = None, ext: str = ".jpg",
-                 *, declared_size: Any = _REAL_SIZE) -> dict:
+    def add_file(
+        self,
+        file_id: str,
+        data: bytes,
+        file_path: str | None = None,
+        ext: str = ".jpg",
+        *,
+        declared_size: Any = _REAL_SIZE,
+    ) -> dict:
         """Make ``file_id`` downloadable through getFile; returns the Bot API File fields.
         ``declared_size`` overrides the ``file_size`` it reports (``None``: left out)."""
         path = file_path or f"files/{file_id}{ext}"
@@ -454,10 +557,18 @@ class FakeTelegram:
         if retry_after is not None:
             params = {"retry_after": retry_after}
         if description is None:
-            description = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden: bot was blocked by the user",
-                           409: "Conflict", 500: "Internal Server Error", 502: "Bad Gateway"}.get(status, "Error")
+            description = {
+                400: "Bad Request",
+                401: "Unauthorized",
+                403: "Forbidden: bot was blocked by the user",
+                409: "Conflict",
+                500: "Internal Server Error",
+                502: "Bad Gateway",
+            }.get(status, "Error")
         for _ in range(times):
-            self._failures.setdefault(method.lower(), []).append(_ApiError(status, description, params))
+            self._failures.setdefault(method.lower(), []).append(
+                _ApiError(status, description, params)
+            )
 
     def stall_next_poll(self, seconds: float) -> None:
         """The next getUpdates hangs ``seconds`` without answering (then answers ``[]``)."""
@@ -480,10 +591,8 @@ class FakeTelegram:
                 raise TimeoutError(f"FakeTelegram.wait_for timed out after {timeout}s")
             assert self._changed is not None, "FakeTelegram not started"
             event = self._changed
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), min(remaining, 0.25))
-            except asyncio.TimeoutError:
-                pass
 
     async def wait_for_sent(self, n: int = 1, timeout: float = 5.0) -> list[SentMessage]:
         """Wait until at least ``n`` messages were sent; returns ``sent``."""
@@ -506,11 +615,21 @@ class FakeTelegram:
             self._changed = asyncio.Event()
 
     def _bot_user(self) -> dict:
-        return {"id": self.bot_id, "is_bot": True, "first_name": self.bot_first_name,
-                "username": self.bot_username}
+        return {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": self.bot_first_name,
+            "username": self.bot_username,
+        }
 
-    def _chat(self, chat_id: int | str, chat_type: str | None = None, title: str | None = None,
-              username: str | None = None, first_name: str | None = None) -> dict:
+    def _chat(
+        self,
+        chat_id: int | str,
+        chat_type: str | None = None,
+        title: str | None = None,
+        username: str | None = None,
+        first_name: str | None = None,
+    ) -> dict:
         chat = self._chats.get(chat_id)
         if chat is None or chat_type is not None:
             if chat_type is None:
@@ -533,7 +652,7 @@ class FakeTelegram:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.match_info["tail"]
         if request.method == "GET" and path.startswith("file/bot"):
-            return await self._download(request, path[len("file/bot"):])
+            return await self._download(request, path[len("file/bot") :])
         if not path.startswith("bot") or "/" not in path:
             return self._error(_ApiError(404, "Not Found"))
         token, method = path[3:].split("/", 1)
@@ -541,7 +660,7 @@ class FakeTelegram:
             return self._error(_ApiError(401, "Unauthorized"))
         try:
             params = await self._params(request)
-        except Exception as exc:  # noqa: BLE001 - a broken body is the client's problem
+        except Exception as exc:
             return self._error(_ApiError(400, f"Bad Request: can't parse request: {exc}"))
         self.calls.append((method, params))
         self._notify()
@@ -563,7 +682,11 @@ class FakeTelegram:
 
     @staticmethod
     def _error(exc: _ApiError) -> web.Response:
-        body: dict[str, Any] = {"ok": False, "error_code": exc.status, "description": exc.description}
+        body: dict[str, Any] = {
+            "ok": False,
+            "error_code": exc.status,
+            "description": exc.description,
+        }
         if exc.parameters:
             body["parameters"] = exc.parameters
         return web.json_response(body, status=exc.status)
@@ -586,7 +709,11 @@ class FakeTelegram:
         out = {k: self._coerce(k, v) for k, v in raw.items()}
         # resolve attach://name references to the uploaded part
         for k, v in list(out.items()):
-            if isinstance(v, str) and v.startswith("attach://") and isinstance(raw.get(v[9:]), Upload):
+            if (
+                isinstance(v, str)
+                and v.startswith("attach://")
+                and isinstance(raw.get(v[9:]), Upload)
+            ):
                 out[k] = raw[v[9:]]
         return out
 
@@ -619,9 +746,9 @@ class FakeTelegram:
                 await resp.prepare(request)
                 for i in range(0, len(data), 16 * 1024):
                     try:
-                        await resp.write(data[i:i + 16 * 1024])
+                        await resp.write(data[i : i + 16 * 1024])
                     except (ConnectionError, RuntimeError):
-                        return resp          # the client hung up (e.g. at its size cap)
+                        return resp  # the client hung up (e.g. at its size cap)
                 await resp.write_eof()
                 return resp
         return self._error(_ApiError(404, "Not Found"))
@@ -637,8 +764,12 @@ class FakeTelegram:
         if not caption and not visible.strip():
             raise _ApiError(400, "Bad Request: message text is empty")
         if _utf16_len(visible) > limit:
-            raise _ApiError(400, "Bad Request: message caption is too long" if caption
-                            else "Bad Request: message is too long")
+            raise _ApiError(
+                400,
+                "Bad Request: message caption is too long"
+                if caption
+                else "Bad Request: message is too long",
+            )
         return visible
 
     def _reply_to(self, chat_id: int | str, params: dict) -> tuple[int | None, dict | None]:
@@ -646,7 +777,10 @@ class FakeTelegram:
         if isinstance(rp, dict):
             mid, allow = rp.get("message_id"), bool(rp.get("allow_sending_without_reply"))
         else:
-            mid, allow = params.get("reply_to_message_id"), bool(params.get("allow_sending_without_reply"))
+            mid, allow = (
+                params.get("reply_to_message_id"),
+                bool(params.get("allow_sending_without_reply")),
+            )
         if mid is None:
             return None, None
         target = self.messages.get((chat_id, int(mid)))
@@ -672,21 +806,34 @@ class FakeTelegram:
             msg["reply_to_message"] = {k: v for k, v in target.items() if k != "reply_to_message"}
         return msg, reply_id
 
-    def _record(self, method: str, kind: str, msg: dict, params: dict, reply_id: int | None, **extra: Any) -> None:
+    def _record(
+        self, method: str, kind: str, msg: dict, params: dict, reply_id: int | None, **extra: Any
+    ) -> None:
         rp = params.get("reply_parameters")
         sent = SentMessage(
-            method=method, kind=kind, chat_id=msg["chat"]["id"], message_id=msg["message_id"],
-            parse_mode=params.get("parse_mode"), reply_to_message_id=reply_id,
+            method=method,
+            kind=kind,
+            chat_id=msg["chat"]["id"],
+            message_id=msg["message_id"],
+            parse_mode=params.get("parse_mode"),
+            reply_to_message_id=reply_id,
             reply_parameters=rp if isinstance(rp, dict) else None,
-            message_thread_id=params.get("message_thread_id"), params=params, **extra)
+            message_thread_id=params.get("message_thread_id"),
+            params=params,
+            **extra,
+        )
         self.sent.append(sent)
         self._sent_by_key[(sent.chat_id, sent.message_id)] = sent
         self.messages[(sent.chat_id, sent.message_id)] = msg
 
     # ------------------------------------------------------------------ API methods
     async def _m_getme(self, method: str, params: dict) -> dict:
-        return {**self._bot_user(), "can_join_groups": True, "can_read_all_group_messages": False,
-                "supports_inline_queries": False}
+        return {
+            **self._bot_user(),
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+        }
 
     async def _m_deletewebhook(self, method: str, params: dict) -> bool:
         self.webhook_deleted += 1
@@ -702,8 +849,11 @@ class FakeTelegram:
         if isinstance(commands, str):
             commands = json.loads(commands)
         if not isinstance(commands, list) or not all(
-                isinstance(c, dict) and re.fullmatch(r"[a-z0-9_]{1,32}", str(c.get("command", "")))
-                and 1 <= len(str(c.get("description", ""))) <= 256 for c in commands):
+            isinstance(c, dict)
+            and re.fullmatch(r"[a-z0-9_]{1,32}", str(c.get("command", "")))
+            and 1 <= len(str(c.get("description", ""))) <= 256
+            for c in commands
+        ):
             raise _ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
         self.commands = commands
         return True
@@ -712,10 +862,8 @@ class FakeTelegram:
         assert self._closing is not None
         if self._stalls:
             seconds = self._stalls.pop(0)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), seconds)
-            except asyncio.TimeoutError:
-                pass
             return []
         self._poll_seq += 1
         me = self._poll_seq
@@ -737,11 +885,14 @@ class FakeTelegram:
             assert self._changed is not None
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
             if self._poll_seq != me:
-                raise _ApiError(409, "Conflict: terminated by other getUpdates request; "
-                                     "make sure that only one bot instance is running")
+                raise _ApiError(
+                    409,
+                    "Conflict: terminated by other getUpdates request; "
+                    "make sure that only one bot instance is running",
+                )
         # allowed_updates is recorded in .calls but not enforced: tests inject what they want.
         return self._updates[:limit]
 
@@ -773,7 +924,9 @@ class FakeTelegram:
         return True
 
     async def _m_sendchataction(self, method: str, params: dict) -> bool:
-        self.chat_actions.append((params.get("chat_id"), params.get("action"), params.get("message_thread_id")))
+        self.chat_actions.append(
+            (params.get("chat_id"), params.get("action"), params.get("message_thread_id"))
+        )
         return True
 
     async def _m_setmessagereaction(self, method: str, params: dict) -> bool:
@@ -815,7 +968,10 @@ class FakeTelegram:
         elif not value:
             raise _ApiError(400, f"Bad Request: there is no {field_name} in the request")
         else:
-            raise _ApiError(400, "Bad Request: wrong remote file identifier specified: Wrong character in the string")
+            raise _ApiError(
+                400,
+                "Bad Request: wrong remote file identifier specified: Wrong character in the string",
+            )
         caption = params.get("caption")
         if caption:
             visible = self._check_text(caption, params.get("parse_mode"), caption=True)
@@ -824,7 +980,11 @@ class FakeTelegram:
         if kind == "photo":
             msg["photo"] = [{**info, "width": 800, "height": 600}]
         elif kind == "document":
-            msg["document"] = {**info, "file_name": extra.get("filename") or "file", "mime_type": mime}
+            msg["document"] = {
+                **info,
+                "file_name": extra.get("filename") or "file",
+                "mime_type": mime,
+            }
         elif kind in ("video", "animation"):
             msg[kind] = {**info, "width": 640, "height": 480, "duration": 1, "mime_type": mime}
         else:

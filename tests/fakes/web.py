@@ -47,7 +47,7 @@ class FakeWeb:
         if self._runner:
             await self._runner.cleanup()
 
-    async def __aenter__(self) -> "FakeWeb":
+    async def __aenter__(self) -> FakeWeb:
         await self.start()
         return self
 
@@ -79,13 +79,17 @@ class FakeWeb:
 
     async def _latin1(self, request: web.Request) -> web.Response:
         self._hit(request)
-        body = "<html><body><p>Café crème à la française, naïve façade.</p></body></html>".encode("latin-1")
+        body = "<html><body><p>Café crème à la française, naïve façade.</p></body></html>".encode(
+            "latin-1"
+        )
         return web.Response(body=body, headers={"Content-Type": "text/html; charset=ISO-8859-1"})
 
     async def _meta(self, request: web.Request) -> web.Response:
         self._hit(request)
-        html = ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
-                "</head><body><p>Привет, мир! Это проверка кодировки.</p></body></html>")
+        html = (
+            '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
+            "</head><body><p>Привет, мир! Это проверка кодировки.</p></body></html>"
+        )
         return web.Response(body=html.encode("cp1251"), headers={"Content-Type": "text/html"})
 
     async def _binary(self, request: web.Request) -> web.Response:

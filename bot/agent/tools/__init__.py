@@ -1,15 +1,15 @@
 """Tool registry and the built-in tools (SPEC §5).
 
-    registry = build_registry(config.tools.enabled)
-    ctx = ToolContext(file_root=..., session_key=..., exec_policy=ExecPolicy(...), ...)
-    text = await registry.execute("read", {"path": "notes.md"}, ctx)   # never raises (except cancel)
+registry = build_registry(config.tools.enabled)
+ctx = ToolContext(file_root=..., session_key=..., exec_policy=ExecPolicy(...), ...)
+text = await registry.execute("read", {"path": "notes.md"}, ctx)   # never raises (except cancel)
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from bot.prompt.context import ToolSpec
 
@@ -55,7 +55,7 @@ class ToolRegistry:
     def __len__(self) -> int:
         return len(self._tools)
 
-    def without(self, *names: str) -> "ToolRegistry":
+    def without(self, *names: str) -> ToolRegistry:
         """A copy without the given tools (e.g. no ``sessions_spawn`` inside a sub-agent)."""
         drop = set(names)
         return ToolRegistry(t for n, t in self._tools.items() if n not in drop)
@@ -80,10 +80,12 @@ class ToolRegistry:
         except ToolError as e:
             log.info("tool %s refused/failed session=%s: %s", name, ctx.session_key, e)
             return f"Error: {e}"
-        except Exception as e:  # noqa: BLE001 - a broken tool must not break the turn
+        except Exception as e:
             log.exception("tool %s crashed session=%s", name, ctx.session_key)
             return f"Error: tool {name!r} failed: {type(e).__name__}: {e}"
-        log.debug("tool %s ok session=%s in %.2fs", name, ctx.session_key, time.monotonic() - started)
+        log.debug(
+            "tool %s ok session=%s in %.2fs", name, ctx.session_key, time.monotonic() - started
+        )
         if out is None:
             return ""
         return out if isinstance(out, str) else str(out)
@@ -97,12 +99,24 @@ def builtin_tools() -> dict[str, Tool]:
 
     return {
         t.name: t
-        for t in (READ, WRITE, EDIT, EXEC, MEMORY_SEARCH, MEMORY_GET, MESSAGE, SESSION_STATUS, SESSIONS_SPAWN, CRON)
+        for t in (
+            READ,
+            WRITE,
+            EDIT,
+            EXEC,
+            MEMORY_SEARCH,
+            MEMORY_GET,
+            MESSAGE,
+            SESSION_STATUS,
+            SESSIONS_SPAWN,
+            CRON,
+        )
     }
 
 
-def build_registry(enabled: Iterable[str], extra: dict[str, Tool] | None = None,
-                   always: Iterable[Tool] = ()) -> ToolRegistry:
+def build_registry(
+    enabled: Iterable[str], extra: dict[str, Tool] | None = None, always: Iterable[Tool] = ()
+) -> ToolRegistry:
     """The built-in tools named in ``enabled`` (config order; unknown names warned and skipped).
 
     ``extra`` adds tools built from the config (web_fetch, web_search, MCP tools) that are
@@ -116,7 +130,11 @@ def build_registry(enabled: Iterable[str], extra: dict[str, Tool] | None = None,
         tool = available.get(key)
         if tool is None:
             if "__" not in key and key not in ("web_search", "web_fetch"):
-                log.warning("unknown tool %r in tools.enabled; ignored (known: %s)", key, ", ".join(available))
+                log.warning(
+                    "unknown tool %r in tools.enabled; ignored (known: %s)",
+                    key,
+                    ", ".join(available),
+                )
             continue
         if key not in reg:
             reg.register(tool)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
+from collections.abc import Awaitable, Callable
 
 ExecSecurity = Literal["deny", "allowlist", "ask", "full"]
 Trust = Literal["owner", "guest"]
@@ -73,7 +74,9 @@ class Tool:
     handler: Handler
 
 
-def schema(properties: dict[str, Any], required: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+def schema(
+    properties: dict[str, Any], required: list[str] | tuple[str, ...] = ()
+) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         out["required"] = list(required)
@@ -99,7 +102,9 @@ def arg_str(args: dict, key: str, *, required: bool = True, default: str = "") -
     return v
 
 
-def arg_int(args: dict, key: str, default: int | None = None, *, minimum: int | None = None) -> int | None:
+def arg_int(
+    args: dict, key: str, default: int | None = None, *, minimum: int | None = None
+) -> int | None:
     v = args.get(key)
     if v is None or v == "":
         return default
@@ -146,7 +151,9 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     except (OSError, RuntimeError) as exc:  # symlink loops
         raise ToolError(f"cannot resolve path {path!r}: {exc}") from None
     if resolved != root and not resolved.is_relative_to(root):
-        raise ToolError(f"path {path!r} is outside the workspace; only files inside {root} can be used")
+        raise ToolError(
+            f"path {path!r} is outside the workspace; only files inside {root} can be used"
+        )
     return resolved
 
 

@@ -31,6 +31,7 @@ import time
 
 from . import sandbox
 from .base import Tool, ToolContext, ToolError, arg_str, schema
+import contextlib
 
 # Operators and expansions a shell would interpret; refused in allowlist mode.
 _META = (";", "|", "&", "`", "$(", "${", ">", "<", "\n", "\r")
@@ -57,12 +58,16 @@ def check_allowlisted(command: str, allow: list[str] | tuple[str, ...]) -> list[
     allowed = {os.path.basename(a) for a in allow if a}
     if base not in allowed:
         listed = ", ".join(sorted(allowed)) or "(none)"
-        raise ToolError(f"command refused: '{base}' is not on the exec allow list. Allowed programs: {listed}")
+        raise ToolError(
+            f"command refused: '{base}' is not on the exec allow list. Allowed programs: {listed}"
+        )
     if "/" in prog:
         # a path must be the same program the allow list means, not e.g. ./cat in the workspace
         found = shutil.which(base)
         if not found or os.path.realpath(found) != os.path.realpath(prog):
-            raise ToolError(f"command refused: use the plain program name '{base}' instead of a path")
+            raise ToolError(
+                f"command refused: use the plain program name '{base}' instead of a path"
+            )
     return argv
 
 
@@ -80,10 +85,8 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             proc.kill()
-        except ProcessLookupError:
-            pass
 
 
 async def run_command(
@@ -130,7 +133,7 @@ async def run_command(
     try:
         await asyncio.wait_for(asyncio.shield(reader), timeout)
         await asyncio.wait_for(proc.wait(), timeout=max(1.0, timeout))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         timed_out = True
         _kill_group(proc)
     except asyncio.CancelledError:
@@ -140,12 +143,10 @@ async def run_command(
     if timed_out:
         try:
             await asyncio.wait_for(reader, 2.0)
-        except (asyncio.TimeoutError, asyncio.CancelledError):
+        except (TimeoutError, asyncio.CancelledError):
             reader.cancel()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 2.0)
-        except asyncio.TimeoutError:
-            pass
     out = buf.decode("utf-8", errors="replace")
     return (None if timed_out else proc.returncode), out, total, timed_out
 
@@ -167,7 +168,9 @@ async def _ask(ctx: ToolContext, command: str, why: str) -> None:
     answer = await ctx.request_approval(command)
     if answer == "approved":
         return
-    raise ToolError(_APPROVAL_REFUSALS.get(answer, f"command refused: unexpected approval answer {answer!r}"))
+    raise ToolError(
+        _APPROVAL_REFUSALS.get(answer, f"command refused: unexpected approval answer {answer!r}")
+    )
 
 
 async def _exec(ctx: ToolContext, args: dict) -> str:
@@ -176,7 +179,7 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
         raise ToolError("command is empty")
     policy = ctx.exec_policy
     if policy.security == "deny":
-        raise ToolError("running commands is disabled here (tools.exec.security = \"deny\")")
+        raise ToolError('running commands is disabled here (tools.exec.security = "deny")')
     if policy.security not in ("allowlist", "ask", "full"):
         raise ToolError(f"unknown exec policy {policy.security!r}")
     if policy.sandbox:
@@ -202,25 +205,38 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
     try:
         root = sandbox.prepare_root(ctx.file_root)
     except OSError as e:
-        raise ToolError(f"cannot prepare the working directory {ctx.file_root}: {e.strerror or e}") from None
+        raise ToolError(
+            f"cannot prepare the working directory {ctx.file_root}: {e.strerror or e}"
+        ) from None
     if argv is not None and shutil.which(argv[0], path=env.get("PATH")) is None:
         raise ToolError(f"program not found: {argv[0]}")
     if policy.sandbox:
         try:
             argv = sandbox.wrap(
                 argv if argv is not None else shell_cmd or "",
-                file_root=root, hidden=tuple(policy.hidden), network=policy.network,
+                file_root=root,
+                hidden=tuple(policy.hidden),
+                network=policy.network,
             )
         except (ValueError, RuntimeError) as e:
             raise ToolError(f"cannot run commands: {e}") from None
         shell_cmd = None
 
-    timeout = float(policy.timeout_seconds) if policy.timeout_seconds and policy.timeout_seconds > 0 else 60.0
+    timeout = (
+        float(policy.timeout_seconds)
+        if policy.timeout_seconds and policy.timeout_seconds > 0
+        else 60.0
+    )
     max_output = max(1000, int(policy.max_output))
     started = time.monotonic()
     try:
         code, out, total, timed_out = await run_command(
-            argv, shell_cmd, cwd=root, timeout=timeout, max_output=max_output, env=env,
+            argv,
+            shell_cmd,
+            cwd=root,
+            timeout=timeout,
+            max_output=max_output,
+            env=env,
         )
     except FileNotFoundError:
         raise ToolError(f"program not found: {argv[0] if argv else command.split()[0]}") from None

@@ -25,7 +25,17 @@ from pathlib import Path
 
 from bot.private import DIR_MODE, write_at
 
-from .base import Tool, ToolContext, ToolError, arg_bool, arg_int, arg_str, display_path, resolve_in_workspace, schema
+from .base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    arg_bool,
+    arg_int,
+    arg_str,
+    display_path,
+    resolve_in_workspace,
+    schema,
+)
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 
@@ -50,7 +60,10 @@ def _lexical_parts(file_root: Path, root: Path, path: str) -> tuple[str, ...] | 
     p = Path(path.strip())
     if p.is_absolute():
         norm = os.path.normpath(p)
-        for base in (str(root), os.path.normpath(os.path.abspath(os.path.expanduser(str(file_root))))):
+        for base in (
+            str(root),
+            os.path.normpath(os.path.abspath(os.path.expanduser(str(file_root)))),
+        ):
             rel = os.path.relpath(norm, base)
             if rel == "." or not (rel == ".." or rel.startswith("../")):
                 break
@@ -83,7 +96,9 @@ def _is_link(dir_fd: int, name: str) -> bool:
 
 
 def _link_error(t: _Target, name: str) -> ToolError:
-    return ToolError(f"path {t.path!r} goes through a symbolic link ({name}); refusing to follow it")
+    return ToolError(
+        f"path {t.path!r} goes through a symbolic link ({name}); refusing to follow it"
+    )
 
 
 def _open_parent(t: _Target, *, create: bool) -> int:
@@ -141,7 +156,9 @@ def _read_at(t: _Target, dir_fd: int) -> str:
         if not stat.S_ISREG(st.st_mode):
             raise ToolError("not a regular file")
         if st.st_size > MAX_READ_BYTES:
-            raise ToolError(f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead")
+            raise ToolError(
+                f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead"
+            )
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_READ_BYTES:
@@ -153,7 +170,9 @@ def _read_at(t: _Target, dir_fd: int) -> str:
     finally:
         os.close(fd)
     if size > MAX_READ_BYTES:
-        raise ToolError(f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead")
+        raise ToolError(
+            f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead"
+        )
     data = b"".join(chunks)
     if b"\x00" in data[:8192]:
         raise ToolError("file looks binary; not shown")
@@ -205,7 +224,10 @@ async def _read(ctx: ToolContext, args: dict) -> str:
     end = total if limit is None else min(total, offset - 1 + limit)
     out = "".join(lines[offset - 1 : end])
     if end < total:
-        out = out.rstrip("\n") + f"\n[... lines {offset}-{end} of {total}; continue with offset={end + 1}]"
+        out = (
+            out.rstrip("\n")
+            + f"\n[... lines {offset}-{end} of {total}; continue with offset={end + 1}]"
+        )
     return out
 
 
@@ -248,9 +270,13 @@ def _edit_file(t: _Target, old: str, new: str, replace_all: bool) -> int:
         text = _read_at(t, dfd)
         count = text.count(old)
         if count == 0:
-            raise ToolError("old_text was not found in the file (it must match exactly, including whitespace)")
+            raise ToolError(
+                "old_text was not found in the file (it must match exactly, including whitespace)"
+            )
         if count > 1 and not replace_all:
-            raise ToolError(f"old_text occurs {count} times; include more surrounding text to make it unique, or set replace_all")
+            raise ToolError(
+                f"old_text occurs {count} times; include more surrounding text to make it unique, or set replace_all"
+            )
         text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
         write_at(dfd, t.parts[-1], text.encode("utf-8"), keep_mode=True)
     finally:
@@ -276,14 +302,23 @@ async def _edit(ctx: ToolContext, args: dict) -> str:
         raise ToolError(f"cannot edit {path}: {e.strerror or e}") from None
     return f"Edited {display_path(ctx.file_root, t.resolved)}: replaced {n} occurrence{'s' if n != 1 else ''}."
 
+
 READ = Tool(
     "read",
     "Read a text file from the workspace (optionally a range of lines).",
     schema(
         {
             "path": {"type": "string", "description": "File path, relative to the workspace."},
-            "offset": {"type": "integer", "description": "First line to return (1-based).", "minimum": 1},
-            "limit": {"type": "integer", "description": "Maximum number of lines to return.", "minimum": 1},
+            "offset": {
+                "type": "integer",
+                "description": "First line to return (1-based).",
+                "minimum": 1,
+            },
+            "limit": {
+                "type": "integer",
+                "description": "Maximum number of lines to return.",
+                "minimum": 1,
+            },
         },
         ["path"],
     ),
@@ -309,9 +344,16 @@ EDIT = Tool(
     schema(
         {
             "path": {"type": "string", "description": "File path, relative to the workspace."},
-            "old_text": {"type": "string", "description": "Text to find; must match exactly and be unique unless replace_all."},
+            "old_text": {
+                "type": "string",
+                "description": "Text to find; must match exactly and be unique unless replace_all.",
+            },
             "new_text": {"type": "string", "description": "Replacement text."},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one.", "default": False},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence instead of exactly one.",
+                "default": False,
+            },
         },
         ["path", "old_text", "new_text"],
     ),

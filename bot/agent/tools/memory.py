@@ -10,7 +10,16 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from .base import Tool, ToolContext, ToolError, arg_int, arg_str, display_path, resolve_in_workspace, schema
+from .base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    arg_int,
+    arg_str,
+    display_path,
+    resolve_in_workspace,
+    schema,
+)
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -58,13 +67,19 @@ class MemoryIndex:
 
     def __init__(self) -> None:
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.execute("CREATE TABLE files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER)")
-        self.db.execute("CREATE VIRTUAL TABLE chunks USING fts5(path UNINDEXED, start UNINDEXED, end UNINDEXED,"
-                        " body, tokenize = 'porter unicode61 remove_diacritics 2')")
+        self.db.execute(
+            "CREATE TABLE files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER)"
+        )
+        self.db.execute(
+            "CREATE VIRTUAL TABLE chunks USING fts5(path UNINDEXED, start UNINDEXED, end UNINDEXED,"
+            " body, tokenize = 'porter unicode61 remove_diacritics 2')"
+        )
         self.lock = threading.Lock()
 
     def sync(self, root: Path, files: list[Path]) -> None:
-        known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM files")}
+        known = {
+            r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM files")
+        }
         seen = set()
         for f in files:
             rel = display_path(root, f)
@@ -84,10 +99,14 @@ class MemoryIndex:
                     continue
             with self.db:
                 self.db.execute("DELETE FROM chunks WHERE path=?", (rel,))
-                self.db.executemany("INSERT INTO chunks(path, start, end, body) VALUES (?,?,?,?)",
-                                    [(rel, a, b, text) for a, b, text in chunk_lines(lines)])
-                self.db.execute("INSERT OR REPLACE INTO files(path, mtime_ns, size) VALUES (?,?,?)",
-                                (rel, st.st_mtime_ns, st.st_size))
+                self.db.executemany(
+                    "INSERT INTO chunks(path, start, end, body) VALUES (?,?,?,?)",
+                    [(rel, a, b, text) for a, b, text in chunk_lines(lines)],
+                )
+                self.db.execute(
+                    "INSERT OR REPLACE INTO files(path, mtime_ns, size) VALUES (?,?,?)",
+                    (rel, st.st_mtime_ns, st.st_size),
+                )
         for rel in set(known) - seen:
             with self.db:
                 self.db.execute("DELETE FROM chunks WHERE path=?", (rel,))
@@ -101,7 +120,9 @@ class MemoryIndex:
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
         rows = self.db.execute(
             "SELECT path, start, end, bm25(chunks), snippet(chunks, 3, '[', ']', ' … ', 24) FROM chunks"
-            " WHERE chunks MATCH ? ORDER BY bm25(chunks), path, start LIMIT ?", (match, limit)).fetchall()
+            " WHERE chunks MATCH ? ORDER BY bm25(chunks), path, start LIMIT ?",
+            (match, limit),
+        ).fetchall()
         return [(r[0], int(r[1]), int(r[2]), -float(r[3]), " ".join(r[4].split())) for r in rows]
 
 
@@ -159,7 +180,9 @@ def _search(workspace: Path, query: str, max_results: int) -> str:
         idx.sync(root, files)
         hits = idx.search(query, max_results)
     if not hits:
-        return f"No matches for {query!r} in {len(files)} memory file{'s' if len(files) != 1 else ''}."
+        return (
+            f"No matches for {query!r} in {len(files)} memory file{'s' if len(files) != 1 else ''}."
+        )
     out = []
     for path, a, b, score, snip in hits:
         where = f"{path}:{a}" if a == b else f"{path}:{a}-{b}"
@@ -211,7 +234,11 @@ MEMORY_SEARCH = Tool(
     schema(
         {
             "query": {"type": "string", "description": "Words to look for (case-insensitive)."},
-            "max_results": {"type": "integer", "description": "Maximum number of hits to return (default 10).", "minimum": 1},
+            "max_results": {
+                "type": "integer",
+                "description": "Maximum number of hits to return (default 10).",
+                "minimum": 1,
+            },
         },
         ["query"],
     ),
@@ -223,8 +250,15 @@ MEMORY_GET = Tool(
     "Read a memory file (MEMORY.md or memory/<name>.md), optionally only some lines.",
     schema(
         {
-            "path": {"type": "string", "description": "Memory file path, e.g. MEMORY.md or memory/2025-01-31.md."},
-            "from": {"type": "integer", "description": "First line to return (1-based).", "minimum": 1},
+            "path": {
+                "type": "string",
+                "description": "Memory file path, e.g. MEMORY.md or memory/2025-01-31.md.",
+            },
+            "from": {
+                "type": "integer",
+                "description": "First line to return (1-based).",
+                "minimum": 1,
+            },
             "lines": {"type": "integer", "description": "Number of lines to return.", "minimum": 1},
         },
         ["path"],

@@ -38,7 +38,9 @@ _PROBE_TIMEOUT = 10.0
 # Directories hidden behind an empty tmpfs on every host, besides $HOME and ``hidden``.
 _ALWAYS_HIDDEN = ("/root", "/home", "/run")
 
-_INSTALL_FIX = "install bubblewrap: apt-get install bubblewrap (dnf/pacman/apk: package 'bubblewrap')"
+_INSTALL_FIX = (
+    "install bubblewrap: apt-get install bubblewrap (dnf/pacman/apk: package 'bubblewrap')"
+)
 _OFF_HINT = 'or set tools.exec.sandbox = "off" to run commands unsandboxed (not recommended)'
 
 
@@ -72,9 +74,23 @@ def _cache_key() -> str:
 def _trial_argv(bwrap: str) -> list[str]:
     # the same namespace and mount kinds a real command uses, around /bin/true
     return [
-        bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-        "--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session",
-        "--", "/bin/true",
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--unshare-all",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--",
+        "/bin/true",
     ]
 
 
@@ -89,25 +105,37 @@ def _failure(bwrap: str, rc: int | None, err: str) -> SandboxStatus:
     err = " ".join(err.split())[:300] or f"exit code {rc}"
     detail = f"the exec sandbox does not work on this host ({bwrap} failed: {err})"
     if _read_sysctl("/proc/sys/kernel/unprivileged_userns_clone") == "0":
-        fix = ("this kernel does not allow unprivileged user namespaces: "
-               f"sysctl kernel.unprivileged_userns_clone=1, {_OFF_HINT}")
+        fix = (
+            "this kernel does not allow unprivileged user namespaces: "
+            f"sysctl kernel.unprivileged_userns_clone=1, {_OFF_HINT}"
+        )
     elif _read_sysctl("/proc/sys/user/max_user_namespaces") == "0":
         fix = f"user namespaces are disabled: sysctl user.max_user_namespaces=15000, {_OFF_HINT}"
     elif _read_sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
-        fix = ("AppArmor blocks unprivileged user namespaces: "
-               "sysctl kernel.apparmor_restrict_unprivileged_userns=0 (or give bwrap an AppArmor "
-               f"profile that allows userns), {_OFF_HINT}")
+        fix = (
+            "AppArmor blocks unprivileged user namespaces: "
+            "sysctl kernel.apparmor_restrict_unprivileged_userns=0 (or give bwrap an AppArmor "
+            f"profile that allows userns), {_OFF_HINT}"
+        )
     else:
-        fix = ("user namespaces may be disabled (check sysctl kernel.unprivileged_userns_clone "
-               "and user.max_user_namespaces; containers may need --privileged or a seccomp "
-               f"profile that allows unshare), {_OFF_HINT}")
+        fix = (
+            "user namespaces may be disabled (check sysctl kernel.unprivileged_userns_clone "
+            "and user.max_user_namespaces; containers may need --privileged or a seccomp "
+            f"profile that allows unshare), {_OFF_HINT}"
+        )
     return SandboxStatus(False, "", detail, fix)
 
 
 def _missing() -> SandboxStatus:
     override = os.environ.get(ENV_OVERRIDE, "").strip()
-    what = f"{ENV_OVERRIDE}={override!r} is not an executable" if override else "bwrap (bubblewrap) is not installed"
-    return SandboxStatus(False, "", f"the exec sandbox is unavailable: {what}", f"{_INSTALL_FIX}, {_OFF_HINT}")
+    what = (
+        f"{ENV_OVERRIDE}={override!r} is not an executable"
+        if override
+        else "bwrap (bubblewrap) is not installed"
+    )
+    return SandboxStatus(
+        False, "", f"the exec sandbox is unavailable: {what}", f"{_INSTALL_FIX}, {_OFF_HINT}"
+    )
 
 
 def probe() -> SandboxStatus:
@@ -121,11 +149,18 @@ def probe() -> SandboxStatus:
         status = _missing()
     else:
         try:
-            r = subprocess.run(
-                _trial_argv(bwrap), stdin=subprocess.DEVNULL, capture_output=True,
-                timeout=_PROBE_TIMEOUT, start_new_session=True,
+            r = subprocess.run(  # noqa: PLW1510 - the return code is the answer
+                _trial_argv(bwrap),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT,
+                start_new_session=True,
             )
-            status = _ok(bwrap) if r.returncode == 0 else _failure(bwrap, r.returncode, r.stderr.decode(errors="replace"))
+            status = (
+                _ok(bwrap)
+                if r.returncode == 0
+                else _failure(bwrap, r.returncode, r.stderr.decode(errors="replace"))
+            )
         except subprocess.TimeoutExpired:
             status = _failure(bwrap, None, "timed out")
         except OSError as e:
@@ -212,17 +247,26 @@ def wrap(
     if network:
         # DNS: /etc/resolv.conf often points into /run (systemd-resolved), which is hidden
         resolv = os.path.realpath("/etc/resolv.conf")
-        if resolv != "/etc/resolv.conf" and os.path.isfile(resolv) and any(
-            resolv.startswith(h + "/") for h in to_hide
+        if (
+            resolv != "/etc/resolv.conf"
+            and os.path.isfile(resolv)
+            and any(resolv.startswith(h + "/") for h in to_hide)
         ):
             mounts.append((_depth(resolv), 2, ["--ro-bind", resolv, resolv]))
     mounts.sort(key=lambda m: (m[0], m[1]))
 
-    argv = [bwrap or bwrap_path(),
-            "--ro-bind", "/", "/",
-            "--dev", "/dev",
-            "--proc", "/proc",
-            "--tmpfs", "/tmp"]
+    argv = [
+        bwrap or bwrap_path(),
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+    ]
     for _, _, args in mounts:
         argv += args
     # the hiding tmpfs mounts become read-only once everything is mounted (a write there
@@ -235,12 +279,18 @@ def wrap(
     if network:
         argv += ["--share-net"]
     argv += [
-        "--cap-drop", "ALL",
+        "--cap-drop",
+        "ALL",
         "--die-with-parent",
         "--new-session",
-        "--chdir", workdir,
-        "--setenv", "HOME", root,
-        "--setenv", "TMPDIR", "/tmp",
+        "--chdir",
+        workdir,
+        "--setenv",
+        "HOME",
+        root,
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
         "--",
     ]
     if isinstance(command, str):

@@ -33,8 +33,14 @@ MESSAGE = Tool(
     "Send a message now to a channel and recipient (for proactive notes, not for the current reply).",
     schema(
         {
-            "channel": {"type": "string", "description": "Channel id, e.g. telegram, discord, slack, signal. Empty = the current channel."},
-            "to": {"type": "string", "description": "Recipient or chat id on that channel. Empty = the current chat."},
+            "channel": {
+                "type": "string",
+                "description": "Channel id, e.g. telegram, discord, slack, signal. Empty = the current channel.",
+            },
+            "to": {
+                "type": "string",
+                "description": "Recipient or chat id on that channel. Empty = the current chat.",
+            },
             "text": {"type": "string", "description": "The message text."},
         },
         ["text"],
@@ -74,7 +80,7 @@ async def _session_status(ctx: ToolContext, args: dict) -> str:
     if ctx.session_info is not None:
         try:
             info = dict(ctx.session_info() or {})
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             lines.append(f"(session details unavailable: {type(e).__name__})")
     session = info.pop("session_key", None) or info.pop("session", None) or ctx.session_key
     if session:
@@ -115,7 +121,10 @@ SESSIONS_SPAWN = Tool(
     "Hand a self-contained task to a sub-agent with its own session; returns its final answer.",
     schema(
         {
-            "task": {"type": "string", "description": "Complete instructions for the sub-agent (it does not see this chat)."},
+            "task": {
+                "type": "string",
+                "description": "Complete instructions for the sub-agent (it does not see this chat).",
+            },
             "label": {"type": "string", "description": "Short name for the task."},
         },
         ["task"],
@@ -187,14 +196,26 @@ CRON = Tool(
         {
             "action": {"type": "string", "enum": ["add", "list", "remove"]},
             "name": {"type": "string", "description": "Job name (add, remove)."},
-            "schedule": {"type": "string", "description": "Crontab expression, e.g. \"0 9 * * 1-5\" (add)."},
-            "prompt": {"type": "string", "description": "What the agent should do when the job fires (add)."},
-            "target": {"type": "string", "description": "Where to deliver: a channel id, \"last\" or \"none\" (add; optional)."},
-            "to": {"type": "string", "description": "Recipient on the target channel (add; optional)."},
+            "schedule": {
+                "type": "string",
+                "description": 'Crontab expression, e.g. "0 9 * * 1-5" (add).',
+            },
+            "prompt": {
+                "type": "string",
+                "description": "What the agent should do when the job fires (add).",
+            },
+            "target": {
+                "type": "string",
+                "description": 'Where to deliver: a channel id, "last" or "none" (add; optional).',
+            },
+            "to": {
+                "type": "string",
+                "description": "Recipient on the target channel (add; optional).",
+            },
         },
         ["action"],
     ),
     _cron,
 )
 
-__all__ = ["MESSAGE", "SESSION_STATUS", "SESSIONS_SPAWN", "CRON", "now_in_zone"]
+__all__ = ["CRON", "MESSAGE", "SESSIONS_SPAWN", "SESSION_STATUS", "now_in_zone"]

@@ -24,7 +24,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import aiohttp
@@ -33,32 +33,66 @@ from aiohttp.abc import AbstractResolver
 from bot.untrusted import untrusted_block
 
 from .base import Tool, ToolContext, ToolError, arg_int, arg_str, schema
+import contextlib
 
 log = logging.getLogger(__name__)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Cloud metadata services: never reachable, whatever allow_private_hosts says.
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254",      # AWS, GCP, Azure, OpenStack, DigitalOcean, ...
-    "169.254.170.2",        # AWS ECS task metadata
-    "169.254.169.253",      # AWS DNS resolver
-    "169.254.169.123",      # AWS time sync
-    "100.100.100.200",      # Alibaba Cloud
-    "fd00:ec2::254",        # AWS IPv6 metadata
-    "fd00:ec2::253",
-))
-METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog", "metadata", "instance-data",
-                            "instance-data.ec2.internal"})
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, ...
+        "169.254.170.2",  # AWS ECS task metadata
+        "169.254.169.253",  # AWS DNS resolver
+        "169.254.169.123",  # AWS time sync
+        "100.100.100.200",  # Alibaba Cloud
+        "fd00:ec2::254",  # AWS IPv6 metadata
+        "fd00:ec2::253",
+    )
+)
+METADATA_HOSTS = frozenset(
+    {
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata",
+        "instance-data",
+        "instance-data.ec2.internal",
+    }
+)
 
-_SPECIAL_V4 = [ipaddress.ip_network(n) for n in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-)]
+_SPECIAL_V4 = [
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+]
 
-TEXT_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "application/ld+json",
-              "application/rss", "application/atom", "application/javascript")
+TEXT_TYPES = (
+    "text/",
+    "application/xhtml",
+    "application/xml",
+    "application/json",
+    "application/ld+json",
+    "application/rss",
+    "application/atom",
+    "application/javascript",
+)
 
 
 class FetchError(ToolError):
@@ -85,8 +119,16 @@ def is_internal(ip: IPAddress) -> bool:
     ip = _plain(ip)
     if isinstance(ip, ipaddress.IPv4Address):
         return any(ip in n for n in _SPECIAL_V4)
-    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast or ip.is_reserved
-            or ip.is_unspecified or ip.is_site_local or not ip.is_global)
+    return (
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or ip.is_site_local
+        or not ip.is_global
+    )
 
 
 class HostRules:
@@ -109,16 +151,21 @@ class HostRules:
             raise FetchError(f"blocked address: {host} is a cloud metadata service")
         for ip in addrs:
             if is_metadata(ip):
-                raise FetchError(f"blocked address: {host} resolves to {ip}, a cloud metadata address "
-                                 "(never allowed)")
+                raise FetchError(
+                    f"blocked address: {host} resolves to {ip}, a cloud metadata address "
+                    "(never allowed)"
+                )
             if not is_internal(ip):
                 continue
-            if h in self.names or any(a.version == n.version and a in n
-                                      for n in self.nets for a in {ip, _plain(ip)}):
+            if h in self.names or any(
+                a.version == n.version and a in n for n in self.nets for a in {ip, _plain(ip)}
+            ):
                 continue
-            raise FetchError(f"blocked address: {host} resolves to {ip}, a loopback, private or link-local "
-                             "address (add the host or its network to tools.web.allow_private_hosts to "
-                             "allow it)")
+            raise FetchError(
+                f"blocked address: {host} resolves to {ip}, a loopback, private or link-local "
+                "address (add the host or its network to tools.web.allow_private_hosts to "
+                "allow it)"
+            )
 
 
 class PinnedResolver(AbstractResolver):
@@ -127,13 +174,23 @@ class PinnedResolver(AbstractResolver):
     def __init__(self) -> None:
         self.pinned: dict[str, list[IPAddress]] = {}
 
-    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_UNSPEC) -> list[dict[str, Any]]:
+    async def resolve(
+        self, host: str, port: int = 0, family: int = socket.AF_UNSPEC
+    ) -> list[dict[str, Any]]:
         addrs = self.pinned.get(host.lower().rstrip("."))
         if not addrs:
             raise OSError(f"no vetted address for {host}")
-        return [{"hostname": host, "host": str(ip), "port": port,
-                 "family": socket.AF_INET6 if ip.version == 6 else socket.AF_INET, "proto": 0,
-                 "flags": socket.AI_NUMERICHOST} for ip in addrs]
+        return [
+            {
+                "hostname": host,
+                "host": str(ip),
+                "port": port,
+                "family": socket.AF_INET6 if ip.version == 6 else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for ip in addrs
+        ]
 
     async def close(self) -> None:
         pass
@@ -198,7 +255,7 @@ def decode_body(raw: bytes, header_charset: str | None, content_type: str) -> tu
         best = from_bytes(raw[:200_000]).best()
         if best is not None and best.encoding:
             return raw.decode(best.encoding, "replace"), best.encoding
-    except Exception:  # noqa: BLE001 - detection is a nicety
+    except Exception:
         pass
     return raw.decode("cp1252", "replace"), "cp1252"
 
@@ -208,9 +265,41 @@ class _Markdownish(HTMLParser):
     """A small fallback converter: headings, paragraphs, list items, links, code blocks;
     scripts, styles and page chrome dropped."""
 
-    SKIP = {"script", "style", "noscript", "template", "svg", "head", "nav", "footer", "form", "iframe"}
-    BLOCK = {"p", "div", "section", "article", "main", "header", "br", "tr", "table", "blockquote", "ul", "ol",
-             "dl", "dd", "dt", "figure", "hr"}
+    SKIP: ClassVar[frozenset[str]] = frozenset(
+        {
+            "script",
+            "style",
+            "noscript",
+            "template",
+            "svg",
+            "head",
+            "nav",
+            "footer",
+            "form",
+            "iframe",
+        }
+    )
+    BLOCK: ClassVar[frozenset[str]] = frozenset(
+        {
+            "p",
+            "div",
+            "section",
+            "article",
+            "main",
+            "header",
+            "br",
+            "tr",
+            "table",
+            "blockquote",
+            "ul",
+            "ol",
+            "dl",
+            "dd",
+            "dt",
+            "figure",
+            "hr",
+        }
+    )
 
     def __init__(self, base: str) -> None:
         super().__init__(convert_charrefs=True)
@@ -241,7 +330,11 @@ class _Markdownish(HTMLParser):
             self.out.append("\n\n")
         elif tag == "a":
             href = dict(attrs).get("href")
-            self.href.append(urljoin(self.base, href) if href and not href.startswith(("javascript:", "#")) else None)
+            self.href.append(
+                urljoin(self.base, href)
+                if href and not href.startswith(("javascript:", "#"))
+                else None
+            )
             if self.href[-1]:
                 self.out.append("[")
         elif tag in ("strong", "b"):
@@ -296,7 +389,7 @@ def html_to_markdown(html: str, url: str = "") -> tuple[str, str]:
     try:
         fallback.feed(html)
         fallback.close()
-    except Exception:  # noqa: BLE001 - malformed markup: keep what was parsed
+    except Exception:
         pass
     title = " ".join(fallback.title.split())
     try:
@@ -305,9 +398,16 @@ def html_to_markdown(html: str, url: str = "") -> tuple[str, str]:
         trafilatura = None
     if trafilatura is not None:
         try:
-            md = trafilatura.extract(html, url=url or None, output_format="markdown", include_links=True,
-                                     include_formatting=True, include_tables=True, favor_recall=True)
-        except Exception as e:  # noqa: BLE001 - fall back rather than fail the fetch
+            md = trafilatura.extract(
+                html,
+                url=url or None,
+                output_format="markdown",
+                include_links=True,
+                include_formatting=True,
+                include_tables=True,
+                favor_recall=True,
+            )
+        except Exception as e:
             log.info("trafilatura failed on %s: %s", url, e)
             md = None
         if md and md.strip():
@@ -336,14 +436,19 @@ class WebFetcher:
         cfg = self.cfg
         resolver = PinnedResolver()
         connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, force_close=True)
-        timeout = aiohttp.ClientTimeout(total=cfg.timeout_seconds, connect=min(10.0, cfg.timeout_seconds))
-        headers = {"User-Agent": cfg.user_agent,
-                   "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
-                   "Accept-Encoding": "gzip, deflate"}
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers,
-                                         trust_env=False) as session:
+        timeout = aiohttp.ClientTimeout(
+            total=cfg.timeout_seconds, connect=min(10.0, cfg.timeout_seconds)
+        )
+        headers = {
+            "User-Agent": cfg.user_agent,
+            "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
+            "Accept-Encoding": "gzip, deflate",
+        }
+        async with aiohttp.ClientSession(
+            connector=connector, timeout=timeout, headers=headers, trust_env=False
+        ) as session:
             current = url
-            for hop in range(cfg.max_redirects + 1):
+            for _hop in range(cfg.max_redirects + 1):
                 parts = _check_url(current)
                 host = parts.hostname or ""
                 port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -355,20 +460,28 @@ class WebFetcher:
                         if resp.status in (301, 302, 303, 307, 308):
                             loc = resp.headers.get("Location")
                             if not loc:
-                                raise FetchError(f"HTTP {resp.status}: a redirect without a Location")
+                                raise FetchError(
+                                    f"HTTP {resp.status}: a redirect without a Location"
+                                )
                             current = urljoin(current, loc)
                             continue
                         return await self._read(current, resp)
                 except FetchError:
                     raise
-                except asyncio.TimeoutError:
-                    raise FetchError(f"timeout: {host} did not answer within {cfg.timeout_seconds:g}s") from None
+                except TimeoutError:
+                    raise FetchError(
+                        f"timeout: {host} did not answer within {cfg.timeout_seconds:g}s"
+                    ) from None
                 except aiohttp.ClientConnectorCertificateError as e:
-                    raise FetchError(f"TLS: the certificate of {host} is not valid: {e.certificate_error}") from None
+                    raise FetchError(
+                        f"TLS: the certificate of {host} is not valid: {e.certificate_error}"
+                    ) from None
                 except (aiohttp.ClientSSLError, ssl.SSLError) as e:
                     raise FetchError(f"TLS: handshake with {host} failed: {e}") from None
                 except aiohttp.ClientConnectorError as e:
-                    raise FetchError(f"connection: cannot connect to {host}:{port}: {e.os_error or e}") from None
+                    raise FetchError(
+                        f"connection: cannot connect to {host}:{port}: {e.os_error or e}"
+                    ) from None
                 except aiohttp.ClientPayloadError as e:
                     raise FetchError(f"connection: the body from {host} was broken: {e}") from None
                 except aiohttp.ClientError as e:
@@ -382,8 +495,12 @@ class WebFetcher:
         declared = resp.content_length
         if not is_text:
             if declared is not None and declared > cap:
-                raise FetchError(f"too large: {declared} bytes of {ctype}; only text pages are read")
-            raise FetchError(f"unsupported content type {ctype!r}: web_fetch reads text and HTML pages")
+                raise FetchError(
+                    f"too large: {declared} bytes of {ctype}; only text pages are read"
+                )
+            raise FetchError(
+                f"unsupported content type {ctype!r}: web_fetch reads text and HTML pages"
+            )
         buf = bytearray()
         cut = False
         async for chunk in resp.content.iter_chunked(65536):
@@ -397,12 +514,17 @@ class WebFetcher:
         if "html" in ctype or (not ctype and "<html" in text[:2000].lower()):
             title, text = html_to_markdown(text, url)
         elif "json" in ctype:
-            try:
+            with contextlib.suppress(ValueError):
                 text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-            except ValueError:
-                pass
-        return Page(url=url, status=resp.status, content_type=ctype or "unknown", charset=charset, text=text,
-                    title=title, truncated_bytes=cut)
+        return Page(
+            url=url,
+            status=resp.status,
+            content_type=ctype or "unknown",
+            charset=charset,
+            text=text,
+            title=title,
+            truncated_bytes=cut,
+        )
 
 
 def _check_url(url: str):
@@ -417,7 +539,7 @@ def _check_url(url: str):
     if parts.username or parts.password:
         raise FetchError("bad URL: credentials in the URL are not sent")
     try:
-        parts.port
+        _ = parts.port  # urllib raises on a bad port only when it is read
     except ValueError:
         raise FetchError(f"bad URL {url!r}: bad port") from None
     return parts
@@ -449,15 +571,24 @@ def make_web_fetch(web_cfg) -> Tool:
         max_chars = arg_int(args, "max_chars", web_cfg.max_chars, minimum=100) or web_cfg.max_chars
         max_chars = min(max_chars, 100_000)
         page = await fetcher.fetch(url)
-        log.info("web_fetch session=%s %s -> %s %s", ctx.session_key, url, page.status, page.content_type)
+        log.info(
+            "web_fetch session=%s %s -> %s %s", ctx.session_key, url, page.status, page.content_type
+        )
         return format_page(page, max_chars)
 
     return Tool(
         "web_fetch",
         "Fetch a web page (http/https) and return its readable text as Markdown; the content is untrusted",
-        schema({"url": {"type": "string", "description": "the http(s) URL to fetch"},
-                "max_chars": {"type": "integer", "description": f"most characters to return (default "
-                                                                f"{web_cfg.max_chars})"}}, ["url"]),
+        schema(
+            {
+                "url": {"type": "string", "description": "the http(s) URL to fetch"},
+                "max_chars": {
+                    "type": "integer",
+                    "description": f"most characters to return (default {web_cfg.max_chars})",
+                },
+            },
+            ["url"],
+        ),
         handler,
     )
 
@@ -547,25 +678,37 @@ class WebSearcher:
             async with aiohttp.ClientSession(timeout=timeout, headers=headers, trust_env=True) as s:
                 if self.provider == "brave":
                     url = c.brave_api_base.rstrip("/") + "/res/v1/web/search"
-                    async with s.get(url, params={"q": query, "count": str(count)},
-                                     headers={"X-Subscription-Token": os.environ.get(c.brave_api_key_env, "")}) as r:
+                    async with s.get(
+                        url,
+                        params={"q": query, "count": str(count)},
+                        headers={"X-Subscription-Token": os.environ.get(c.brave_api_key_env, "")},
+                    ) as r:
                         data = await _json(r, "Brave")
-                    return [Hit(x.get("title", ""), x.get("url", ""), x.get("description", ""))
-                            for x in (data.get("web") or {}).get("results", [])]
+                    return [
+                        Hit(x.get("title", ""), x.get("url", ""), x.get("description", ""))
+                        for x in (data.get("web") or {}).get("results", [])
+                    ]
                 if self.provider == "tavily":
                     url = c.tavily_api_base.rstrip("/") + "/search"
                     key = os.environ.get(c.tavily_api_key_env, "")
-                    async with s.post(url, json={"query": query, "max_results": count, "search_depth": "basic"},
-                                      headers={"Authorization": f"Bearer {key}"}) as r:
+                    async with s.post(
+                        url,
+                        json={"query": query, "max_results": count, "search_depth": "basic"},
+                        headers={"Authorization": f"Bearer {key}"},
+                    ) as r:
                         data = await _json(r, "Tavily")
-                    return [Hit(x.get("title", ""), x.get("url", ""), x.get("content", ""))
-                            for x in data.get("results", [])]
+                    return [
+                        Hit(x.get("title", ""), x.get("url", ""), x.get("content", ""))
+                        for x in data.get("results", [])
+                    ]
                 if self.provider == "searxng":
                     url = c.searxng_url.rstrip("/") + "/search"
                     async with s.get(url, params={"q": query, "format": "json"}) as r:
                         data = await _json(r, "SearXNG")
-                    return [Hit(x.get("title", ""), x.get("url", ""), x.get("content", ""))
-                            for x in data.get("results", [])]
+                    return [
+                        Hit(x.get("title", ""), x.get("url", ""), x.get("content", ""))
+                        for x in data.get("results", [])
+                    ]
                 url = c.duckduckgo_url.rstrip("/") + "/html/"
                 async with s.post(url, data={"q": query}, headers={"Accept": "text/html"}) as r:
                     if r.status >= 400:
@@ -573,9 +716,11 @@ class WebSearcher:
                     p = _DdgParser()
                     p.feed(await r.text(errors="replace"))
                     return [h for h in p.hits if h.url]
-        except asyncio.TimeoutError:
-            raise ToolError(f"timeout: the search provider ({self.provider}) did not answer within "
-                            f"{c.timeout_seconds:g}s") from None
+        except TimeoutError:
+            raise ToolError(
+                f"timeout: the search provider ({self.provider}) did not answer within "
+                f"{c.timeout_seconds:g}s"
+            ) from None
         except aiohttp.ClientError as e:
             raise ToolError(f"search failed: cannot reach {self.provider}: {e}") from None
 
@@ -605,7 +750,9 @@ def make_web_search(web_cfg, provider: str) -> Tool:
             raise ToolError("argument 'query' must not be empty")
         count = max(1, min(arg_int(args, "count", 5) or 5, 20))
         hits = (await searcher.search(query, count))[:count]
-        log.info("web_search session=%s provider=%s results=%d", ctx.session_key, provider, len(hits))
+        log.info(
+            "web_search session=%s provider=%s results=%d", ctx.session_key, provider, len(hits)
+        )
         if not hits:
             return f"No results for {json.dumps(query, ensure_ascii=False)}."
         lines = []
@@ -619,8 +766,13 @@ def make_web_search(web_cfg, provider: str) -> Tool:
     return Tool(
         "web_search",
         "Search the web; returns titles, URLs and snippets (untrusted). Use web_fetch to read a result",
-        schema({"query": {"type": "string", "description": "what to search for"},
-                "count": {"type": "integer", "description": "number of results, 1-20 (default 5)"}}, ["query"]),
+        schema(
+            {
+                "query": {"type": "string", "description": "what to search for"},
+                "count": {"type": "integer", "description": "number of results, 1-20 (default 5)"},
+            },
+            ["query"],
+        ),
         handler,
     )
 
@@ -632,6 +784,8 @@ def web_tools(web_cfg) -> dict[str, Tool]:
     if provider is not None:
         out["web_search"] = make_web_search(web_cfg, provider)
     else:
-        log.info("web_search is not offered: tools.web.search_provider = %r has no key or URL configured",
-                 web_cfg.search_provider)
+        log.info(
+            "web_search is not offered: tools.web.search_provider = %r has no key or URL configured",
+            web_cfg.search_provider,
+        )
     return out
