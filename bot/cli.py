@@ -94,6 +94,8 @@ def cmd_chat(args) -> int:
         term = TerminalChannel()
         daemon = Daemon(cfg, channels={"terminal": term}, scheduler=False)
         await daemon.start()
+        if daemon.mcp is not None and not interactive:  # one turn: its MCP tools must be there
+            await daemon.mcp.settled()
         failures: list[str] = []
         _watch_turns(daemon, failures)
 
@@ -391,6 +393,8 @@ def cmd_heartbeat(args) -> int:
         # send-only: a running daemon keeps its updates and its stored messages
         daemon = Daemon(cfg, channels=channels, scheduler=False, receive=False)
         await daemon.start()
+        if daemon.mcp is not None:  # the heartbeat's one turn gets the same tools as the daemon's
+            await daemon.mcp.settled()
         try:
             out = await daemon.scheduled.heartbeat(dry_run=args.dry_run)
         finally:

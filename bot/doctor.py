@@ -115,7 +115,50 @@ def static_findings(cfg: Config) -> list[Finding]:
                     'set tools.exec.sandbox = "on"',
                 )
             )
+    if "web_search" in cfg.tools.enabled or "web_search" in cfg.tools.guest:
+        from bot.agent.tools.web import search_provider
+
+        provider = search_provider(cfg.tools.web)
+        out.append(
+            Finding("OK", "web search", f"provider {provider}")
+            if provider
+            else Finding(
+                "WARN",
+                "web search",
+                f"no provider can work with search_provider = {cfg.tools.web.search_provider!r}; "
+                "web_search is not offered",
+                "set the provider's key variable (tools.web.*_api_key_env) or tools.web.searxng_url",
+            )
+        )
     return out
+
+
+async def check_mcp(cfg: Config) -> list[Finding]:
+    """Connect to each configured MCP server once, as `chela mcp list` does."""
+    from bot.mcp import SDK_MISSING, McpManager, default_log_dir
+
+    mgr = McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg))
+    if not mgr.available:
+        return [Finding("FAIL", "mcp", SDK_MISSING, "pip install 'chela[mcp]'")]
+    mgr.start()
+    try:
+        await mgr.settled()
+    finally:
+        statuses = [
+            (s.name, s.state, s.error, len(s.tools)) for s in mgr.statuses()
+        ]  # before stop() marks them stopped
+        await mgr.stop()
+    return [
+        Finding("OK", f"mcp {name}", f"connected, {n} tool(s)")
+        if state == "connected"
+        else Finding(
+            "FAIL",
+            f"mcp {name}",
+            error or state,
+            f"see `chela mcp test {name}` and the server log under {default_log_dir(cfg)}",
+        )
+        for name, state, error, n in statuses
+    ]
 
 
 def _mode(path: Path) -> int | None:
@@ -322,6 +365,8 @@ async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
     names = [n for n in enabled_channels(cfg) if n != "http" and n not in broken]
     results = await asyncio.gather(check_model(cfg), *(check_channel(cfg, n) for n in names))
     out += results
+    if cfg.mcp.servers:
+        out += await check_mcp(cfg)
     if cfg.channels.http.enabled:
         out.append(check_http_port(cfg, running_daemon(cfg.agent.state_dir)))
     return out

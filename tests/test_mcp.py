@@ -343,3 +343,65 @@ def test_chela_mcp_list_and_test(tmp_path, capsys):
     assert '"required": ["a", "b"]' in out
     assert main(["mcp", "test", "gone", "--config", str(path), "--timeout", "5"]) == 1
     assert main(["mcp", "test", "other", "--config", str(path)]) == 1
+
+
+# ------------------------------------------------------------------- one-shot entry points
+async def test_chat_message_waits_for_mcp_tools_before_its_only_turn(tmp_path, llm):
+    """`chela chat -m` runs one turn right after start-up: the MCP tools must already be offered
+    (peers' users report tools missing on some entry points)."""
+    from tests.e2e import config_file
+    from tests.test_first_hour import chela
+
+    cfg_path = config_file(
+        tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
+    with cfg_path.open("a") as f:
+        f.write(
+            "[[mcp.servers]]\n"
+            'name = "srv"\n'
+            f"command = {json.dumps(sys.executable)}\n"
+            f"args = [{json.dumps(SERVER)}]\n"
+        )
+    llm.script(tool_calls([("srv__add", {"a": 20, "b": 22})]), text("It is 42."))
+    r = await chela("chat", "--config", str(cfg_path), "-m", "add 20 and 22")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "It is 42."
+    assert "srv__add" in offered(llm.requests[0])
+    assert "\n42\n" in tool_results(llm.requests[1])[0]
+
+
+async def test_twin_chat_message_without_mcp_servers_answers_at_once(tmp_path, llm):
+    from tests.e2e import config_file
+    from tests.test_first_hour import chela
+
+    cfg_path = config_file(
+        tmp_path / "config.toml", llm, workspace=tmp_path / "ws", state_dir=tmp_path / "state"
+    )
+    llm.script(text("plain"))
+    r = await chela("chat", "--config", str(cfg_path), "-m", "hi")
+    assert r.returncode == 0 and r.stdout.strip() == "plain"
+    assert not any(n.startswith("srv__") for n in offered(llm.requests[0]))
+
+
+async def test_doctor_reports_each_mcp_server_and_the_search_provider(tmp_path, llm, monkeypatch):
+    from bot.doctor import doctor
+
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    broken = {"name": "gone", "command": str(tmp_path / "no-such-server")}
+    cfg = make_config(
+        tmp_path,
+        llm,
+        mcp={"servers": [stdio_server(), broken]},
+        tools={"enabled": ["web_search"], "web": {"search_provider": "brave"}},
+    )
+    lines = [f.line() for f in await doctor(cfg)]
+    assert any(line.startswith("OK    mcp srv: connected, 5 tool(s)") for line in lines), lines
+    gone = next(line for line in lines if "mcp gone" in line)
+    assert gone.startswith("FAIL") and "no-such-server" in gone and "chela mcp test gone" in gone
+    search = next(line for line in lines if "web search" in line)
+    assert search.startswith("WARN") and "not offered" in search
+
+    # twin: with the key set, the provider is reported as working
+    monkeypatch.setenv("BRAVE_API_KEY", "k")
+    lines = [f.line() for f in await doctor(cfg, live=False)]
+    assert "OK    web search: provider brave" in lines

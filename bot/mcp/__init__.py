@@ -346,14 +346,15 @@ def _connection_closed() -> int:
 
 
 def _http_client(headers: dict[str, str], timeout: float):
-    try:
-        from mcp.shared._httpx_utils import create_mcp_http_client
+    """The HTTP client for a streamable-HTTP server: the SDK's own defaults (30 s to connect and
+    write, a long read timeout because the server holds its event stream open, redirects left to
+    the transport), built here from public API rather than the SDK's private helper."""
+    import httpx2
 
-        return create_mcp_http_client(headers=headers or None)
-    except ImportError:  # pragma: no cover - SDK layout changed
-        import httpx2
-
-        return httpx2.AsyncClient(headers=headers, timeout=max(timeout, 30))
+    return httpx2.AsyncClient(
+        headers=headers or None,
+        timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0),
+    )
 
 
 def render_result(res) -> str:
@@ -414,6 +415,18 @@ class McpManager:
 
     async def stop(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
+
+    async def settled(self) -> None:
+        """Wait until every server has connected or failed its first attempt.
+
+        The daemon never waits (a slow server must not delay the channels), but a one-shot entry
+        point such as `chela chat -m` or `chela heartbeat` would otherwise run its only turn
+        before the tools exist.  Bounded by each server's `connect_timeout_seconds`."""
+        if not self.available:
+            return
+        await asyncio.gather(
+            *(s.wait_connected(s.cfg.connect_timeout_seconds + 1) for s in self.servers.values())
+        )
 
     def tools(self) -> list[Tool]:
         out: list[Tool] = []
