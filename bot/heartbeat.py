@@ -25,11 +25,16 @@ from bot.store import Store
 log = logging.getLogger("chela.heartbeat")
 
 BUSY_RETRY_SECONDS = 30.0
+_DELIVERY_REASON = {
+    "delivered": "",
+    "queued": "the platform did not take it yet; stored and retried",
+    "failed": "delivery failed",
+}
 
 
 @dataclass
 class Outcome:
-    status: str  # skipped | ack | silent | duplicate | no-target | delivered | dry-run | failed
+    status: str  # skipped | ack | silent | duplicate | no-target | delivered | queued | dry-run | failed
     reason: str = ""
     text: str = ""
     target: dict | None = None
@@ -157,14 +162,9 @@ class Scheduled:
             elif dry_run:
                 out = Outcome("dry-run", "", plan.text, target)
             else:
-                ok = await self._deliver(plan, target)
-                out = Outcome(
-                    "delivered" if ok else "failed",
-                    "" if ok else "delivery failed",
-                    plan.text,
-                    target,
-                )
-                if ok:
+                status = await self._deliver(plan, target, kind="heartbeat")
+                out = Outcome(status, _DELIVERY_REASON[status], plan.text, target)
+                if status != "failed":  # queued: stored, it goes out when the platform is back
                     self.store.put("heartbeat:last_alert", {"text": plan.text, "at": time.time()})
             if not dry_run and out.status != "duplicate":
                 self.store.commit_turn(
@@ -177,7 +177,8 @@ class Scheduled:
         log.info("heartbeat session=%s status=%s ms=%.0f", key, out.status, result.duration * 1000)
         return out
 
-    async def _deliver(self, plan, target: dict) -> bool:
+    async def _deliver(self, plan, target: dict, *, kind: str) -> str:
+        """Through the outbox: 'delivered', 'queued' (retried) or 'failed'."""
         from bot.router import build_outbound
 
         ch = self.router.channels.get(target["channel"])
@@ -189,7 +190,8 @@ class Scheduled:
             thread_id=target.get("thread_id"),
             account=target.get("account") or "default",
         )
-        return await self.router.deliver(target["channel"], out)
+        status = await self.router.deliver_status(target["channel"], out, kind=kind)
+        return "delivered" if status == "sent" else status
 
     # --------------------------------------------------------------------------- cron
     async def run_cron(self, name: str, prompt: str, target: str, to: str) -> Outcome:
@@ -214,8 +216,8 @@ class Scheduled:
         elif route is None:
             out = Outcome("no-target", f"target = {target!r}", plan.text)
         else:
-            ok = await self._deliver(plan, route)
-            out = Outcome("delivered" if ok else "failed", "", plan.text, route)
+            status = await self._deliver(plan, route, kind="cron")
+            out = Outcome(status, _DELIVERY_REASON[status], plan.text, route)
         self.store.put(f"cron:last_run:{name}", {"at": time.time(), "status": out.status})
         log.info("cron job=%s session=%s status=%s", name, key, out.status)
         return out
@@ -248,9 +250,9 @@ class CronService:
             )
         for job in self.cfg.cron:
             self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="config")
-        for job in self.store.cron_jobs():
+        for row in self.store.cron_jobs():
             self._schedule(
-                job["name"], job["schedule"], job["prompt"], job["target"], job["to"], source="tool"
+                row["name"], row["schedule"], row["prompt"], row["target"], row["to"], source="tool"
             )
         # downloaded media older than media.retention_days goes (SPEC §9.4): soon after start, then hourly
         self.scheduler.add_job(

@@ -2,7 +2,8 @@
 
 Everything that must survive a restart lives here: inbound messages (stored before the
 platform is acknowledged), conversation history (including tool calls and results),
-sessions (last route, activation), DM pairing, heartbeat state and cron jobs.
+sessions (last route, activation), DM pairing, heartbeat state, cron jobs and the outbox
+of every message to send (bot/outbox.py).
 
 The daemon is a single asyncio process and SQLite calls on a local file take tens of
 microseconds, so the store is used synchronously from the event loop; WAL mode keeps
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -32,8 +34,8 @@ CREATE TABLE IF NOT EXISTS inbound (
     message_id  TEXT NOT NULL,
     session_key TEXT NOT NULL,
     payload     TEXT NOT NULL,
-    status      TEXT NOT NULL DEFAULT 'pending',   -- pending | delivering | done | skipped | history
-    outbound    TEXT,                              -- the reply to (re)deliver while 'delivering'
+    status      TEXT NOT NULL DEFAULT 'pending',   -- pending | done | skipped | history | pairing | failed
+    outbound    TEXT,                              -- unused (replies live in the outbox)
     created     REAL NOT NULL,
     UNIQUE (channel, account, chat_id, message_id)
 );
@@ -111,6 +113,28 @@ CREATE TABLE IF NOT EXISTS pairing_welcome (
     PRIMARY KEY (channel, sender_id)
 );
 
+-- every outbound message (replies, command answers, heartbeats, cron, the message tool,
+-- pairing and approval notes): queued -> sending (written just before the platform call)
+-- -> sent (with the platform's ids) | failed.  After a crash 'queued' and 'sending' rows
+-- are sent again; only 'sending' ones can have reached the user already.
+CREATE TABLE IF NOT EXISTS outbox (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel     TEXT NOT NULL,
+    account     TEXT NOT NULL,
+    chat_id     TEXT NOT NULL,
+    kind        TEXT NOT NULL,                     -- reply | heartbeat | cron | message | pairing | ...
+    payload     TEXT NOT NULL,                     -- the OutboundMessage as JSON
+    nonce       TEXT NOT NULL,                     -- idempotency key (Discord nonce)
+    inbound_id  INTEGER,                           -- the message it answers, if any
+    state       TEXT NOT NULL DEFAULT 'queued',    -- queued | sending | sent | failed
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    error       TEXT,
+    sent_ids    TEXT,                              -- JSON list of platform message ids
+    created     REAL NOT NULL,
+    updated     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_state ON outbox(state, id);
+
 CREATE TABLE IF NOT EXISTS kv (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -127,6 +151,32 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
 """
 
 
+# SPEC §12: one row per model call (tokens and cost), for /usage, `chela usage` and the
+# daily cost limits
+USAGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key       TEXT NOT NULL,
+    turn              TEXT NOT NULL DEFAULT '',
+    kind              TEXT NOT NULL DEFAULT 'chat',   -- chat | heartbeat | cron | subagent | ...
+    trust             TEXT NOT NULL DEFAULT 'owner',  -- owner | guest
+    model             TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens     INTEGER NOT NULL DEFAULT 0,
+    cost_usd          REAL NOT NULL DEFAULT 0,
+    created           REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_created ON usage(created);
+CREATE INDEX IF NOT EXISTS usage_session ON usage(session_key, created);
+"""
+
+_USAGE_TOTALS = (
+    "SELECT COUNT(*), COALESCE(SUM(prompt_tokens),0), COALESCE(SUM(completion_tokens),0),"
+    " COALESCE(SUM(cached_tokens),0), COALESCE(SUM(cost_usd),0) FROM usage WHERE created>=?"
+)
+
+
 @dataclass
 class InboundRow:
     id: int
@@ -134,6 +184,38 @@ class InboundRow:
     payload: dict
     status: str
     outbound: list | None
+
+
+@dataclass
+class OutboxRow:
+    id: int
+    channel: str
+    kind: str
+    payload: dict  # the OutboundMessage as JSON
+    nonce: str
+    state: str
+    attempts: int
+    created: float
+    updated: float = 0.0
+
+
+OUTBOX_PENDING = ("queued", "sending")
+
+
+def storage_full(e: BaseException) -> bool:
+    """A write failed for lack of space (a full disk, or the database's page limit) or
+    because the file system refused it: worth retrying once space is back."""
+    if not isinstance(e, sqlite3.OperationalError):
+        return False
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+    text = str(e).lower()
+    return "disk is full" in text or "disk i/o error" in text
+
+
+def _new_nonce() -> str:
+    return secrets.token_hex(8)
 
 
 def _unusable(path: str, e: BaseException) -> str:
@@ -217,6 +299,7 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
+        self.db.executescript(USAGE_SCHEMA)
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(messages)")}
         # databases from before compaction: the token count (cached once per message) and
         # the summary that replaced a message
@@ -226,6 +309,7 @@ class Store:
             self.db.execute("ALTER TABLE messages ADD COLUMN summary_id INTEGER")
         # how a message's tokens are counted; the agent installs litellm's counter
         self.token_counter: Callable[[dict], int] = estimate_tokens
+        self._migrate_delivering()
 
     def close(self) -> None:
         self.db.close()
@@ -256,7 +340,7 @@ class Store:
     def unfinished_inbound(self) -> list[InboundRow]:
         rows = self.db.execute(
             "SELECT id, session_key, payload, status, outbound FROM inbound"
-            " WHERE status IN ('pending','delivering') ORDER BY id"
+            " WHERE status='pending' ORDER BY id"
         ).fetchall()
         return [
             InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None)
@@ -378,9 +462,11 @@ class Store:
         inbound_id: int | None = None,
         outbound: list | None = None,
         usage: dict | None = None,
-    ) -> None:
-        """Store a whole turn atomically; with ``inbound_id`` the inbound row moves to
-        'delivering' (with the reply to deliver) or 'done' in the same transaction."""
+        outbox_kind: str = "reply",
+    ) -> list[int]:
+        """Store a whole turn atomically; with ``inbound_id`` the inbound row becomes
+        'done' and the reply (``outbound``: OutboundMessage dicts) is queued in the outbox
+        in the same transaction.  Returns the new outbox row ids."""
         now = time.time()
         epoch = self.session(key)["epoch"]
         rows = [
@@ -404,16 +490,126 @@ class Store:
                     key,
                 ),
             )
+            out_ids: list[int] = []
             if inbound_id is not None:
                 if outbound:
-                    self.db.execute(
-                        "UPDATE inbound SET status='delivering', outbound=? WHERE id=?",
-                        (json.dumps(outbound), inbound_id),
-                    )
-                else:
-                    self.db.execute(
-                        "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
-                    )
+                    channel = self.db.execute(
+                        "SELECT channel FROM inbound WHERE id=?", (inbound_id,)
+                    ).fetchone()
+                    if channel is not None:
+                        out_ids = self._insert_outbox(
+                            channel[0], outbound, outbox_kind, inbound_id, now
+                        )
+                self.db.execute(
+                    "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
+                )
+        return out_ids
+
+    # --------------------------------------------------------------------------- outbox
+    def _insert_outbox(
+        self, channel: str, outs: list[dict], kind: str, inbound_id: int | None, now: float
+    ) -> list[int]:
+        ids = []
+        for o in outs:
+            cur = self.db.execute(
+                "INSERT INTO outbox(channel, account, chat_id, kind, payload, nonce, inbound_id,"
+                " created, updated) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    channel,
+                    str(o.get("account") or "default"),
+                    str(o.get("chat_id", "")),
+                    kind,
+                    json.dumps(o, ensure_ascii=False),
+                    _new_nonce(),
+                    inbound_id,
+                    now,
+                    now,
+                ),
+            )
+            ids.append(int(cur.lastrowid or 0))
+        return ids
+
+    def add_outbox(
+        self, channel: str, outs: list[dict], *, kind: str, inbound_id: int | None = None
+    ) -> list[int]:
+        """Queue outbound messages (OutboundMessage dicts) for ``channel``; their ids."""
+        with self._tx():
+            return self._insert_outbox(channel, outs, kind, inbound_id, time.time())
+
+    def outbox_rows(self, ids: Iterable[int]) -> list[OutboxRow]:
+        ids = list(ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            "SELECT id, channel, kind, payload, nonce, state, attempts, created, updated FROM outbox"
+            f" WHERE id IN ({marks}) ORDER BY id",
+            ids,
+        ).fetchall()
+        return [OutboxRow(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+
+    def outbox_pending(self) -> list[OutboxRow]:
+        """Rows not sent yet ('queued') or whose send was in flight ('sending'), oldest first."""
+        rows = self.db.execute(
+            "SELECT id, channel, kind, payload, nonce, state, attempts, created, updated FROM outbox"
+            " WHERE state IN ('queued','sending') ORDER BY id"
+        ).fetchall()
+        return [OutboxRow(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+
+    def outbox_sending(self, row_id: int) -> None:
+        """Written just before the platform call: from here on the outcome is unknown."""
+        self.db.execute(
+            "UPDATE outbox SET state='sending', attempts=attempts+1, updated=? WHERE id=?",
+            (time.time(), row_id),
+        )
+
+    def outbox_done(
+        self,
+        row_id: int,
+        state: str,
+        *,
+        sent_ids: list[str] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """The outcome of an attempt: 'sent', 'failed', or 'queued' again (to be retried)."""
+        self.db.execute(
+            "UPDATE outbox SET state=?, sent_ids=?, error=?, updated=? WHERE id=?",
+            (
+                state,
+                json.dumps(sent_ids) if sent_ids is not None else None,
+                error,
+                time.time(),
+                row_id,
+            ),
+        )
+
+    def prune_outbox(self, older_than: float) -> int:
+        """Forget sent and failed rows last touched before ``older_than`` (unix time)."""
+        return self.db.execute(
+            "DELETE FROM outbox WHERE state IN ('sent','failed') AND updated<?", (older_than,)
+        ).rowcount
+
+    def outbox_counts(self) -> dict[str, int]:
+        return {
+            r[0]: r[1] for r in self.db.execute("SELECT state, COUNT(*) FROM outbox GROUP BY state")
+        }
+
+    def _migrate_delivering(self) -> None:
+        """Databases from before the outbox kept a reply to deliver on its inbound row
+        ('delivering'): move those replies to the outbox."""
+        rows = self.db.execute(
+            "SELECT id, channel, outbound FROM inbound WHERE status='delivering'"
+        ).fetchall()
+        if not rows:
+            return
+        with self._tx():
+            for inbound_id, channel, outbound in rows:
+                outs = json.loads(outbound) if outbound else []
+                if outs:
+                    self._insert_outbox(channel, outs, "reply", inbound_id, time.time())
+                self.db.execute(
+                    "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
+                )
 
     def _count(self, message: dict) -> int:
         try:
@@ -520,7 +716,11 @@ class Store:
                 db.execute("BEGIN IMMEDIATE")
 
             def __exit__(self, exc_type, exc, tb):
-                db.execute("ROLLBACK" if exc_type else "COMMIT")
+                if not exc_type:
+                    db.execute("COMMIT")
+                elif db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
                 return False
 
         return _Tx()
@@ -649,3 +849,77 @@ class Store:
 
     def remove_cron_job(self, name: str) -> bool:
         return self.db.execute("DELETE FROM cron_jobs WHERE name=?", (name,)).rowcount > 0
+
+    # --------------------------------------------------------------------------- usage
+    def add_usage(
+        self,
+        session_key: str,
+        turn: str,
+        model: str,
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cached_tokens: int = 0,
+        cost_usd: float = 0.0,
+        kind: str = "chat",
+        trust: str = "owner",
+        created: float | None = None,
+    ) -> None:
+        """Record one model call (SPEC §12)."""
+        self.db.execute(
+            "INSERT INTO usage(session_key, turn, kind, trust, model, prompt_tokens,"
+            " completion_tokens, cached_tokens, cost_usd, created) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                session_key,
+                turn,
+                kind,
+                trust,
+                model,
+                int(prompt_tokens),
+                int(completion_tokens),
+                int(cached_tokens),
+                float(cost_usd),
+                time.time() if created is None else created,
+            ),
+        )
+
+    def usage_totals(
+        self, since: float, *, session_key: str | None = None, trust: str | None = None
+    ) -> dict[str, Any]:
+        """Calls, tokens and cost since ``since`` (epoch seconds), optionally of one
+        session or one trust level."""
+        q = _USAGE_TOTALS
+        args: list[Any] = [since]
+        if session_key is not None:
+            q += " AND session_key=?"
+            args.append(session_key)
+        if trust is not None:
+            q += " AND trust=?"
+            args.append(trust)
+        r = self.db.execute(q, args).fetchone()
+        return {
+            "calls": r[0],
+            "prompt_tokens": r[1],
+            "completion_tokens": r[2],
+            "cached_tokens": r[3],
+            "cost_usd": r[4],
+        }
+
+    def usage_rows(self, since: float) -> list[dict[str, Any]]:
+        """Every model call since ``since``, oldest first."""
+        cols = (
+            "session_key",
+            "turn",
+            "kind",
+            "trust",
+            "model",
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_tokens",
+            "cost_usd",
+            "created",
+        )
+        rows = self.db.execute(
+            f"SELECT {', '.join(cols)} FROM usage WHERE created>=? ORDER BY id", (since,)
+        )
+        return [dict(zip(cols, r, strict=True)) for r in rows]

@@ -28,9 +28,14 @@ def test_inbound_dedup_and_recovery(tmp_path):
     s.close()
     s2 = Store(db)  # "restart"
     rows = s2.unfinished_inbound()
-    assert [(r.id, r.status) for r in rows] == [(a, "delivering"), (b, "pending")]
-    assert rows[0].outbound == [{"chat_id": "1", "text": "hi"}]
-    s2.set_inbound_status(a, "done")
+    # the answered message is done; its reply waits in the outbox (sent after the restart)
+    assert [(r.id, r.status) for r in rows] == [(b, "pending")]
+    [out] = s2.outbox_pending()
+    assert (out.channel, out.state, out.payload) == (
+        "telegram",
+        "queued",
+        {"chat_id": "1", "text": "hi"},
+    )
     s2.set_inbound_status(b, "done")
     assert s2.unfinished_inbound() == []
 
