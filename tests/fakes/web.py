@@ -21,6 +21,7 @@ and they keep a favourite stone in a pouch of loose skin under the forearm.</p>
 class FakeWeb:
     def __init__(self) -> None:
         self.hits: list[str] = []
+        self.files: dict[str, tuple[bytes, str]] = {}  # /files/<name> -> (body, content type)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -37,6 +38,7 @@ class FakeWeb:
         app.router.add_get("/meta-cp1251", self._meta)
         app.router.add_get("/binary", self._binary)
         app.router.add_get("/secret", self._secret)
+        app.router.add_get("/files/{name}", self._file)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -56,6 +58,13 @@ class FakeWeb:
 
     def _hit(self, request: web.Request) -> None:
         self.hits.append(request.path_qs)
+
+    async def _file(self, request: web.Request) -> web.Response:
+        self._hit(request)
+        found = self.files.get(request.match_info["name"])
+        if found is None:
+            return web.Response(status=404, text="not found")
+        return web.Response(body=found[0], content_type=found[1])
 
     async def _article(self, request: web.Request) -> web.Response:
         self._hit(request)
