@@ -104,7 +104,7 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def run(turns: int, sessions: int) -> None:
+async def run(turns: int, sessions: int, profile: str = "") -> None:
     logging.basicConfig(level=logging.WARNING)
     tmp = Path(tempfile.mkdtemp(prefix="chela-turn-bench-"))
     rss0 = rss_mb()
@@ -167,11 +167,25 @@ async def run(turns: int, sessions: int) -> None:
     gc.collect()
     recs = []
     fake_before = len(fake_times)
+    prof = None
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
     c0, t0 = time.process_time(), time.perf_counter()
     for r in range(per_session):
         for s in range(sessions):
             recs.append(await one(s, f"round {r}: hello from {s}, how are you today?"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(profile)
+        import pstats
+
+        for key in ("tottime", "cumulative"):
+            print(f"\n--- sequential phase profile, top 30 by {key} ({len(recs)} turns) ---")
+            pstats.Stats(prof).sort_stats(key).print_stats(30)
     fakes = fake_times[fake_before:]
     results["sequential"] = summarize(recs, fakes, wall, cpu)
 
@@ -366,8 +380,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--turns", type=int, default=1000)
     ap.add_argument("--sessions", type=int, default=100)
+    ap.add_argument(
+        "--profile",
+        metavar="FILE",
+        default="",
+        help="cProfile the sequential phase: save the stats to FILE and print the top entries",
+    )
     a = ap.parse_args()
-    asyncio.run(run(a.turns, a.sessions))
+    asyncio.run(run(a.turns, a.sessions, a.profile))
 
 
 if __name__ == "__main__":
