@@ -93,6 +93,13 @@ def session_key(msg: InboundMessage, cfg: Config, trust: Trust | None) -> str:
     always their own ``agent:<id>:<channel>:direct:<peer>`` session."""
     from bot.sessions import session_key_for
 
+    if msg.api:
+        # the OpenAI-compatible API (SPEC §13): ``user`` names a server-side session; a
+        # request without it is stateless, in a throw-away session of its own (never
+        # the owner's main conversation)
+        if msg.api.get("stateless") or not msg.sender_id:
+            return f"agent:{cfg.agent.id}:{msg.channel}-stateless:{msg.chat_id}"
+        return f"agent:{cfg.agent.id}:{msg.channel}:{msg.sender_id}"
     scope = cfg.session.dm_scope if trust == "owner" else "per-channel-peer"
     return session_key_for(cfg.agent.id, scope, msg)
 
