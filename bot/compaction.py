@@ -299,9 +299,9 @@ class Compactor:
     # ------------------------------------------------------------------- counting
     async def ready(self) -> None:
         if _litellm() is None:
-            from bot.agent.llm import _load_litellm
+            from bot.agent import preload
 
-            await asyncio.to_thread(_load_litellm)
+            await preload.litellm()
 
     def count_message(self, message: dict) -> int:
         litellm = _litellm()
