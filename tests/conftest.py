@@ -69,3 +69,55 @@ async def tg():
     await f.start()
     yield f
     await f.stop()
+
+
+# ------------------------------------------------------------------------- test tiers
+# `pytest -m "not e2e"` is the fast tier (the pure translators, the reply rules, config, store,
+# prompt, tools): seconds, for the edit-test loop.  A test is end-to-end when it starts a fake
+# platform or model server (these fixtures), lives in a module that drives the daemon, an adapter
+# against its wire-level fake, or subprocesses, or calls `exec` (a sandbox per call).
+E2E_FIXTURES = {"llm", "tg", "fake_llm", "site", "search"}
+E2E_MODULE_PREFIXES = (
+    "test_e2e_",
+    "test_first_hour",
+    "test_crash",
+    "test_startstop",
+    "test_mcp",
+    "test_trust_e2e",
+    "test_commands_e2e",
+    "test_compaction_e2e",
+    "test_telegram",
+    "test_slack",
+    "test_signal",
+    "test_discord",
+    "test_sandbox",
+    "test_llm",
+    "test_failover",
+    "test_media",
+    "test_outbox",
+    "test_web_tools",
+    "test_http_security",
+    "test_files_safety",
+    "test_state_errors",
+    "test_systemd",
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "e2e: starts fake servers or the daemon (deselect with -m 'not e2e')"
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.name if item.path else ""
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (
+            module.startswith(E2E_MODULE_PREFIXES)
+            or fixtures & E2E_FIXTURES
+            or any(f.startswith("fake_") for f in fixtures)
+            or "exec" in item.name
+            or "sandbox" in item.name
+        ):
+            item.add_marker(pytest.mark.e2e)

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
-from channels.signal import SSEParser, SignalChannel, _utf16_to_index
+from channels.signal import SignalChannel
+from channels.signal.rpc import RpcClient, RpcError, find_retry_after
+from channels.signal.sse import SSEParser
+from channels.signal.translate import _utf16_to_index
 from tests.fakes.signal import FakeSignalCli
 
 BOT = "+15550000000"
@@ -648,3 +651,78 @@ async def test_open_for_sending_reports_an_unreachable_daemon(tmp_path):
     with pytest.raises(ChannelError, match="not reachable"):
         await ch.open_for_sending()
     await ch.stop()
+
+
+# ---------------------------------------------------------------- JSON-RPC client (rpc.py)
+
+
+@pytest.fixture
+async def rpc_server():
+    """A bare HTTP server on 127.0.0.1 answering /api/v1/rpc from a script of responses."""
+    from aiohttp import web
+
+    script: list = []
+    bodies: list[dict] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        bodies.append(await request.json())
+        status, headers, body = script.pop(0)
+        return web.json_response(body, status=status, headers=headers)
+
+    app = web.Application()
+    app.router.add_post("/api/v1/rpc", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    yield f"http://{host}:{port}", script, bodies
+    await runner.cleanup()
+
+
+async def test_rpc_rate_limits_carry_their_wait(rpc_server):
+    url, script, bodies = rpc_server
+    client = RpcClient(url, account=BOT, retry_delay=0.01, max_retry_after=0.02)
+    limited = {
+        "code": -5,
+        "message": "rate limited",
+        "data": {"response": {"results": [{"retryAfterSeconds": 3}]}},
+    }
+    script += [
+        (429, {"Retry-After": "7"}, {"error": "slow down"}),
+        (200, {}, {"jsonrpc": "2.0", "id": "x", "error": limited}),
+        (200, {}, {"jsonrpc": "2.0", "id": "x", "error": {"code": -1, "message": "no"}}),
+        (500, {}, {}),
+        (200, {}, {"jsonrpc": "2.0", "id": "x", "result": {"timestamp": 5}}),
+    ]
+    try:
+        with pytest.raises(RpcError) as http_limited:
+            await client.call_once("send", {"recipient": [ALICE]})
+        with pytest.raises(RpcError) as rpc_limited:
+            await client.call_once("send", {"recipient": [ALICE]})
+        with pytest.raises(RpcError) as refused:
+            await client.call_once("version", {})
+        # the twin: a failure then an answer is one successful call (capped wait)
+        assert await client.call("send", {"recipient": [ALICE]}) == {"timestamp": 5}
+    finally:
+        await client.close()
+    assert (http_limited.value.code, http_limited.value.retry_after) == (None, 7.0)
+    assert (rpc_limited.value.code, rpc_limited.value.retry_after) == (-5, 3.0)
+    assert (refused.value.code, refused.value.retry_after) == (-1, None)
+    assert [b["params"].get("account") for b in bodies] == [BOT, BOT, None, BOT, BOT]
+    assert len({b["id"] for b in bodies}) == 5 and {b["jsonrpc"] for b in bodies} == {"2.0"}
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"retryAfterSeconds": 4}, 4.0),
+        ({"a": [{"b": {"retry_after": 2.5}}]}, 2.5),
+        ({"retryAfterSeconds": -1}, None),
+        ({"retryAfterSeconds": "9"}, None),
+        ({"a": {"b": {"c": {"d": {"e": {"retryAfter": 1}}}}}}, None),  # deeper than it looks
+        (None, None),
+    ],
+)
+def test_find_retry_after(data, expected):
+    assert find_retry_after(data) == expected

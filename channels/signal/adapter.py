@@ -1,51 +1,46 @@
-"""Signal adapter: a small aiohttp client for ``signal-cli daemon --http``.
+"""Signal adapter for ``signal-cli daemon --http``: wires the transport to the translators
+and keeps the channel's state.
 
 Transport (signal-cli-jsonrpc(5)):
 
-* ``POST /api/v1/rpc``   JSON-RPC 2.0 — ``send``, ``sendTyping``, ``sendReaction``, ``version``.
-* ``GET  /api/v1/events`` Server-Sent Events; every event's ``data`` is a JSON object
-  ``{"envelope": {...}, "account": "+1555..."}``.  Recent signal-cli versions give each
-  event an ``id`` and replay the events after ``Last-Event-ID`` on reconnect (all kept
-  events when the id is unknown), so replays are expected and de-duplicated here by
+* ``POST /api/v1/rpc``   JSON-RPC 2.0 — ``send``, ``sendTyping``, ``sendReaction``, ``version``
+  (``rpc.py``).
+* ``GET  /api/v1/events`` Server-Sent Events (parsed by ``sse.py``); every event's ``data`` is
+  a JSON object ``{"envelope": {...}, "account": "+1555..."}``.  Recent signal-cli versions
+  give each event an ``id`` and replay the events after ``Last-Event-ID`` on reconnect (all
+  kept events when the id is unknown), so replays are expected and de-duplicated here by
   ``(source, timestamp)``.
 * ``GET  /api/v1/check``  200 when the daemon runs (used by ``start``).
 
-Chat ids: a DM chat id is the peer's phone number (``+15550001``) or, when the number is
-hidden, its service id (a UUID); a group chat id is the group's base64 ``groupId``.  When
-sending, the kind of a chat id is taken from what was seen inbound; otherwise it is decided
-by shape: ``+<digits>`` or a UUID is a direct recipient, anything else (base64) a group.
-The prefixes ``group:<id>`` and ``direct:<id>`` force a kind (handy for proactive sends).
+Translation (envelope → ``InboundMessage``, ``OutboundMessage`` → ``send`` params, chat ids,
+quotes, mentions, styles) is pure and lives in ``translate.py``; this module keeps what it
+needs between calls: the bot's service id once learned, the kinds of chats seen, who wrote
+the messages seen and sent (bounded), the timestamps of sent messages, whether signal-cli
+accepts text styles, the de-duplication set and the event stream's reconnects.
 
 Inbound attachments: signal-cli has already stored them in its attachments directory.  At
 intake an attachment only carries that location as ``ref`` (nothing is read or copied); the
 core calls ``fetch_media`` once the sender is admitted (SPEC §9.4), which copies the file into
 the core's media directory with a size cap.
-
-Message ids are Signal's sent timestamps (milliseconds, as strings).  Quotes and reactions
-need the target message's author too; the adapter remembers (bounded) who wrote the
-messages it has seen and sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import itertools
 import json
 import logging
 import os
 import re
 import stat
-import time
 import uuid
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterator
 
 import aiohttp
 from yarl import URL
 
-from channels.util import BoundedLRU, capped_file
 from channels.base import (
     Capabilities,
     Channel,
@@ -56,202 +51,17 @@ from channels.base import (
     MediaTooLarge,
     OutboundMessage,
 )
-import contextlib
+from channels.signal import translate
+from channels.signal.rpc import RpcClient, RpcError
+from channels.signal.sse import SSEEvent, SSEParser
+from channels.util import BoundedLRU, capped_file
 
 log = logging.getLogger(__name__)
 
-MENTION_PLACEHOLDER = "\ufffc"
 DEFAULT_ATTACHMENTS_DIR = "~/.local/share/signal-cli/attachments"
-
-_PHONE_RE = re.compile(r"^\+[0-9]{3,20}$")
-_UUID_RE = re.compile(
-    r"^(PNI:)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-)
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _COPY_CHUNK = 64 * 1024
-
-_MEDIA_LABELS = {
-    "image": "Image",
-    "document": "File",
-    "video": "Video",
-    "audio": "Audio",
-    "voice": "Voice",
-}
-
-
-# ----------------------------------------------------------------------------- helpers
-
-
-class SSEEvent:
-    __slots__ = ("data", "event", "id")
-
-    def __init__(self, event: str, data: str, id: str | None) -> None:
-        self.event = event
-        self.data = data
-        self.id = id
-
-    def __repr__(self) -> str:  # pragma: no cover - debugging aid
-        return f"SSEEvent(event={self.event!r}, id={self.id!r}, data={self.data[:60]!r})"
-
-
-class SSEParser:
-    """Incremental Server-Sent Events parser (WHATWG rules).
-
-    Feed raw bytes as they arrive; complete events are returned.  Lines may end in CRLF,
-    LF or CR (also split across chunks); ``:`` lines are comments; several ``data:``
-    lines join with ``\\n``; a blank line dispatches; an event without data is dropped.
-    ``last_event_id`` persists across events as the spec requires.
-    """
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self._data: list[str] = []
-        self._event = ""
-        self._started = False
-        self._skip_lf = False
-        self.last_event_id: str | None = None
-        self.retry_ms: int | None = None
-
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
-        self._buf.extend(chunk)
-        events: list[SSEEvent] = []
-        for line in self._lines():
-            ev = self._line(line)
-            if ev is not None:
-                events.append(ev)
-        return events
-
-    def _lines(self) -> Iterator[str]:
-        buf = self._buf
-        start = 0
-        i = 0
-        if self._skip_lf and buf[:1] == b"\n":
-            start = i = 1  # second half of a CRLF split across chunks
-        self._skip_lf = False
-        n = len(buf)
-        while i < n:
-            b = buf[i]
-            if b == 0x0A:  # LF
-                yield self._decode(buf[start:i])
-                i += 1
-                start = i
-            elif b == 0x0D:  # CR or CRLF
-                yield self._decode(buf[start:i])
-                if i + 1 < n:
-                    i += 2 if buf[i + 1] == 0x0A else 1
-                else:
-                    i += 1
-                    self._skip_lf = True  # the LF may arrive with the next chunk
-                start = i
-            else:
-                i += 1
-        del buf[:start]
-
-    def _decode(self, raw: bytes | bytearray) -> str:
-        text = bytes(raw).decode("utf-8", errors="replace")
-        if not self._started:
-            self._started = True
-            if text.startswith("\ufeff"):
-                text = text[1:]
-        return text
-
-    def _line(self, line: str) -> SSEEvent | None:
-        if line == "":
-            if not self._data:
-                self._event = ""
-                return None
-            ev = SSEEvent(self._event or "message", "\n".join(self._data), self.last_event_id)
-            self._data = []
-            self._event = ""
-            return ev
-        if line.startswith(":"):
-            return None  # comment / keep-alive
-        field, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            self._data.append(value)
-        elif field == "event":
-            self._event = value
-        elif field == "id":
-            if "\x00" not in value:
-                self.last_event_id = value
-        elif field == "retry" and value.isdigit():
-            self.retry_ms = int(value)
-        return None
-
-
-def _utf16_to_index(text: str, offset: int) -> int:
-    """Signal mention offsets count UTF-16 code units; convert to a Python index."""
-    units = 0
-    for idx, ch in enumerate(text):
-        if units >= offset:
-            return idx
-        units += 2 if ord(ch) > 0xFFFF else 1
-    return len(text)
-
-
-def _media_kind(mime: str, voice: bool = False) -> str:
-    mime = (mime or "").lower()
-    if mime.startswith("image/"):
-        return "image"
-    if mime.startswith("video/"):
-        return "video"
-    if mime.startswith("audio/"):
-        return "voice" if voice else "audio"
-    return "document"
-
-
-def _hard_split(text: str, limit: int) -> list[str]:
-    """Last-resort split of an already rendered chunk that is still too long."""
-    if len(text) <= limit:
-        return [text]
-    out = []
-    while len(text) > limit:
-        cut = text.rfind("\n", 0, limit)
-        if cut < limit // 2:
-            cut = text.rfind(" ", 0, limit)
-        if cut < limit // 2:
-            cut = limit
-        out.append(text[:cut].rstrip())
-        text = text[cut:].lstrip()
-    if text:
-        out.append(text)
-    return [c for c in out if c]
-
-
-class _RpcError(Exception):
-    def __init__(
-        self, message: str, *, code: int | None = None, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.retry_after = retry_after
-
-
-def _find_retry_after(data: Any, depth: int = 0) -> float | None:
-    """signal-cli reports rate limits with a ``retryAfterSeconds`` somewhere in error data."""
-    if depth > 4:
-        return None
-    if isinstance(data, dict):
-        for key in ("retryAfterSeconds", "retry_after", "retryAfter"):
-            val = data.get(key)
-            if isinstance(val, (int, float)) and val >= 0:
-                return float(val)
-        for val in data.values():
-            found = _find_retry_after(val, depth + 1)
-            if found is not None:
-                return found
-    elif isinstance(data, list):
-        for val in data:
-            found = _find_retry_after(val, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-# ----------------------------------------------------------------------------- adapter
 
 
 class SignalChannel(Channel):
@@ -294,18 +104,20 @@ class SignalChannel(Channel):
         self.reconnect_max = reconnect_max
         self.idle_timeout = idle_timeout
         self.connect_timeout = connect_timeout
-        self.rpc_timeout = rpc_timeout
-        self.rpc_retry_delay = rpc_retry_delay
-        self.max_retry_after = max_retry_after
-        self.rpc_account = rpc_account
+        self._rpc_client = RpcClient(
+            self.http_url,
+            account=account if rpc_account else "",
+            timeout=rpc_timeout,
+            connect_timeout=connect_timeout,
+            retry_delay=rpc_retry_delay,
+            max_retry_after=max_retry_after,
+        )
 
-        self._session: aiohttp.ClientSession | None = None
         self._sink: InboundSink | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._resp: aiohttp.ClientResponse | None = None
         self._running = False
         self._last_event_id: str | None = None
-        self._ids = itertools.count(1)
         self._seen = BoundedLRU(dedupe_size)  # (source, timestamp) already delivered
         self._authors = BoundedLRU(memory_size)  # (chat_id, message_id) -> (author, text snippet)
         self._chat_kinds = BoundedLRU(memory_size)  # chat_id -> "group" | "direct"
@@ -317,13 +129,12 @@ class SignalChannel(Channel):
     # ------------------------------------------------------------------ lifecycle
 
     @property
-    def bot_identity(self) -> dict:
+    def bot_identity(self) -> dict[str, Any]:
         return {"id": self.account, "username": self.account, "uuid": self.account_uuid}
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
-        return self._session
+    @property
+    def _me(self) -> translate.Me:
+        return translate.Me(self.account, self.account_uuid)
 
     def _unreachable(self, err: object) -> ChannelError:
         return ChannelError(
@@ -339,15 +150,15 @@ class SignalChannel(Channel):
         if self._task is not None and not self._task.done():
             return
         self._sink = sink
-        self._get_session()
+        self._rpc_client.session()
         try:
             await self._check_daemon()
             resp = await self._open_events()
         except ChannelError:
-            await self._close_session()
+            await self._rpc_client.close()
             raise
         except (TimeoutError, aiohttp.ClientError, OSError) as e:
-            await self._close_session()
+            await self._rpc_client.close()
             raise self._unreachable(e) from e
         self._running = True
         self.connects += 1
@@ -357,11 +168,11 @@ class SignalChannel(Channel):
 
     async def open_for_sending(self) -> None:
         """JSON-RPC only (no event stream): check that the daemon answers."""
-        self._get_session()
+        self._rpc_client.session()
         try:
             await self._check_daemon()
         except ChannelError:
-            await self._close_session()
+            await self._rpc_client.close()
             raise
         log.info(
             "signal: connected to signal-cli at %s as %s for sending only",
@@ -379,15 +190,10 @@ class SignalChannel(Channel):
         resp, self._resp = self._resp, None
         if resp is not None:
             resp.close()  # the task may have been cancelled before it ever ran
-        await self._close_session()
-
-    async def _close_session(self) -> None:
-        session, self._session = self._session, None
-        if session is not None and not session.closed:
-            await session.close()
+        await self._rpc_client.close()
 
     async def _check_daemon(self) -> None:
-        session = self._get_session()
+        session = self._rpc_client.session()
         timeout = aiohttp.ClientTimeout(total=self.connect_timeout)
         try:
             async with session.get(f"{self.http_url}/api/v1/check", timeout=timeout) as resp:
@@ -399,16 +205,16 @@ class SignalChannel(Channel):
             return
         if status == 404:  # older signal-cli without /check: any JSON-RPC answer will do
             try:
-                await self._rpc_once("version", {})
+                await self._rpc_client.call_once("version", {})
                 return
-            except _RpcError as e:
+            except RpcError as e:
                 raise self._unreachable(e) from e
         raise self._unreachable(f"HTTP {status} from /api/v1/check")
 
     # ------------------------------------------------------------------ events stream
 
     async def _open_events(self) -> aiohttp.ClientResponse:
-        session = self._get_session()
+        session = self._rpc_client.session()
         headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
         if self._last_event_id:
             headers["Last-Event-ID"] = self._last_event_id
@@ -502,37 +308,26 @@ class SignalChannel(Channel):
             log.debug("signal: ignoring SSE event %r", ev.event)
             return
         try:
-            payload = json.loads(ev.data)
+            decoded = json.loads(ev.data)
         except ValueError:
             log.warning("signal: undecodable event data: %.200r", ev.data)
             return
-        if (
-            isinstance(payload, dict) and payload.get("method") == "receive"
-        ):  # JSON-RPC notification form
-            payload = payload.get("params") or {}
-        if isinstance(payload, dict) and "result" in payload and "envelope" not in payload:
-            payload = payload.get("result") or {}
-        if not isinstance(payload, dict):
+        payload = translate.unwrap_event(decoded)
+        if payload is None:
             return
         if payload.get("exception") and "envelope" not in payload:
             log.warning("signal: daemon reported %s", payload.get("exception"))
             return
-        acct = payload.get("account")
-        if acct and acct not in (self.account, self.account_uuid):
-            return  # another account of a multi-account daemon
-        envelope = payload.get("envelope")
-        if isinstance(envelope, dict):
+        envelope = translate.envelope_for(payload, self._me)
+        if envelope is not None:
             await self._handle_envelope(envelope)
 
-    async def _handle_envelope(self, env: dict) -> None:
-        key = (
-            env.get("sourceNumber") or env.get("source") or env.get("sourceUuid"),
-            env.get("timestamp"),
-        )
+    async def _handle_envelope(self, env: dict[str, Any]) -> None:
+        key = translate.dedupe_key(env)
         if key in self._seen:
             log.debug("signal: duplicate envelope %s ignored", key)
             return
-        msg = self.translate(env)
+        msg = self._intake(env)
         if msg is None:
             return
         sink = self._sink
@@ -553,143 +348,25 @@ class SignalChannel(Channel):
                 await asyncio.sleep(0.5 * (attempt + 1))
         self._seen.put(key)
 
-    # ------------------------------------------------------------------ translation
-
-    def _is_self(self, *ids: Any) -> bool:
-        return any(
-            i and (i == self.account or (self.account_uuid and i == self.account_uuid)) for i in ids
+    def _intake(self, env: dict[str, Any]) -> InboundMessage | None:
+        """Translate an envelope and keep what it teaches: the bot's own service id, the
+        chat's kind and the message's author."""
+        msg = translate.inbound_message(
+            env, me=self._me, own_sent=self._own_sent, account_name=self.account_name
         )
-
-    def translate(self, env: dict) -> InboundMessage | None:
-        """Turn one envelope into an ``InboundMessage`` (``None`` for everything else)."""
-        dm = env.get("dataMessage")
-        if not isinstance(dm, dict):
-            return None  # receipts, typing, sync, calls, stories, edits
-        number = env.get("sourceNumber") or (
-            env.get("source") if _PHONE_RE.match(str(env.get("source") or "")) else None
-        )
-        uuid = env.get("sourceUuid") or ""
-        source = number or env.get("source") or uuid
-        if not source or self._is_self(number, uuid, env.get("source")):
+        if msg is None:
             return None
-        if dm.get("reaction") or dm.get("remoteDelete") or dm.get("groupV2Change"):
-            return None
-        timestamp = dm.get("timestamp") or env.get("timestamp") or 0
-        group = dm.get("groupInfo") or dm.get("groupV2") or None
-        text = dm.get("message") or ""
-        text, mentioned = self._apply_mentions(text, dm.get("mentions") or [])
+        if not self.account_uuid:
+            self.account_uuid = translate.own_uuid_in(env, self.account)
+        self._chat_kinds.put(msg.chat_id, msg.chat_type)
+        self._remember(msg.chat_id, msg.message_id, msg.sender_id, msg.text)
+        return msg
 
-        attachments, notes = self._attachments(dm.get("attachments") or [])
-        if notes:
-            text = "\n".join([text, *notes]) if text else "\n".join(notes)
-        if not text.strip() and not attachments:
-            return None  # group updates, stickers, empty messages
+    def _remember(self, chat_id: str, message_id: str, author: str, text: str = "") -> None:
+        self._authors.put((chat_id, message_id), (author, text[:200]))
+        self._authors.put(("", message_id), (author, text[:200]))
 
-        if isinstance(group, dict) and group.get("groupId"):
-            chat_id = group["groupId"]
-            chat_type = "group"
-            title = group.get("groupName") or group.get("name") or ""
-        else:
-            chat_id = source
-            chat_type = "direct"
-            title = ""
-        self._chat_kinds.put(chat_id, chat_type)
-
-        reply_to_id = None
-        reply_to_bot = False
-        quote = dm.get("quote")
-        if isinstance(quote, dict) and quote.get("id") is not None:
-            reply_to_id = str(quote["id"])
-            reply_to_bot = self._is_self(
-                quote.get("author"), quote.get("authorNumber"), quote.get("authorUuid")
-            )
-            if not reply_to_bot and reply_to_id.isdigit() and int(reply_to_id) in self._own_sent:
-                reply_to_bot = True
-            if (
-                reply_to_bot
-                and not self.account_uuid
-                and quote.get("authorUuid")
-                and (quote.get("authorNumber") == self.account)
-            ):
-                self.account_uuid = quote["authorUuid"]
-
-        message_id = str(timestamp)
-        self._remember(chat_id, message_id, source, text)
-        return InboundMessage(
-            channel=self.name,
-            chat_id=chat_id,
-            sender_id=source,
-            text=text,
-            message_id=message_id,
-            chat_type=chat_type,
-            account=self.account_name,
-            sender_name=env.get("sourceName") or "",
-            chat_title=title,
-            reply_to_id=reply_to_id,
-            reply_to_bot=reply_to_bot,
-            mentioned=mentioned,
-            attachments=attachments,
-            timestamp=(env.get("timestamp") or timestamp) / 1000.0,
-            group_kind="group",
-            raw_id=f"{source}:{env.get('timestamp') or timestamp}",
-        )
-
-    def _apply_mentions(self, text: str, mentions: list) -> tuple[str, bool]:
-        mentioned = False
-        spans = []
-        for m in mentions:
-            if not isinstance(m, dict):
-                continue
-            ids = (m.get("number"), m.get("uuid"), m.get("name"))
-            is_bot = self._is_self(*ids)
-            if is_bot:
-                mentioned = True
-                if not self.account_uuid and m.get("uuid") and m.get("number") == self.account:
-                    self.account_uuid = m["uuid"]
-            label = m.get("name") or m.get("number") or (m.get("uuid") or "")[:8] or "someone"
-            spans.append(
-                (int(m.get("start") or 0), int(m.get("length") or 1), "@" + label.lstrip("@"))
-            )
-        # Replace from the end so earlier offsets stay valid (offsets are UTF-16 units).
-        for start, length, label in sorted(spans, key=lambda s: s[0], reverse=True):
-            i = _utf16_to_index(text, start)
-            j = _utf16_to_index(text, start + length)
-            if i < len(text) and text[i:j] == MENTION_PLACEHOLDER * (j - i) and j > i:
-                text = text[:i] + label + text[j:]
-        text = text.replace(MENTION_PLACEHOLDER, "@")
-        return text, mentioned
-
-    def _attachments(self, items: list) -> tuple[list[MediaItem], list[str]]:
-        """Attachments as not-yet-fetched items: ``ref`` is signal-cli's stored file (its
-        ``storedFilename``, else the attachment id inside ``attachments_dir``).  No disk
-        access here: the sender has not been admitted yet."""
-        out: list[MediaItem] = []
-        notes: list[str] = []
-        for att in items:
-            if not isinstance(att, dict):
-                continue
-            name = att.get("filename") or att.get("id") or "attachment"
-            mime = att.get("contentType") or ""
-            kind = _media_kind(mime, bool(att.get("voiceNote")))
-            ref = att.get("storedFilename") or att.get("id") or ""
-            if not isinstance(ref, str) or not ref:
-                notes.append(f"[attachment unavailable: {name}]")
-                continue
-            try:
-                size = max(0, int(att.get("size") or 0))
-            except (TypeError, ValueError):
-                size = 0
-            out.append(
-                MediaItem(
-                    kind=kind,
-                    target="",
-                    name=name,
-                    mime=mime,  # type: ignore[arg-type]
-                    ref=ref,
-                    size=size,
-                )
-            )
-        return out, notes
+    # ------------------------------------------------------------------ attachments
 
     def _stored_path(self, ref: str) -> Path:
         """Where signal-cli keeps the attachment ``ref``.  An absolute path is signal-cli's
@@ -719,135 +396,66 @@ class SignalChannel(Channel):
             raise ChannelError(f"signal: copying attachment {name} failed ({e})") from None
         return dataclasses.replace(item, target=str(dest))
 
-    def _remember(self, chat_id: str, message_id: str, author: str, text: str = "") -> None:
-        self._authors.put((chat_id, message_id), (author, text[:200]))
-        self._authors.put(("", message_id), (author, text[:200]))
-
-    def _author_of(self, chat_id: str, message_id: str) -> tuple[str, str] | None:
-        return self._authors.get((chat_id, message_id)) or self._authors.get(("", message_id))
-
     # ------------------------------------------------------------------ outbound
 
-    def _target(self, chat_id: str) -> tuple[str, dict]:
-        """Return (clean chat id, recipient params) for a chat id."""
-        if chat_id.startswith("group:"):
-            cid = chat_id[len("group:") :]
-            return cid, {"groupId": cid}
-        if chat_id.startswith("direct:"):
-            cid = chat_id[len("direct:") :]
-            return cid, {"recipient": [cid]}
-        kind = self._chat_kinds.get(chat_id)
-        if kind is None:
-            kind = "direct" if (_PHONE_RE.match(chat_id) or _UUID_RE.match(chat_id)) else "group"
-        if kind == "group":
-            return chat_id, {"groupId": chat_id}
-        return chat_id, {"recipient": [chat_id]}
-
-    def _quote(self, chat_id: str, params: dict, reply_to_id: str | None) -> dict | None:
-        if not reply_to_id:
-            return None
-        try:
-            ts = int(reply_to_id)
-        except (TypeError, ValueError):
-            log.debug(
-                "signal: reply_to_id %r is not a Signal timestamp; sending without quote",
-                reply_to_id,
-            )
-            return None
-        known = self._author_of(chat_id, str(ts))
-        if known is not None:
-            author, text = known
-        elif int(ts) in self._own_sent:
-            author, text = self.account, ""
-        elif "recipient" in params:
-            author, text = chat_id, ""  # in a DM the other side is the likely author
-        else:
-            log.info("signal: unknown author of message %s in group; sending without quote", ts)
-            return None
-        quote = {"quoteTimestamp": ts, "quoteAuthor": author}
-        if text:
-            quote["quoteMessage"] = text
-        return quote
-
     async def send(self, msg: OutboundMessage) -> list[str]:
-        chat_id, target = self._target(msg.chat_id)
-        limit = self.chunk_limit
-        chunks: list[str] = []
-        styles: dict[int, list[str]] = {}  # chunk index → signal-cli text styles
-        if msg.text and msg.text.strip():
-            from channels.chunking import chunk_markdown
-            from channels.formatting import markdown_to_signal
-
-            # rendering only removes markup ("[t](u)" becomes "t (u)"), so chunks stay in the limit
-            for md in chunk_markdown(msg.text, limit):
-                plain, ranges = markdown_to_signal(md)
-                if plain.strip():
-                    if ranges and self._text_styles:
-                        styles[len(chunks)] = ranges
-                    chunks.append(plain)
-
-        paths: list[str] = []
-        notes: list[str] = []
-        for item in msg.media:
-            label = _MEDIA_LABELS.get(item.kind, "File")
-            if item.is_url:
-                notes.append(f"{label}: {item.target}")
-                continue
-            p = Path(item.target)
-            if p.is_absolute() and p.is_file():
-                paths.append(str(p))
-            else:
-                notes.append(f"[attachment unavailable: {item.name or p.name}]")
-        if notes:
-            tail = "\n".join(notes)
-            if chunks and len(chunks[-1]) + 2 + len(tail) <= limit:
-                chunks[-1] = f"{chunks[-1]}\n\n{tail}"
-            else:
-                chunks.extend(_hard_split(tail, limit))
-        if not chunks and not paths:
-            return []
-        if not chunks:
-            chunks = [""]
-
-        quote = self._quote(chat_id, target, msg.reply_to_id)
+        local_files = {
+            item.target
+            for item in msg.media
+            if not item.is_url and Path(item.target).is_absolute() and Path(item.target).is_file()
+        }
+        plan = translate.plan_send(
+            msg,
+            me=self._me,
+            chunk_limit=self.chunk_limit,
+            text_styles=self._text_styles,
+            chat_kinds=self._chat_kinds,
+            authors=self._authors,
+            own_sent=self._own_sent,
+            local_files=local_files,
+        )
+        if msg.reply_to_id and plan.quote is None and plan.sends:
+            log.log(
+                logging.DEBUG if translate.as_timestamp(msg.reply_to_id) is None else logging.INFO,
+                "signal: cannot quote message %r in %s (not a Signal timestamp, or its author "
+                "in the group is unknown); sending without quote",
+                msg.reply_to_id,
+                plan.chat_id,
+            )
         ids: list[str] = []
-        last = len(chunks) - 1
-        for i, text in enumerate(chunks):
-            params: dict[str, Any] = dict(target)
-            if text:
-                params["message"] = text
-            if quote and (i == 0 or msg.reply_mode == "all"):
-                params.update(quote)
-            if i == last and paths:
-                params["attachments"] = paths
+        for i, params in enumerate(plan.sends):
             try:
-                result = await self._send_styled(params, styles.get(i))
+                result = await self._send_styled(params)
             except ChannelError:
                 if not ids:
                     raise
                 log.exception(
-                    "signal: chunk %d/%d to %s failed; continuing", i + 1, len(chunks), chat_id
+                    "signal: chunk %d/%d to %s failed; continuing",
+                    i + 1,
+                    len(plan.sends),
+                    plan.chat_id,
                 )
                 continue
             ts = result.get("timestamp") if isinstance(result, dict) else None
             if ts is not None:
                 ids.append(str(ts))
                 self._own_sent.put(int(ts))
-                self._remember(chat_id, str(ts), self.account, text)
+                self._remember(plan.chat_id, str(ts), self.account, params.get("message", ""))
         return ids
 
-    async def _send_styled(self, params: dict, styles: list[str] | None) -> Any:
-        """``send`` with text styles; if signal-cli refuses the call with them (versions
+    async def _send_styled(self, params: dict[str, Any]) -> Any:
+        """``send`` with its text styles; if signal-cli refuses the call with them (versions
         before text styles), send again without and stop using them."""
-        if not styles or not self._text_styles:
-            return await self._rpc("send", params)
+        plain = {k: v for k, v in params.items() if k != "textStyle"}
+        if "textStyle" not in params or not self._text_styles:
+            return await self._rpc("send", plain)
         try:
-            return await self._rpc("send", dict(params, textStyle=styles))
+            return await self._rpc("send", params)
         except ChannelError as styled_error:
             refused = styled_error.__cause__
-            if not isinstance(refused, _RpcError) or refused.code is None:
+            if not isinstance(refused, RpcError) or refused.code is None:
                 raise  # no JSON-RPC answer (transport, HTTP): not the styles' fault
-            result = await self._rpc("send", params)
+            result = await self._rpc("send", plain)
             self._text_styles = False
             log.warning(
                 "signal: signal-cli refused text styles (%s); sending plain text from now on",
@@ -856,99 +464,29 @@ class SignalChannel(Channel):
             return result
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
-        _, target = self._target(chat_id)
+        _, target = translate.send_target(chat_id, self._chat_kinds)
         try:
-            await self._rpc("sendTyping", dict(target), retries=0)
+            await self._rpc("sendTyping", target, retries=0)
         except ChannelError as e:
             log.debug("signal: sendTyping failed: %s", e)
 
     async def react(self, chat_id: str, message_id: str, emoji: str) -> None:
-        cid, target = self._target(chat_id)
-        try:
-            ts = int(message_id)
-        except (TypeError, ValueError):
-            raise ChannelError(
-                f"signal: cannot react to non-timestamp message id {message_id!r}"
-            ) from None
-        known = self._author_of(cid, str(ts))
-        if known is not None:
-            author = known[0]
-        elif ts in self._own_sent:
-            author = self.account
-        elif "recipient" in target:
-            author = cid
-        else:
-            raise ChannelError(f"signal: unknown author of message {message_id} in group {cid}")
-        params = dict(target, emoji=emoji, targetAuthor=author, targetTimestamp=ts)
+        params = translate.reaction_params(
+            chat_id,
+            message_id,
+            emoji,
+            me=self._me,
+            chat_kinds=self._chat_kinds,
+            authors=self._authors,
+            own_sent=self._own_sent,
+        )
         await self._rpc("sendReaction", params)
 
-    # ------------------------------------------------------------------ JSON-RPC
-
-    async def _rpc(self, method: str, params: dict, *, retries: int = 1) -> Any:
-        last: _RpcError | None = None
-        for attempt in range(retries + 1):
-            try:
-                return await self._rpc_once(method, params)
-            except _RpcError as e:
-                last = e
-                if attempt < retries:
-                    wait = self.rpc_retry_delay
-                    if e.retry_after is not None:
-                        wait = min(max(e.retry_after, wait), self.max_retry_after)
-                    log.warning("signal: %s failed (%s); retrying in %.1fs", method, e, wait)
-                    await asyncio.sleep(wait)
-        raise ChannelError(f"signal-cli {method} failed: {last}") from last
-
-    async def _rpc_once(self, method: str, params: dict) -> Any:
-        session = self._get_session()
-        if self.rpc_account and "account" not in params and method != "version":
-            params = dict(params, account=self.account)
-        body = {
-            "jsonrpc": "2.0",
-            "method": method,
-            "params": params,
-            "id": f"chela-{next(self._ids)}",
-        }
-        timeout = aiohttp.ClientTimeout(total=self.rpc_timeout, connect=self.connect_timeout)
-        started = time.monotonic()
+    async def _rpc(self, method: str, params: dict[str, Any], *, retries: int = 1) -> Any:
         try:
-            async with session.post(
-                f"{self.http_url}/api/v1/rpc", json=body, timeout=timeout
-            ) as resp:
-                raw = await resp.read()
-                status = resp.status
-                retry_after_hdr = resp.headers.get("Retry-After")
-        except (TimeoutError, aiohttp.ClientError, OSError) as e:
-            raise _RpcError(f"{type(e).__name__}: {e} (daemon at {self.http_url})") from e
-        log.debug(
-            "signal: rpc %s -> HTTP %s in %.0fms",
-            method,
-            status,
-            (time.monotonic() - started) * 1000,
-        )
-        if status != 200:
-            retry_after = None
-            if status == 429 and retry_after_hdr and retry_after_hdr.strip().isdigit():
-                retry_after = float(retry_after_hdr)
-            raise _RpcError(
-                f"HTTP {status}: {raw[:200].decode('utf-8', 'replace')}", retry_after=retry_after
-            )
-        try:
-            data = json.loads(raw)
-        except ValueError as e:
-            raise _RpcError(f"invalid JSON from daemon: {raw[:200]!r}") from e
-        if not isinstance(data, dict):
-            raise _RpcError(f"unexpected JSON-RPC response: {str(data)[:200]}")
-        err = data.get("error")
-        if err:
-            if isinstance(err, dict):
-                raise _RpcError(
-                    f"JSON-RPC error {err.get('code')}: {err.get('message')}",
-                    code=err.get("code"),
-                    retry_after=_find_retry_after(err.get("data")),
-                )
-            raise _RpcError(f"JSON-RPC error: {err}")
-        return data.get("result")
+            return await self._rpc_client.call(method, params, retries=retries)
+        except RpcError as e:
+            raise ChannelError(f"signal-cli {method} failed: {e}") from e
 
 
 def _copy_capped(src: Path, dest: Path, max_bytes: int, name: str) -> None:
