@@ -11,8 +11,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from channels.redact import RedactSecrets
+from bot.channel_specs import MESSAGING
 from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
 
 
@@ -57,6 +59,9 @@ def _load(args) -> Config:
 
 # ------------------------------------------------------------------------------ commands
 def cmd_run(args) -> int:
+    from bot.agent import preload
+
+    preload.start()  # litellm's ~2 s import overlaps reading the config and opening channels
     from bot.daemon import Daemon
     from bot.doctor import config_errors
     from bot.lock import LockHeld
@@ -72,13 +77,19 @@ def cmd_run(args) -> int:
     from bot.store import StoreError
 
     try:
-        return asyncio.run(Daemon(cfg).run())
+        rc = asyncio.run(Daemon(cfg).run())
     except (ConfigError, StoreError, LockHeld) as e:  # named and explained; never a traceback
         print(f"chela: {e}", file=sys.stderr)
         return 1
+    global _STOPPED_CLEANLY  # noqa: PLW0603 - read by entry() once main() returns
+    _STOPPED_CLEANLY = True
+    return rc
 
 
 def cmd_chat(args) -> int:
+    from bot.agent import preload
+
+    preload.start()
     from bot.daemon import Daemon
     from channels.terminal import TerminalChannel, chat_loop, line_loop
 
@@ -100,6 +111,7 @@ def cmd_chat(args) -> int:
         _watch_turns(daemon, failures)
 
         async def cancelled(msg) -> None:
+            assert daemon.lanes and daemon.router and daemon.store  # built by start()
             daemon.lanes.cancel(daemon.router.session_key(msg))
             await asyncio.sleep(0)
             # the cancelled message is not answered later either (it would be, after a restart)
@@ -128,15 +140,15 @@ def cmd_chat(args) -> int:
                 on_cancel=cancelled,
             )
             await daemon.stop()
-            # quit now: do not wait for worker threads (the background litellm import can take
-            # seconds); everything that matters (store, logs, history) is closed or flushed
-            logging.shutdown()
-            sys.stdout.flush()
-            os._exit(rc)
+            # quit now: prompt_toolkit may still hold a worker thread reading the terminal
+            quick_exit(rc)
         finally:
             await daemon.stop()
 
-    return asyncio.run(main())
+    rc = asyncio.run(main())
+    global _STOPPED_CLEANLY  # noqa: PLW0603 - read by entry() once main() returns
+    _STOPPED_CLEANLY = True
+    return rc
 
 
 def _watch_turns(daemon, failures: list[str]) -> None:
@@ -260,7 +272,7 @@ def cmd_init(args) -> int:
 
 def cmd_check(args) -> int:
     from bot.daemon import enabled_channels
-    from bot.doctor import config_errors
+    from bot.doctor import config_errors, model_errors
 
     cfg = _load(args)
     where = cfg.source or "(no config file; defaults)"
@@ -272,7 +284,11 @@ def cmd_check(args) -> int:
     print(
         f"model: {cfg.agent.model}" + (f" via {cfg.agent.api_base}" if cfg.agent.api_base else "")
     )
-    names = ("telegram", "discord", "slack", "signal", "http")
+    for i, f in enumerate(cfg.agent.fallbacks):
+        print(f"fallback {i}: {f.model}" + (f" via {f.api_base}" if f.api_base else ""))
+    from bot.channel_specs import CONFIGURED
+
+    names = CONFIGURED
     needs = {name: list(cfg.channel_secrets(name).values()) for name in names}
     needs["http"] = [cfg.channels.http.token_env]  # optional; but once named, it must be set
     enabled = enabled_channels(cfg)
@@ -304,6 +320,7 @@ def cmd_check(args) -> int:
     for w in config_warnings(cfg):
         print(f"warning: {w}")
     errors = config_errors(cfg)  # `chela run` refuses on exactly these
+    errors += model_errors(cfg)  # needs litellm: here, not on `chela run`'s start-up path
     for e in errors:
         print(f"error: {e}", file=sys.stderr)
     return 1 if errors else 0
@@ -315,6 +332,29 @@ def cmd_doctor(args) -> int:
     cfg = _load(args)
     logging.getLogger().setLevel(logging.CRITICAL)  # findings only; litellm's own chatter stays out
     return run_doctor(cfg)
+
+
+def cmd_usage(args) -> int:
+    from bot.store import Store
+    from bot.usage import usage_report, usage_table
+
+    cfg = _load(args)
+    if not cfg.db_path.exists():  # nothing recorded yet; do not create a database for that
+        report = usage_report(cfg, Store(":memory:"), args.days)
+    else:
+        store = Store(cfg.db_path)
+        try:
+            report = usage_report(cfg, store, args.days)
+        finally:
+            store.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"model calls since {report['since']} ({args.days} day{'s' if args.days != 1 else ''})"
+        )
+        print(usage_table(report))
+    return 0
 
 
 def cmd_status(args) -> int:
@@ -374,6 +414,9 @@ def cmd_pairing(args) -> int:
 
 
 def cmd_heartbeat(args) -> int:
+    from bot.agent import preload
+
+    preload.start()
     from bot.daemon import Daemon, build_channel
 
     cfg = _load(args)
@@ -396,23 +439,37 @@ def cmd_heartbeat(args) -> int:
         if daemon.mcp is not None:  # the heartbeat's one turn gets the same tools as the daemon's
             await daemon.mcp.settled()
         try:
+            assert daemon.scheduled is not None  # built by start()
             out = await daemon.scheduled.heartbeat(dry_run=args.dry_run)
         finally:
             await daemon.stop()
         print(out.describe())
         return 0 if out.status != "failed" else 1
 
-    return asyncio.run(main())
+    rc = asyncio.run(main())
+    global _STOPPED_CLEANLY  # noqa: PLW0603 - read by entry() once main() returns
+    _STOPPED_CLEANLY = True
+    return rc
 
 
 # --------------------------------------------------------------------------------- parser
-CHANNEL_CHOICES = ["telegram", "discord", "slack", "signal", "terminal", "http"]
+CHANNEL_CHOICES = [*MESSAGING, "terminal", "http"]
 
 
 def _version() -> str:
     from bot import __version__
 
     return f"chela {__version__}"
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {n}")
+    return n
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -553,6 +610,19 @@ def build_parser() -> argparse.ArgumentParser:
         )
     ).set_defaults(func=cmd_status)
 
+    sp = common(
+        sub.add_parser("usage", help="tokens and cost of the model calls, per day and model")
+    )
+    sp.add_argument(
+        "--days",
+        type=_positive_int,
+        default=7,
+        metavar="N",
+        help="the last N days, today included (default 7)",
+    )
+    sp.add_argument("--json", action="store_true", help="print the report as JSON")
+    sp.set_defaults(func=cmd_usage)
+
     sp = common(sub.add_parser("prompt", help="print the system prompt for a runtime context"))
     sp.add_argument("--channel", choices=CHANNEL_CHOICES, help="the channel the prompt is for")
     sp.add_argument("--chat-type", choices=["direct", "group"], help="direct message or group chat")
@@ -615,6 +685,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Set by the commands that run a daemon (run, chat, heartbeat) once it has stopped cleanly.
+_STOPPED_CLEANLY = False
+
+
+def quick_exit(rc: int) -> NoReturn:
+    """End the process now, after flushing what is ours: the store is closed by
+    ``Daemon.stop()``, the log handlers and stdio are flushed here.  Skipped is the interpreter's
+    own teardown -- ~0.5 s of freeing litellm's modules -- and any join of worker threads."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(rc)
+
+
+def entry() -> None:
+    """The `chela` console script and `python -m bot`: :func:`main`, then a fast exit when a
+    daemon has stopped (SPEC: after "stopped" the process is gone within 0.5 s)."""
+    rc = main()
+    if _STOPPED_CLEANLY:
+        quick_exit(rc)
+    raise SystemExit(rc)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -631,4 +725,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

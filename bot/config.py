@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.heartbeat_rules import parse_duration
 from channels.util import is_loopback, parse_listen
+from bot.channel_specs import MESSAGING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
@@ -70,6 +71,21 @@ class CompactionConfig(_Model):
         return v
 
 
+class FallbackModel(_Model):
+    """An entry of ``agent.fallbacks`` written as a table."""
+
+    model: str
+    api_base: str = ""
+    api_key_env: str = ""
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("empty model string")
+        return v.strip()
+
+
 class AgentConfig(_Model):
     id: str = "main"
     name: str = "Chela"
@@ -96,8 +112,35 @@ class AgentConfig(_Model):
     docs_path: str = ""
     llm_timeout_seconds: float = Field(120, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
+    # SPEC §12: tried in order when the model before fails after its retries
+    # (each a "provider/model" string or a table with model, api_base, api_key_env)
+    fallbacks: list[FallbackModel] = Field(default_factory=list)
+    cooldown: str = "5m"  # a model that failed is skipped this long, then tried again
+    daily_cost_limit_usd: float = Field(0, ge=0)  # all turns of a day; 0 = no limit
+    guest_daily_cost_limit_usd: float = Field(0, ge=0)  # guests' turns together; 0 = no limit
     models: dict[str, str] = Field(default_factory=dict)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+
+    @field_validator("fallbacks", mode="before")
+    @classmethod
+    def _fallbacks(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [{"model": f} if isinstance(f, str) else f for f in v]
+        return v
+
+    @field_validator("cooldown")
+    @classmethod
+    def _cooldown(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @property
+    def cooldown_seconds(self) -> float:
+        return parse_duration(self.cooldown)
+
+    def fallback_models(self) -> list[FallbackModel]:
+        """``fallbacks`` (a string entry is a model without api_base/api_key_env of its own)."""
+        return list(self.fallbacks)
 
     @field_validator("id")
     @classmethod
@@ -143,7 +186,7 @@ class ActiveHours(_Model):
         return _check_zone(v)
 
 
-TARGETS = ("none", "last", "telegram", "discord", "slack", "signal")
+TARGETS = ("none", "last", *MESSAGING)
 
 
 def _target(value: str) -> str:
@@ -308,6 +351,9 @@ class ChannelPolicy(_Model):
     reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
     reply_to_mode: Literal["off", "first", "all"] = "off"
     text_chunk_limit: int = Field(4000, ge=100)
+    # "partial": a live preview of the reply while the model writes it, one message edited
+    # at most once a second, replaced by the final reply (SPEC §12; Telegram, Discord, Slack)
+    streaming: Literal["off", "partial"] = "off"
 
     @field_validator("allow_from", "groups", "owner_groups", mode="before")
     @classmethod
@@ -386,8 +432,37 @@ class ChannelsConfig(_Model):
     http: HttpConfig = Field(default_factory=HttpConfig)
 
 
+class DeliveryConfig(_Model):
+    """``[delivery]`` (SPEC §4.5): how long the outbox keeps retrying a message the
+    platform did not accept (5xx, 429, a dropped connection, a timeout)."""
+
+    max_age: str = "1h"  # a message not delivered within this is given up (logged)
+
+    @field_validator("max_age")
+    @classmethod
+    def _max_age(cls, v: str) -> str:
+        if parse_duration(v) <= 0:
+            raise ValueError(f"invalid duration {v!r}: must be more than 0")
+        return v
+
+    @property
+    def max_age_seconds(self) -> float:
+        return parse_duration(self.max_age)
+
+
 class MediaConfig(_Model):
+    """``[media]`` (SPEC §11, §9.4): images, voice notes and files reaching the model."""
+
+    vision: Literal["auto", "on", "off"] = "auto"  # auto = litellm's supports_vision for the model
+    image_max_px: int = Field(1568, ge=64, le=8192)  # long side of an image sent to the model
+    images_in_history: int = Field(2, ge=0, le=50)  # user turns that still carry image bytes
+    transcription_model: str = ""  # e.g. "openai/whisper-1"; "" = voice notes are not heard
+    transcription_api_base: str = ""  # "" = agent.api_base
+    tts_model: str = ""  # e.g. "openai/tts-1"; "" = no spoken replies
+    tts_api_base: str = ""  # "" = transcription_api_base, else agent.api_base
+    tts_voice: str = "alloy"
     max_download_mb: float = Field(20, gt=0)  # inbound attachments over this are not downloaded
+    max_document_chars: int = Field(20000, ge=0)  # longer documents are saved, not inlined
     retention_days: float = Field(30, gt=0)  # downloaded media older than this is pruned
 
 
@@ -487,6 +562,7 @@ class Config(_Model):
     owner: OwnerConfig = Field(default_factory=OwnerConfig)
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     media: MediaConfig = Field(default_factory=MediaConfig)
+    delivery: DeliveryConfig = Field(default_factory=DeliveryConfig)
     plugins: list[PluginConfig] = Field(default_factory=list)
     cron: list[CronJob] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
@@ -502,39 +578,42 @@ class Config(_Model):
 
     def channel_secrets(self, name: str) -> dict[str, str]:
         """The secrets a messaging channel cannot start without, as ``{key: env var}``
-        (for Slack only the ones its mode uses)."""
-        chans = self.channels
-        if name in ("telegram", "discord"):
-            return {"token_env": getattr(chans, name).token_env}
-        if name == "slack":
-            s = chans.slack
-            second = (
-                ("app_token_env", s.app_token_env)
-                if s.mode == "socket"
-                else ("signing_secret_env", s.signing_secret_env)
-            )
-            return {"bot_token_env": s.bot_token_env, second[0]: second[1]}
-        return {}
+        (for Slack only the ones its mode uses); from its descriptor in bot/channel_specs."""
+        from bot.channel_specs import SPECS
+
+        spec = SPECS.get(name)
+        return spec.secrets(self) if spec is not None else {}
+
+    def secret_env_names(self) -> list[str]:
+        """Every environment variable the config names as a secret: the value of each ``*_env``
+        field anywhere in the config (a mapping such as ``headers_env`` gives its values)."""
+        names: list[str] = []
+
+        def walk(node: object) -> None:
+            if isinstance(node, BaseModel):
+                for key in type(node).model_fields:
+                    value = getattr(node, key)
+                    if key.endswith("_env"):
+                        if isinstance(value, str):
+                            names.append(value)
+                        elif isinstance(value, dict):
+                            names.extend(v for v in value.values() if isinstance(v, str))
+                    else:
+                        walk(value)
+            elif isinstance(node, (list, tuple)):
+                for item in node:
+                    walk(item)
+
+        walk(self)
+        return [n for n in dict.fromkeys(names) if n]
 
     def secret_values(self) -> list[str]:
         """Every secret value that is set, for scrubbing tool output and logs and for keeping
         out of exec's environment: the ones named by ``*_env`` keys, and every ``*_API_KEY``
         variable (litellm reads the provider's key from one when ``agent.api_key_env`` is
         empty, e.g. ``OPENAI_API_KEY``)."""
-        names = [
-            self.agent.api_key_env,
-            self.owner.hash_secret_env,
-            self.channels.telegram.token_env,
-            self.channels.discord.token_env,
-            self.channels.slack.bot_token_env,
-            self.channels.slack.app_token_env,
-            self.channels.slack.signing_secret_env,
-            self.channels.http.token_env,
-            self.tools.web.brave_api_key_env,
-            self.tools.web.tavily_api_key_env,
-            *(env for srv in self.mcp.servers for env in srv.headers_env.values()),
-        ]
-        values = [v for v in (self.secret(n) for n in names if n) if len(v) >= 4]
+        names = self.secret_env_names()
+        values = [v for v in (self.secret(n) for n in names) if len(v) >= 4]
         # real provider keys are long; a short placeholder ("none", "test") is not scrubbed
         values += [
             v
@@ -560,7 +639,7 @@ class Config(_Model):
         return self.agent.state_dir / "chela.sqlite3"
 
 
-def _loc(loc: tuple) -> str:
+def _loc(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
@@ -630,7 +709,7 @@ def config_warnings(cfg: Config) -> list[str]:
     """Risky but valid settings, for ``chela check``."""
     warns: list[str] = []
     chans = cfg.channels
-    for name in ("telegram", "discord", "slack", "signal"):
+    for name in MESSAGING:
         ch: ChannelPolicy = getattr(chans, name)
         if not ch.enabled:
             continue

@@ -8,10 +8,10 @@ import importlib
 import logging
 import signal
 import time
+from typing import TYPE_CHECKING, Any
 
 from bot.agent.turn import Agent
 from bot.config import Config
-from channels.util import parse_listen
 from bot.heartbeat import CronService, Scheduled
 from bot.router import Router
 from bot.sessions import SessionLanes
@@ -23,108 +23,51 @@ log = logging.getLogger("chela.daemon")
 SHUTDOWN_GRACE = 10.0
 PAIRING_POLL = 2.0  # seconds between looks for approvals made by `chela pairing approve`
 RETRY_MAX = 60.0
+IMPORT_WAIT = 30.0  # seconds "ready" waits for litellm's import before it is logged anyway
+
+
+if TYPE_CHECKING:
+    from bot.mcp import McpManager
 
 
 class SecretMissing(Exception):
     pass
 
 
-ADAPTERS = {
-    "telegram": "channels.telegram:TelegramChannel",
-    "discord": "channels.discord:DiscordChannel",
-    "slack": "channels.slack:SlackChannel",
-    "signal": "channels.signal:SignalChannel",
-    "http": "channels.http:HttpChannel",
-    "terminal": "channels.terminal:TerminalChannel",
-}
-
-
 def channel_class(name: str) -> type[Channel]:
     """The adapter class of a channel id (imported on demand: platform SDKs are heavy)."""
-    module, _, attr = ADAPTERS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    from bot.channel_specs import SPECS, TERMINAL_ADAPTER
+
+    if name == "terminal":
+        module, _, attr = TERMINAL_ADAPTER.partition(":")
+        cls: type[Channel] = getattr(importlib.import_module(module), attr)
+        return cls
+    return SPECS[name].adapter_class()
 
 
 def build_channel(cfg: Config, name: str) -> Channel:
     """One adapter from its config section.  Raises ``SecretMissing`` naming the env var."""
-    ch = cfg.channels
-    media = cfg.media_dir
-    cls = channel_class(name)
+    from bot.channel_specs import SPECS
 
+    spec = SPECS.get(name)
+    if spec is None:
+        raise ValueError(f"channel {name} is not built from the config")
     secret: dict[str, str] = {}
-    for key, env in cfg.channel_secrets(name).items():
+    for key, env in spec.secrets(cfg).items():
         secret[key] = cfg.secret(env)
         if not secret[key]:
             raise SecretMissing(
                 f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty"
             )
-
-    if name == "telegram":
-        t = ch.telegram
-        from bot.router import COMMANDS
-
-        return cls(
-            token=secret["token_env"],
-            api_base=t.api_base,
-            media_dir=media,
-            poll_timeout=t.poll_timeout,
-            chunk_limit=t.text_chunk_limit,
-            commands=[(n, c.help) for n, c in COMMANDS.items()],
-        )  # the chat's command menu
-    if name == "discord":
-        d = ch.discord
-        return cls(
-            token=secret["token_env"],
-            api_base=d.api_base,
-            gateway_url=d.gateway_url,
-            media_dir=media,
-            chunk_limit=d.text_chunk_limit,
-        )
-    if name == "slack":
-        s = ch.slack
-        return cls(
-            mode=s.mode,
-            bot_token=secret["bot_token_env"],
-            app_token=secret.get("app_token_env", ""),
-            signing_secret=secret.get("signing_secret_env", ""),
-            api_base=s.api_base,
-            listen=s.listen,
-            media_dir=media,
-            chunk_limit=s.text_chunk_limit,
-        )
-    if name == "signal":
-        g = ch.signal
-        return cls(
-            account=g.account,
-            http_url=g.api_base or g.http_url,
-            media_dir=media,
-            chunk_limit=g.text_chunk_limit,
-        )
-    if name == "http":
-        from bot.http_token import ensure_http_token
-
-        h = ch.http
-        host, port = parse_listen(h.listen)
-        # always a token (SPEC §9.4); an unset token_env raises ConfigError, which start() lets through
-        token = ensure_http_token(cfg)
-        hint = f"in ${h.token_env}" if h.token_env else f"in {cfg.http_token_path}"
-        return cls(
-            host=host,
-            port=port,
-            token=token,
-            model_name=f"chela/{cfg.agent.id}",
-            allowed_origins=h.allowed_origins,
-            token_hint=hint,
-        )
-    raise ValueError(f"channel {name} is not built from the config")
+    # each adapter takes its own keyword arguments; the base class declares none of them
+    cls: Any = spec.adapter_class()
+    return cls(**spec.kwargs(cfg, spec.section(cfg), secret, cfg.media_dir))
 
 
 def enabled_channels(cfg: Config) -> list[str]:
-    return [
-        n
-        for n in ("telegram", "discord", "slack", "signal", "http")
-        if getattr(cfg.channels, n).enabled
-    ]
+    from bot.channel_specs import SPECS
+
+    return [name for name, spec in SPECS.items() if spec.section(cfg).enabled]
 
 
 def heartbeat_schedule(cfg: Config) -> str:
@@ -182,7 +125,7 @@ class Daemon:
         self.router: Router | None = None
         self.scheduled: Scheduled | None = None
         self.cron: CronService | None = None
-        self.mcp = None  # bot.mcp.McpManager when [[mcp.servers]] are configured
+        self.mcp: McpManager | None = None  # when [[mcp.servers]] are configured
 
     # -------------------------------------------------------------------------- build
     def _build(self) -> None:
@@ -242,13 +185,25 @@ class Daemon:
     async def _message_tool(self, channel: str, to: str, text: str) -> str:
         if channel not in self.channels:
             return f"Error: channel {channel!r} is not running (running: {', '.join(self.channels) or 'none'})"
-        ok = await self.router.deliver(channel, OutboundMessage(chat_id=to, text=text))
-        return "sent" if ok else "Error: the message could not be delivered"
+        assert self.router is not None  # built by start()
+        status = await self.router.deliver_status(
+            channel, OutboundMessage(chat_id=to, text=text), kind="message"
+        )
+        if status == "queued":
+            return (
+                f"queued: {channel} did not accept it yet; it is stored and retried until "
+                "delivered (or given up after delivery.max_age)"
+            )
+        return "sent" if status == "sent" else "Error: the message could not be delivered"
 
     # ---------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         t0 = time.perf_counter()
+        from bot.agent import preload
+
+        preload.start()  # no-op when the CLI already started it before reading the config
         self._build()
+        assert self.router is not None and self.cron is not None
         if self.mcp is not None:
             self.mcp.start()  # connects in the background; start-up never waits for a server
         names = ", ".join(self.channels) or "none"
@@ -261,6 +216,8 @@ class Daemon:
                     await ch.open_for_sending()
                 except ChannelError as e:
                     log.error("channel %s cannot send: %s", name, e)
+            # this process's own messages only: what the daemon left unsent is the daemon's
+            self.router.outbox.start(recover=False)
         else:
             for name, ch in self.channels.items():
                 ev = asyncio.Event()
@@ -279,14 +236,29 @@ class Daemon:
             )
         if self.use_scheduler:
             self.cron.start()
-        # import litellm off the start-up path so the first turn does not pay for it
-        from bot.agent.llm import warm_up
-
-        asyncio.get_running_loop().run_in_executor(None, warm_up)
+        # "ready" means a message is answered now: the channels already poll and store what
+        # arrives, and litellm's import (begun before the config was read) has to finish before a
+        # model call.  Waiting here rather than in the first turn is what makes the first reply
+        # after "ready" take one model call.
+        imported = asyncio.ensure_future(preload.litellm())
+        stopping = asyncio.ensure_future(self._stop.wait())  # SIGTERM meanwhile: stop now
+        await asyncio.wait({imported, stopping}, timeout=IMPORT_WAIT, return_when="FIRST_COMPLETED")
+        stopping.cancel()
+        if not imported.done():
+            imported.cancel()
+            if not self._stop.is_set():
+                log.warning(
+                    "litellm is still importing after %.0fs; turns wait for it", IMPORT_WAIT
+                )
+        elif (failure := imported.exception()) is not None:
+            log.error("litellm failed to import: %s: %s", type(failure).__name__, failure)
+        if self._stop.is_set():
+            return
         log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
 
     async def _supervise(self, name: str, ch: Channel, started: asyncio.Event) -> None:
         """Start the channel, retrying with backoff; restart it if it later dies on its own."""
+        assert self.router is not None
         delay = 1.0
         while not self._stop.is_set():
             try:
@@ -324,6 +296,7 @@ class Daemon:
     async def _watch_pairing(self) -> None:
         """Act on pairing approvals made with ``chela pairing approve`` (another process):
         tell the sender and answer the message that asked."""
+        assert self.store is not None and self.router is not None
         while not self._stop.is_set():
             try:
                 for channel, sender in self.store.take_new_approvals():
@@ -393,6 +366,8 @@ class Daemon:
                 log.warning(
                     "some turns did not finish; their messages stay stored and are answered after restart"
                 )
+        if self.router is not None:  # sends in flight finish; unsent rows stay stored
+            await self.router.outbox.stop()
         for t in self._supervisors:
             t.cancel()
         for name, ch in self.channels.items():

@@ -15,18 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Config, config_warnings
+from bot.channel_specs import CONFIGURED, MESSAGING
 from channels.util import parse_listen
 
 DEFAULT_DISCORD_API = "https://discord.com/api/v10"
 TIMEOUT = 10.0
-CHANNELS = ("telegram", "discord", "slack", "signal", "http")
+CHANNELS = CONFIGURED
 
 
 def config_problems(cfg: Config) -> list[tuple[str, str, str]]:
     """What stops an enabled part of the config from working at all (missing secrets),
     as ``(channel, problem, fix)``."""
     out: list[tuple[str, str, str]] = []
-    for name in ("telegram", "discord", "slack", "signal"):
+    for name in MESSAGING:
         if not getattr(cfg.channels, name).enabled:
             continue
         for key, env in cfg.channel_secrets(name).items():
@@ -48,6 +49,34 @@ def config_problems(cfg: Config) -> list[tuple[str, str, str]]:
                 f'export {h.token_env}=..., or set token_env = "" to use a generated token file',
             )
         )
+    return out
+
+
+def model_strings(cfg: Config) -> list[tuple[str, str, str]]:
+    """Every model string of the config as ``(TOML key, model, api_base)``."""
+    a = cfg.agent
+    out = [("agent.model", a.model, a.api_base)]
+    out += [(f"agent.fallbacks[{i}]", f.model, f.api_base) for i, f in enumerate(a.fallbacks)]
+    if a.compaction.model:
+        out.append(("agent.compaction.model", a.compaction.model, a.api_base))
+    return out
+
+
+def model_errors(cfg: Config) -> list[str]:
+    """Model strings litellm cannot route (SPEC §12), one line each naming the TOML key.
+    Imports litellm (~2 s), so ``chela check`` and ``chela doctor`` run it, not ``run``."""
+    from bot.agent.llm import routing_error
+
+    out = []
+    for key, model, base in model_strings(cfg):
+        why = routing_error(model, base)
+        if why:
+            name = model.rsplit("/", 1)[-1] or model
+            said = why.removeprefix("litellm.BadRequestError: ").split(". ")[0]
+            out.append(
+                f"{key} = {model!r}: litellm cannot route this model string; it needs a provider "
+                f'prefix, e.g. "ollama/{name}" or "openai/{name}" (litellm says: {said})'
+            )
     return out
 
 
@@ -90,6 +119,10 @@ def static_findings(cfg: Config) -> list[Finding]:
         )
     )
     out += [Finding("FAIL", "config", problem, fix) for _, problem, fix in config_problems(cfg)]
+    out += [
+        Finding("FAIL", "model", e, "use a litellm model string: provider/model")
+        for e in model_errors(cfg)
+    ]
     out += [
         Finding("WARN", "config", w, "only if this is not what you meant")
         for w in config_warnings(cfg)

@@ -61,7 +61,7 @@ def describe_http_token(cfg: Config) -> str:
 
 # ---------------------------------------------------------------------------- the file
 def _valid(token: str | None) -> bool:
-    return bool(token) and len(token) >= MIN_TOKEN_LEN and all("!" <= c <= "~" for c in token)
+    return token is not None and len(token) >= MIN_TOKEN_LEN and all("!" <= c <= "~" for c in token)
 
 
 def _read(path: Path) -> str | None:

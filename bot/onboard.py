@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from bot.channel_specs import CONFIGURED, MESSAGING, SPECS
 from bot.config import ConfigError, parse_config
 
-CHANNELS = ("telegram", "discord", "slack", "signal", "http")
+CHANNELS = CONFIGURED
 
 # the usual key variable of a litellm provider prefix
 KEY_VARS = {
@@ -35,18 +36,12 @@ KEY_VARS = {
     "together_ai": "TOGETHERAI_API_KEY",
 }
 
+# the secrets each chat channel needs in its default mode, with their default variables
 TOKEN_VARS = {
-    "telegram": {"token_env": "TELEGRAM_BOT_TOKEN"},
-    "discord": {"token_env": "DISCORD_BOT_TOKEN"},
-    "slack": {"bot_token_env": "SLACK_BOT_TOKEN", "app_token_env": "SLACK_APP_TOKEN"},
+    name: secrets for name in MESSAGING if (secrets := SPECS[name].secrets(parse_config({})))
 }
 
-ID_HINTS = {
-    "telegram": "your numeric Telegram user id",
-    "discord": "your numeric Discord user id (Developer Mode > Copy User ID)",
-    "slack": "your Slack member id (U...)",
-    "signal": "your phone number (+...) or Signal UUID",
-}
+ID_HINTS = {name: SPECS[name].owner_id_hint for name in MESSAGING}
 
 
 @dataclass

@@ -13,17 +13,20 @@ import dataclasses
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from bot import pairing
+from bot import api_turn, pairing
 from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
+from bot.outbox import Outbox, out_from_json, out_json
 from bot.sessions import SessionLanes
-from bot.store import Store
+from bot.store import Store, storage_full
+from bot.streaming import PREVIEW_INTERVAL, Preview, StreamText
 from bot.untrusted import valid_utf8
 from channels.base import (
     Capabilities,
@@ -36,10 +39,11 @@ from channels.base import (
 )
 
 log = logging.getLogger("chela.router")
+T = TypeVar("T")
 
 TYPING_EVERY = 4.0
 ACK_EMOJI = "👀"
-DELIVERY_ATTEMPTS = 3
+STORE_RETRY_MAX = 30.0  # the longest wait between two tries of a store write on a full disk
 
 
 # --------------------------------------------------------------------------- commands
@@ -72,6 +76,7 @@ COMMANDS: dict[str, Command] = {
     "deny": Command(
         "/deny CODE", "refuse a held command", owner_only=True, where="direct", immediate=True
     ),
+    "usage": Command("/usage", "tokens and cost of today's model calls"),
     "help": Command("/help", "this list"),
 }
 
@@ -80,7 +85,7 @@ def valid_text(msg: InboundMessage) -> InboundMessage:
     """The message with lone UTF-16 surrogates (which some clients send, and which SQLite
     cannot store) replaced by U+FFFD in every text field; the same object when clean."""
 
-    changed = {}
+    changed: dict[str, Any] = {}
     for f in (
         "text",
         "sender_name",
@@ -93,7 +98,20 @@ def valid_text(msg: InboundMessage) -> InboundMessage:
         value = getattr(msg, f)
         if isinstance(value, str) and (fixed := valid_utf8(value)) is not value:
             changed[f] = fixed
+    if msg.api and (api := _valid_data(msg.api)) != msg.api:  # the HTTP API's messages
+        changed["api"] = api
     return dataclasses.replace(msg, **changed) if changed else msg
+
+
+def _valid_data(v: Any) -> Any:
+    """JSON data with every string made valid UTF-8 (``valid_utf8``)."""
+    if isinstance(v, str):
+        return valid_utf8(v)
+    if isinstance(v, list):
+        return [_valid_data(x) for x in v]
+    if isinstance(v, dict):
+        return {_valid_data(k): _valid_data(x) for k, x in v.items()}
+    return v
 
 
 def parse_command(text: str) -> tuple[str, str] | None:
@@ -123,8 +141,10 @@ class _Approved:
         self.store = store
 
     def __contains__(self, item: object) -> bool:
-        channel, sender = item  # type: ignore[misc]
-        return self.store.is_approved(channel, sender)
+        if not (isinstance(item, tuple) and len(item) == 2):
+            return False
+        channel, sender = item
+        return bool(self.store.is_approved(str(channel), str(sender)))
 
 
 class Router:
@@ -150,6 +170,14 @@ class Router:
         self.accepting = True
         self._tasks: set[asyncio.Task] = set()
         self._queued: set[int] = set()  # inbound ids queued or running now
+        self._recovered = False  # until recover() ran, intake only stores
+        self._started = time.time()
+        # every delivery goes through the outbox (stored, ordered per chat, retried)
+        self.outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds)
+        # live previews (SPEC §12): the spacing of their edits, on an injectable clock
+        self.preview_interval = PREVIEW_INTERVAL
+        self.preview_clock: Callable[[], float] = time.monotonic
+        self.preview_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
 
     def _background(self, coro) -> None:
         task = asyncio.create_task(coro)
@@ -190,8 +218,11 @@ class Router:
             return
         key = self.session_key(msg, verdict)
         message_id = msg.message_id or msg.raw_id or f"t{time.time_ns()}"
-        inbound_id = self.store.add_inbound(
-            msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json()
+        inbound_id = await self._store_write(
+            "storing an inbound message",
+            lambda: self.store.add_inbound(
+                msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json()
+            ),
         )
         if inbound_id is None:
             log.info(
@@ -208,8 +239,10 @@ class Router:
             if self.accepting:
                 self.lanes.submit(key, lambda: self._pairing_reply(msg))
             return
-        if not self.accepting:
-            return  # stored; processed after restart
+        if not self.accepting or not self._recovered:
+            # stored; processed after restart, or (during start-up) by recover(), in arrival
+            # order behind the messages the last run left unanswered
+            return
         cmd = parse_command(msg.text)
         if cmd and COMMANDS[cmd[0]].immediate:
             # answered now (a turn waiting for it may hold this session's lane); the reply
@@ -235,18 +268,20 @@ class Router:
         return True
 
     async def recover(self) -> int:
-        """Queue stored messages that were never answered (crash or restart)."""
+        """Send what the last run left in the outbox, then queue stored messages that were
+        never answered (crash or restart)."""
+        self.outbox.start(recover=True)
+        self._recovered = True  # from here on intake queues (no await before the loop below)
         queued = 0
         for row in self.store.unfinished_inbound():
             msg = InboundMessage.from_json(row.payload)
-            if row.status == "delivering" and row.outbound:
+            if msg.api and msg.timestamp < self._started:
+                # an HTTP API call of the last run: its caller has gone (it got a 503)
+                self.store.set_inbound_status(row.id, "skipped")
+                continue
 
-                def job(r=row, m=msg):
-                    return self._deliver_stored(r.id, m, r.outbound)
-            else:
-
-                def job(r=row, m=msg):
-                    return self._process(r.id, m, r.session_key, None)
+            def job(r=row, m=msg):
+                return self._process(r.id, m, r.session_key, None)
 
             queued += self._queue(row.session_key, row.id, job)
         if queued:
@@ -275,6 +310,7 @@ class Router:
                 OutboundMessage(
                     chat_id=msg.chat_id, account=msg.account, text=pairing.approved_message()
                 ),
+                kind="pairing",
             )
         self._queue(key, last.id, lambda: self._process(last.id, msg, key, verdict))
         return True
@@ -301,15 +337,17 @@ class Router:
         )
         if text:
             with contextlib.suppress(Exception):
-                await self._send(
+                await self.deliver(
                     msg.channel,
                     OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account),
+                    kind="pairing",
                 )
 
     async def _process(
         self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict | None
     ) -> None:
         started = time.perf_counter()
+        later = False  # retried after a full disk: the message is not finished
         try:
             if verdict is None:  # recovered after a restart: the config may have changed since
                 verdict = self.admit(msg)
@@ -325,10 +363,18 @@ class Router:
                 out = OutboundMessage(
                     chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account
                 )
-                self.store.commit_turn(
-                    key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)]
+                ids = await self._store_write(
+                    "storing a command answer",
+                    lambda: self.store.commit_turn(
+                        key,
+                        "",
+                        [],
+                        inbound_id=inbound_id,
+                        outbound=[out_json(out)],
+                        outbox_kind="command",
+                    ),
                 )
-                await self._deliver_stored(inbound_id, msg, [_out_json(out)])
+                await self._deliver_stored(ids)
                 return
             if msg.chat_type == "group" and not self._addressed(msg, key):
                 ch = self.channels.get(msg.channel)
@@ -349,11 +395,19 @@ class Router:
             )
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as e:
+            if storage_full(e):
+                # a full disk: no apology, the answer comes once space is back (the stored
+                # message stays 'pending'; a restart would answer it too)
+                self.outbox.storage.failed(e, "answering a message")
+                later = True
+                self._background(self._retry_later(inbound_id, msg, key))
+                return
             log.exception("turn failed channel=%s session=%s", msg.channel, key)
-            # the apology first: it must not depend on the store (the failure may be a full disk)
+            # the apology first: it must not depend on the store (the outbox sends it from
+            # memory when it cannot be stored)
             with contextlib.suppress(Exception):
-                await self._send(
+                await self.deliver(
                     msg.channel,
                     OutboundMessage(
                         chat_id=msg.chat_id,
@@ -361,6 +415,7 @@ class Router:
                         text="Sorry, something went wrong on my side. Please try again.",
                         account=msg.account,
                     ),
+                    kind="apology",
                 )
             try:
                 self.store.set_inbound_status(inbound_id, "failed")
@@ -370,14 +425,14 @@ class Router:
                 )
         finally:
             ch = self.channels.get(msg.channel)
-            if ch is not None:
+            if ch is not None and not later:
                 with contextlib.suppress(Exception):
                     await ch.turn_done(msg.chat_id, msg.message_id)
 
-    def _activation(self, msg: InboundMessage, key: str) -> str:
+    def _activation(self, msg: InboundMessage, key: str) -> Literal["mention", "always"]:
         act = self.store.session(key)["activation"]
-        if act:
-            return act
+        if act in ("mention", "always"):
+            return act  # one of the two literals, checked above
         pol = self.policy(msg.channel)
         return "mention" if (pol is None or pol.require_mention) else "always"
 
@@ -414,8 +469,13 @@ class Router:
         out = OutboundMessage(
             chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account
         )
-        self.store.commit_turn(key, "", [], inbound_id=inbound_id, outbound=[_out_json(out)])
-        await self._deliver_stored(inbound_id, msg, [_out_json(out)])
+        ids = await self._store_write(
+            "storing a command answer",
+            lambda: self.store.commit_turn(
+                key, "", [], inbound_id=inbound_id, outbound=[out_json(out)], outbox_kind="command"
+            ),
+        )
+        await self._deliver_stored(ids)
         ch = self.channels.get(msg.channel)
         if ch is not None:
             with contextlib.suppress(Exception):
@@ -434,6 +494,10 @@ class Router:
             return "Started a fresh conversation."
         if name == "help":
             return help_text(is_owner_sender(msg, self.cfg))
+        if name == "usage":
+            from bot.usage import usage_text
+
+            return usage_text(self.cfg, self.store, key, verdict.trust or "guest")
         if name == "status":
             s = self.store.session(key)
             now = datetime.now(zone(self.cfg)).strftime("%Y-%m-%d %H:%M %Z")
@@ -452,7 +516,9 @@ class Router:
         if name == "context":
             from bot.prompt.report import context_report
 
-            kind = arg if arg in ("list", "detail", "json") else "list"
+            kind: Literal["list", "detail", "json"] = (
+                arg if arg in ("list", "detail", "json") else "list"  # type: ignore[assignment]
+            )
             req = self._turn_request(msg, key, "", verdict, include_intro=False)
             ctx = self.agent.prompt_context(req)
             return context_report(
@@ -473,6 +539,33 @@ class Router:
     # --------------------------------------------------------------------------- turns
     def file_root(self, key: str, verdict: Verdict) -> Path | None:
         return guest_dir(self.cfg, key) if verdict.trust == "guest" else None
+
+    def _live_output(
+        self, ch: Channel | None, pol: ChannelPolicy | None, msg: InboundMessage
+    ) -> Preview | StreamText | None:
+        """What shows this turn while the model writes it (SPEC §12): a live preview in a
+        chat whose channel has ``streaming = "partial"`` and can edit, the caller's stream
+        on a request/response channel that asked for one (HTTP ``stream: true``), else
+        nothing."""
+        if ch is None:
+            return None
+        sink = ch.live_stream(msg.chat_id)
+        if sink is not None:
+            return StreamText(sink)
+        if pol is None or pol.streaming != "partial" or not ch.capabilities.edit:
+            return None
+        mode = pol.reply_to_mode
+        return Preview(
+            ch,
+            msg.chat_id,
+            thread_id=msg.thread_id,
+            # where the reply goes unless a reply tag says otherwise (build_outbound)
+            reply_to_id=(msg.message_id or None) if mode in ("first", "all") else None,
+            interval=self.preview_interval,
+            clock=self.preview_clock,
+            sleep=self.preview_sleep,
+            max_chars=ch.capabilities.max_text,
+        )
 
     def _turn_request(
         self,
@@ -556,27 +649,60 @@ class Router:
         msg.attachments = fetched
         return notes
 
+    async def _prepare_media(
+        self, msg: InboundMessage, verdict: Verdict, key: str, *, addressed: bool
+    ):
+        """The fetched attachments as model input (bot.media): never fails the turn."""
+        from bot.media import Prepared, prepare_inbound
+
+        if not msg.attachments:
+            return Prepared(text=msg.text or "")
+        root = self.file_root(key, verdict)
+        try:
+            return await prepare_inbound(
+                self.cfg,
+                msg,
+                file_root=root if root is not None else self.cfg.agent.workspace,
+                dest_dir=root / "media" if root is not None else self.cfg.media_dir,
+                addressed=addressed,
+            )
+        except Exception:
+            log.exception("attachments of %s/%s could not be prepared", msg.channel, msg.chat_id)
+            return Prepared(text=msg.text or "", notes=["attachments could not be read"])
+
     async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict) -> None:
         from bot.replies import parse_reply
 
         ch = self.channels.get(msg.channel)
         pol = self.policy(msg.channel)
+        api = self._api_plan(msg, key, verdict) if msg.api else None  # SPEC §13
+        if api is not None and api.error:
+            await self._api_refusal(inbound_id, msg, key, api.error)
+            return
         notes = await self._fetch_media(msg, verdict, key)
         pending = self.store.peek_group_history(key) if msg.chat_type == "group" else []
-        user_text = format_user_turn(
-            msg,
-            tz=zone(self.cfg),
-            pending=pending,
-            notes=notes,
-            was_mentioned=(
+        was_mentioned = (
+            (
                 msg.mentioned
                 or msg.reply_to_bot
                 or bool(self._name_re and self._name_re.search(msg.text or ""))
             )
             if msg.chat_type == "group"
-            else None,
+            else None
         )
-        req = self._turn_request(msg, key, user_text, verdict, include_intro=True)
+        # images, voice notes and documents → model input (SPEC §11)
+        prep = await self._prepare_media(msg, verdict, key, addressed=was_mentioned is not False)
+        user_text = format_user_turn(
+            dataclasses.replace(msg, text=prep.text) if prep.text != msg.text else msg,
+            tz=zone(self.cfg),
+            pending=pending,
+            notes=notes + prep.notes,
+            was_mentioned=was_mentioned,
+        )
+        req = self._turn_request(msg, key, prep.user_text(user_text), verdict, include_intro=True)
+        req.media = prep.media
+        if api is not None:
+            api_turn.apply(req, api)
         typing = (
             asyncio.create_task(self._keep_typing(ch, msg))
             if ch and ch.capabilities.typing
@@ -585,25 +711,61 @@ class Router:
         if ch and pol and pol.reactions == "ack" and msg.message_id:
             with contextlib.suppress(Exception):
                 await ch.react(msg.chat_id, msg.message_id, ACK_EMOJI)
+        live = self._live_output(ch, pol, msg)
         try:
-            result = await self.agent.run_turn(req)
+            result = await self.agent.run_turn(req, on_event=live.push if live else None)
+        except BaseException:
+            if isinstance(live, Preview):  # the apology replaces it
+                await asyncio.shield(live.delete())
+            raise
         finally:
             if typing:
                 typing.cancel()
         plan = parse_reply(result.text)
+        if self.cfg.media.tts_model:  # spoken replies (SPEC §11)
+            from bot.media import speak_plan
+
+            root = self.file_root(key, verdict)
+            plan = await speak_plan(
+                self.cfg,
+                plan,
+                file_root=root if root is not None else self.cfg.agent.workspace,
+                out_dir=root / "media" if root is not None else self.cfg.media_dir / "tts",
+            )
         outs = self._plan_to_outbound(plan, msg, pol.reply_to_mode if pol else "off", req)
+        for o in outs if result.error else ():  # told, marked (the HTTP API answers 502/429)
+            o.error = getattr(result, "error_kind", None) or "model"
+        api_reply = None
+        if api is not None:  # usage, client tool calls, finish reason: one answer, always
+            if not outs:
+                outs = [OutboundMessage(chat_id=msg.chat_id, account=msg.account)]
+            outs[0].api, api_reply = api_turn.answer(result, outs[0].text.strip())
+        if isinstance(live, Preview):
+            # the preview's last edit has landed; the reply (stored below, sent by the
+            # outbox) is edited into it, or it is deleted (a silent reply)
+            await live.settle(outs)
+        elif live is not None:
+            live.close()
         if pending:
             self.store.take_group_history(key)
         if req.extra_context and msg.chat_type == "group":
             self.store.mark_intro_done(key)
-        self.store.commit_turn(
-            key,
-            result.turn_id,
-            result.to_store,
-            inbound_id=inbound_id,
-            outbound=[_out_json(o) for o in outs],
-            usage=result.usage,
+        # the turn and its reply are stored together (retried while the disk is full: the
+        # model is not asked again), then the outbox sends the reply
+        ids = await self._store_write(
+            "storing a turn",
+            lambda: self.store.commit_turn(
+                key,
+                result.turn_id,
+                result.to_store,
+                inbound_id=inbound_id,
+                outbound=[out_json(o) for o in outs],
+                usage=result.usage,
+            ),
         )
+        if api is not None and api.stateful:
+            record = api_turn.remember(api, api_reply, self.store.session(key)["epoch"])
+            self.store.put(api_turn.state_key(key), record)
         if (
             verdict.trust == "owner"
             and msg.chat_type == "direct"
@@ -618,13 +780,48 @@ class Router:
                 "thread_id": msg.thread_id,
                 "at": time.time(),
             }
-            self.store.put("route:last", route)
-            self.store.put(f"route:last:{msg.channel}", route)
-        if outs:
-            await self._deliver_stored(inbound_id, msg, [_out_json(o) for o in outs])
+            try:
+                self.store.put("route:last", route)
+                self.store.put(f"route:last:{msg.channel}", route)
+            except Exception as e:  # the turn is stored: never fail it (and answer twice) now
+                log.warning("could not record the last route: %s", e)
+        await self._deliver_stored(ids)
+
+    def _api_plan(self, msg: InboundMessage, key: str, verdict: Verdict) -> api_turn.ApiTurn:
+        """What an HTTP API request adds to its session (SPEC §13; bot.api_turn)."""
+        stateless = bool(msg.api.get("stateless"))
+        state = None if stateless else self.store.get(api_turn.state_key(key))
+        plan = api_turn.plan(
+            msg.api,
+            state,
+            epoch=self.store.session(key)["epoch"],
+            own_tools=self.agent.tool_names(verdict.trust or "guest"),
+            native_tools=self.cfg.agent.native_tools,
+        )
+        if plan.fork and not plan.error:
+            log.info("http client rewrote its conversation: session %s starts afresh", key)
+            self.store.reset_session(key)
+        return plan
+
+    async def _api_refusal(self, inbound_id: int, msg: InboundMessage, key: str, text: str):
+        """Answer an API request that cannot run (HTTP 400); nothing reaches the model."""
+        out = OutboundMessage(
+            chat_id=msg.chat_id, text=text, account=msg.account, error="invalid_request"
+        )
+        ids = await self._store_write(
+            "storing an answer",
+            lambda: self.store.commit_turn(
+                key, "", [], inbound_id=inbound_id, outbound=[out_json(out)], outbox_kind="command"
+            ),
+        )
+        await self._deliver_stored(ids)
 
     def _plan_to_outbound(
-        self, plan, msg: InboundMessage, reply_mode: str, req: TurnRequest
+        self,
+        plan,
+        msg: InboundMessage,
+        reply_mode: Literal["off", "first", "all"],
+        req: TurnRequest,
     ) -> list[OutboundMessage]:
         if plan.silent:
             return []
@@ -666,6 +863,7 @@ class Router:
                 account=route.get("account", "default"),
                 thread_id=route.get("thread_id"),
             ),
+            kind="approval",
         )
 
     async def _keep_typing(self, ch: Channel, msg: InboundMessage) -> None:
@@ -681,37 +879,55 @@ class Router:
                 await asyncio.sleep(TYPING_EVERY)
 
     # ------------------------------------------------------------------------ delivery
-    async def _deliver_stored(self, inbound_id: int, msg: InboundMessage, outs: list[dict]) -> None:
-        ok = True
-        for o in outs:
-            ok = await self.deliver(msg.channel, _out_from_json(o)) and ok
-        if ok:
-            self.store.set_inbound_status(inbound_id, "done")
+    async def _deliver_stored(self, ids: list[int]) -> list[str]:
+        """Hand stored outbox rows to the outbox and wait for their first attempt (a
+        request/response channel answers its caller when the turn ends; a retry does not
+        hold up the session)."""
+        if not ids:
+            return []
+        return await self.outbox.first_attempt(self.outbox.enqueue(ids))
 
-    async def deliver(self, channel: str, out: OutboundMessage) -> bool:
-        """Send with bounded retries on channel errors; False when it never got through
-        (the reply stays stored as 'delivering' and is retried after a restart)."""
+    async def deliver_status(
+        self, channel: str, out: OutboundMessage, *, kind: str = "message"
+    ) -> str:
+        """Store and send one message through the outbox: 'sent', 'queued' (the platform did
+        not take it yet; retried up to ``delivery.max_age``) or 'failed' (refused for good)."""
+        item = self.outbox.submit(channel, out, kind=kind)
+        return (await self.outbox.first_attempt([item]))[0]
+
+    async def deliver(self, channel: str, out: OutboundMessage, *, kind: str = "message") -> bool:
+        """Like ``deliver_status``; True unless the platform refused it for good."""
+        return await self.deliver_status(channel, out, kind=kind) != "failed"
+
+    async def _store_write(self, what: str, fn: Callable[[], T]) -> T:
+        """Run a store write; while the disk is full, retry it with backoff (logged once) so
+        the message is not lost and is answered once space is back.  Gives up (raises) only
+        when the daemon stops."""
         delay = 1.0
-        for attempt in range(1, DELIVERY_ATTEMPTS + 1):
+        while True:
             try:
-                await self._send(channel, out)
-                return True
-            except ChannelError as e:
-                log.warning(
-                    "delivery failed channel=%s chat=%s attempt=%d: %s",
-                    channel,
-                    out.chat_id,
-                    attempt,
-                    e,
-                )
-            except Exception:
-                log.exception(
-                    "delivery error channel=%s chat=%s attempt=%d", channel, out.chat_id, attempt
-                )
-            if attempt < DELIVERY_ATTEMPTS:
+                result = fn()
+            except Exception as e:
+                if not storage_full(e) or not self.accepting:
+                    raise
+                self.outbox.storage.failed(e, what)
                 await asyncio.sleep(delay)
-                delay *= 2
-        return False
+                delay = min(delay * 2, STORE_RETRY_MAX)
+                continue
+            self.outbox.storage.ok()
+            return result
+
+    async def _retry_later(self, inbound_id: int, msg: InboundMessage, key: str) -> None:
+        """Process a message again after a full disk stopped its turn."""
+        delay = 1.0
+        while self.accepting and self.outbox.storage.down:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, STORE_RETRY_MAX)
+            with contextlib.suppress(Exception):
+                self.store.put("storage:probe", time.time())
+                self.outbox.storage.ok()
+        if self.accepting:
+            self._queue(key, inbound_id, lambda: self._process(inbound_id, msg, key, None))
 
     async def _send(self, channel: str, out: OutboundMessage) -> list[str]:
         ch = self.channels.get(channel)
@@ -728,7 +944,7 @@ def build_outbound(
     chat_id: str,
     thread_id: str | None = None,
     trigger_id: str = "",
-    reply_mode: str = "off",
+    reply_mode: Literal["off", "first", "all"] = "off",
     account: str = "default",
     roots: list[Path] | None = None,
 ) -> OutboundMessage:
@@ -769,11 +985,5 @@ def build_outbound(
     )
 
 
-def _out_json(o: OutboundMessage) -> dict[str, Any]:
-    return dataclasses.asdict(o)
-
-
-def _out_from_json(d: dict) -> OutboundMessage:
-    d = dict(d)
-    d["media"] = [MediaItem(**m) for m in d.get("media", [])]
-    return OutboundMessage(**d)
+_out_json = out_json  # the names older code and tests use
+_out_from_json = out_from_json

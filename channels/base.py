@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 from collections.abc import Awaitable, Callable
 
 ChatType = Literal["direct", "group"]
@@ -77,12 +77,16 @@ class InboundMessage:
         "group"  # "group" (Telegram/Signal) or "channel" (Discord/Slack) for session keys
     )
     raw_id: str = ""  # platform-level unique id for de-duplication (update id, event id)
+    # a request/response API call (the OpenAI-compatible HTTP API, SPEC §13): the client's
+    # instructions, messages, tools and model parameters, validated by the adapter; empty
+    # for chat platforms
+    api: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> InboundMessage:
+    def from_json(cls, data: dict[str, Any]) -> InboundMessage:
         data = dict(data)
         data["attachments"] = [MediaItem(**a) for a in data.get("attachments", [])]
         known = {f.name for f in dataclasses.fields(cls)}
@@ -106,6 +110,22 @@ class OutboundMessage:
     media: list[MediaItem] = field(default_factory=list)
     audio_as_voice: bool = False
     account: str = "default"
+    # the same for every attempt to send this message (retries, after a crash): adapters of
+    # platforms with idempotent sends use it (Discord's nonce); the others ignore it
+    idempotency_key: str = ""
+    # set on a reply that reports a failed turn (SPEC §12): "model" (the provider failed),
+    # "config" (a misconfigured model) or "budget" (the daily cost limit); chat channels
+    # show the text like any reply, the HTTP API answers with an error status
+    error: str = ""
+    # the id of a live preview this reply replaces (SPEC §12): the first text chunk is
+    # edited into that message, the rest are sent as new messages (adapters with
+    # ``capabilities.edit``; if the edit is refused, the preview is deleted and the chunk
+    # sent as a new message)
+    edit_id: str = ""
+    # the answer to a request/response API call (SPEC §13): ``usage`` (the turn's real
+    # token counts), ``tool_calls`` (calls of the client's own tools) and
+    # ``finish_reason``; chat channels ignore it
+    api: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,6 +139,7 @@ class Capabilities:
     proactive: bool = True  # can deliver a message nobody asked for (heartbeats, the message
     # tool); request/response channels (HTTP, terminal) cannot
     group_history: int = 50  # unanswered group messages kept as context (SPEC: 50, Discord 20)
+    edit: bool = False  # can edit and delete its own messages: live previews (SPEC §12)
 
     def names(self) -> list[str]:
         """Lower-case capability names for the Runtime line."""
@@ -136,7 +157,7 @@ returns.  It never raises for policy reasons; it may raise on storage failure, i
 case the adapter must not acknowledge."""
 
 
-async def wait_task_end(task: asyncio.Task | None) -> BaseException | None:
+async def wait_task_end(task: asyncio.Task[Any] | None) -> BaseException | None:
     """For ``Channel.wait_closed``: wait for a channel's own background task to end and
     return its error (None if it returned or was cancelled).  Cancelling the waiter does
     not touch the task."""
@@ -215,7 +236,40 @@ class Channel(abc.ABC):
         not anything was sent (silent replies, skipped senders).  Request/response
         channels (HTTP, terminal) use it to complete the caller's wait.  Optional."""
 
+    # live previews (SPEC §12): channels with ``capabilities.edit`` implement these three
+    async def send_preview(
+        self,
+        chat_id: str,
+        text: str,
+        *,
+        thread_id: str | None = None,
+        reply_to_id: str | None = None,
+    ) -> str:
+        """Send a live preview: one message of plain text (no Markdown rendering, which
+        half-written text would break), at most ``capabilities.max_text`` long.  Returns
+        its id.  Raises on failure (the preview then stops)."""
+        raise ChannelError(f"{self.name}: this channel cannot show live previews")
+
+    async def edit_preview(
+        self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
+    ) -> None:
+        """Replace the text of a preview sent by ``send_preview``."""
+        raise ChannelError(f"{self.name}: this channel cannot edit messages")
+
+    async def delete_message(
+        self, chat_id: str, message_id: str, *, thread_id: str | None = None
+    ) -> None:
+        """Delete one of the bot's own messages (a preview whose reply was silent)."""
+        raise ChannelError(f"{self.name}: this channel cannot delete messages")
+
+    def live_stream(self, chat_id: str) -> Callable[[str, Any], None] | None:
+        """A request/response channel whose caller asked for the reply as it is generated
+        (the HTTP API's ``stream: true``) returns a sink for ``("text", delta)``,
+        ``("step", "")`` and ``("usage", {...})`` events (bot.streaming.StreamText); None
+        otherwise.  Called by the core when a turn for ``chat_id`` starts."""
+        return None
+
     @property
-    def bot_identity(self) -> dict:
+    def bot_identity(self) -> dict[str, Any]:
         """What the adapter learned about itself at start (id, username).  Optional."""
         return {}

@@ -12,7 +12,8 @@ Translation rules (no policy lives here):
   text.  ``reply_to_bot``: the referenced message's author is the bot (from the resolved
   reference, the message cache, or one REST fetch).  The text is passed as written
   (``<@id>`` mentions included).
-* Attachments become ``MediaItem``s whose target is the Discord CDN URL.
+* Attachments become not-yet-downloaded ``MediaItem``s whose ``ref`` is the CDN URL;
+  ``fetch_media`` downloads one (capped) once the core has admitted the sender.
 * Outbound ``chat_id`` may also be ``"user:<id>"``: a DM channel with that user is opened.
 
 Base URLs: ``api_base`` sets ``discord.http.Route.BASE`` and ``gateway_url`` sets
@@ -38,7 +39,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from channels.util import BoundedLRU
+from channels.util import BoundedLRU, capped_file
 from channels.base import (
     Capabilities,
     Channel,
@@ -46,6 +47,7 @@ from channels.base import (
     InboundMessage,
     InboundSink,
     MediaItem,
+    MediaTooLarge,
     OutboundMessage,
     wait_task_end,
 )
@@ -59,7 +61,13 @@ MAX_FILES_PER_MESSAGE = 10
 class DiscordChannel(Channel):
     name = "discord"
     capabilities = Capabilities(
-        reactions=True, media=True, threads=True, typing=True, max_text=2000, group_history=20
+        reactions=True,
+        media=True,
+        threads=True,
+        typing=True,
+        max_text=2000,
+        group_history=20,
+        edit=True,
     )
 
     def __init__(
@@ -368,7 +376,49 @@ class DiscordChannel(Channel):
             kind = "voice" if att.is_voice_message() else "audio"
         else:
             kind = "document"
-        return MediaItem(kind=kind, target=att.url, name=att.filename, mime=mime.split(";")[0])
+        # not downloaded here: the sender has not been admitted yet (SPEC §9.4)
+        return MediaItem(
+            kind=kind,  # type: ignore[arg-type]
+            target="",
+            name=att.filename,
+            mime=mime.split(";")[0],
+            ref=att.url,
+            size=max(0, int(att.size or 0)),
+        )
+
+    async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
+        """Stream an attachment from the CDN (no auth needed) into ``dest_dir``, capped."""
+        import dataclasses
+        import re
+        import uuid
+
+        import aiohttp
+
+        url = item.ref
+        if not url:
+            return item
+        name = item.name or "file"
+        if item.size and item.size > max_bytes:
+            raise MediaTooLarge(f"discord: {name} is {item.size} bytes, over {max_bytes}")
+        if not url.startswith(("https://", "http://")):
+            raise ChannelError(f"discord: {name} has no download URL")
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).strip("._")[:80] or "file"
+        dest = Path(dest_dir).absolute() / f"discord_{uuid.uuid4().hex[:12]}_{safe}"
+        timeout = aiohttp.ClientTimeout(total=300, sock_connect=20)
+        with capped_file(dest, max_bytes, f"discord: downloading {name}") as out:
+            async with (
+                aiohttp.ClientSession(timeout=timeout) as session,
+                session.get(url) as r,
+            ):
+                if r.status != 200:
+                    raise ChannelError(f"discord: downloading {name} answered HTTP {r.status}")
+                if r.content_length is not None and r.content_length > max_bytes:
+                    raise MediaTooLarge(
+                        f"discord: {name} is {r.content_length} bytes, over {max_bytes}"
+                    )
+                async for chunk in r.content.iter_chunked(64 * 1024):
+                    out.write(chunk)
+        return dataclasses.replace(item, target=str(dest))
 
     async def _on_message(self, message: discord.Message) -> None:
         client = self.client
@@ -483,15 +533,28 @@ class DiscordChannel(Channel):
 
         ids: list[str] = []
         errors: list[str] = []
+        last_exc: BaseException | None = None
+        key = msg.idempotency_key[:20]
+        preview = msg.edit_id  # a live preview the first text chunk replaces (SPEC §12)
         for index, (kind, value) in enumerate(plan):
             ref = None
             if reference is not None and (msg.reply_mode == "all" or index == 0):
                 ref = reference
+            if preview and kind == "text":
+                target, preview = preview, ""
+                if await self._replace_preview(channel, target, value):
+                    ids.append(target)
+                    continue
+            # the same nonce on every attempt (retries, after a crash): with enforce_nonce
+            # (discord.py sets it with the nonce) Discord returns the message it already
+            # created instead of posting it twice
+            nonce = f"{key}.{index}" if key else None
             try:
+                sent: discord.Message | None
                 if kind == "text":
-                    sent = await channel.send(value, reference=ref)
+                    sent = await channel.send(value, **_send_options(ref, nonce))
                 else:
-                    sent = await self._send_files(channel, value, ref)
+                    sent = await self._send_files(channel, value, ref, nonce)
                     if sent is None:
                         names = ", ".join(i.name or Path(i.target).name for i in value)
                         note = "\n".join(
@@ -499,26 +562,99 @@ class DiscordChannel(Channel):
                             for i in value
                         )
                         errors.append(f"upload failed: {names}")
-                        sent = await channel.send(note, reference=ref)
+                        sent = await channel.send(
+                            note, **_send_options(ref, f"{nonce}n" if nonce else None)
+                        )
             except discord.HTTPException as exc:
+                last_exc = exc
                 errors.append(f"{exc.status} {exc.text or exc}")
                 log.warning("discord[%s]: send to %s failed: %s", self.account, channel_id, exc)
                 continue
             except (TimeoutError, OSError) as exc:
+                last_exc = exc
                 errors.append(f"{type(exc).__name__}: {exc}")
                 log.warning("discord[%s]: send to %s failed: %s", self.account, channel_id, exc)
                 continue
             ids.append(str(sent.id))
             self._remember(sent.id, channel_id)
         if not ids and plan:
-            raise ChannelError(f"discord: nothing delivered to {channel_id}: {'; '.join(errors)}")
+            raise ChannelError(
+                f"discord: nothing delivered to {channel_id}: {'; '.join(errors)}"
+            ) from last_exc
         return ids
+
+    # ------------------------------------------------------------------ live previews
+    async def send_preview(
+        self,
+        chat_id: str,
+        text: str,
+        *,
+        thread_id: str | None = None,
+        reply_to_id: str | None = None,
+    ) -> str:
+        client = self._require_client()
+        channel_id = await self._resolve_channel_id(chat_id, thread_id)
+        channel = client.get_partial_messageable(channel_id)
+        reference = None
+        if reply_to_id and reply_to_id.isdigit():
+            reference = discord.MessageReference(
+                message_id=int(reply_to_id), channel_id=channel_id, fail_if_not_exists=False
+            )
+        sent = await channel.send(text[: self.chunk_limit], **_send_options(reference, None))
+        self._remember(sent.id, channel_id)
+        return str(sent.id)
+
+    async def _preview_message(
+        self, chat_id: str, message_id: str, thread_id: str | None
+    ) -> discord.PartialMessage:
+        client = self._require_client()
+        mid = int(message_id)
+        channel_id = self._where.get(mid) or await self._resolve_channel_id(chat_id, thread_id)
+        return client.get_partial_messageable(channel_id).get_partial_message(mid)
+
+    async def edit_preview(
+        self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
+    ) -> None:
+        message = await self._preview_message(chat_id, message_id, thread_id)
+        await message.edit(content=text[: self.chunk_limit])
+
+    async def delete_message(
+        self, chat_id: str, message_id: str, *, thread_id: str | None = None
+    ) -> None:
+        message = await self._preview_message(chat_id, message_id, thread_id)
+        await message.delete()
+
+    async def _replace_preview(
+        self, channel: discord.PartialMessageable, message_id: str, chunk: str
+    ) -> bool:
+        """Edit a live preview into the reply's first chunk.  False when Discord refuses
+        (the message is gone): the preview is deleted and the chunk goes out as a new
+        message.  Transient failures raise (the outbox retries; an edit is idempotent)."""
+        message = channel.get_partial_message(int(message_id))
+        try:
+            await message.edit(content=chunk)
+            return True
+        except (discord.NotFound, discord.Forbidden) as exc:
+            log.info(
+                "discord[%s]: the preview %s could not be edited (%s); sending the reply anew",
+                self.account,
+                message_id,
+                exc,
+            )
+        except discord.HTTPException as exc:
+            if exc.status >= 500 or exc.status == 429:
+                raise
+            log.info("discord[%s]: editing the preview failed (%s)", self.account, exc)
+        with contextlib.suppress(Exception):
+            await message.delete()
+        return False
 
     async def _send_files(
         self,
         channel: discord.PartialMessageable,
         items: list[MediaItem],
         ref: discord.MessageReference | None,
+        nonce: str | None = None,
     ) -> discord.Message | None:
         files: list[discord.File] = []
         try:
@@ -526,7 +662,7 @@ class DiscordChannel(Channel):
                 files.append(
                     discord.File(item.target, filename=item.name or os.path.basename(item.target))
                 )
-            return await channel.send(files=files, reference=ref)
+            return await channel.send(files=files, **_send_options(ref, nonce))
         except (discord.HTTPException, OSError, ValueError) as exc:
             log.warning("discord[%s]: upload failed: %s", self.account, exc)
             return None
@@ -585,3 +721,14 @@ def _tolerate_bad_events(client: discord.Client, account: str) -> None:
 
     for event, parse in list(parsers.items()):
         parsers[event] = tolerant(event, parse)
+
+
+def _send_options(reference: Any, nonce: str | None) -> dict[str, Any]:
+    """``Messageable.send`` keywords: a reply reference and an idempotency nonce, each only
+    when there is one (discord.py's defaults are "not given", not None)."""
+    out: dict[str, Any] = {}
+    if reference is not None:
+        out["reference"] = reference
+    if nonce:
+        out["nonce"] = nonce
+    return out

@@ -42,9 +42,11 @@ from channels.base import (
     Capabilities,
     Channel,
     ChannelError,
+    ChatType,
     InboundMessage,
     InboundSink,
     MediaItem,
+    MediaKind,
     MediaTooLarge,
     OutboundMessage,
 )
@@ -101,7 +103,7 @@ def slack_emoji_name(emoji: str) -> str:
     return e.strip(":").strip()
 
 
-def _media_kind(file: dict) -> str:
+def _media_kind(file: dict) -> MediaKind:
     mime = (file.get("mimetype") or "").lower()
     if file.get("subtype") == "slack_audio":
         return "voice"
@@ -120,7 +122,7 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 class SlackChannel(Channel):
     name = "slack"
     capabilities = Capabilities(
-        reactions=True, media=True, threads=True, typing=False, max_text=4000
+        reactions=True, media=True, threads=True, typing=False, max_text=4000, edit=True
     )
 
     def __init__(
@@ -158,9 +160,9 @@ class SlackChannel(Channel):
         self._identity: dict = {}
         self._bot_user_id = ""
         self._bot_id = ""
-        self._app = None
-        self._socket_handler = None
-        self._http_runner = None
+        self._app: Any = None  # slack_bolt AsyncApp once started
+        self._socket_handler: Any = None
+        self._http_runner: Any = None
         self.http_address: tuple[str, int] | None = None  # bound (host, port) in HTTP mode
 
         self._seen = BoundedLRU(5000)  # (channel, ts) already handed to the sink
@@ -185,7 +187,7 @@ class SlackChannel(Channel):
                 self, *, state, request, response=None, error=None
             ):
                 if response is None:
-                    raise error  # type: ignore[misc]
+                    raise error
                 delay = 1.0
                 for k, v in response.headers.items():
                     if k.lower() == "retry-after":
@@ -455,7 +457,7 @@ class SlackChannel(Channel):
         thread_id = thread_ts if thread_ts and thread_ts != ts else None
 
         channel_type = event.get("channel_type") or ("im" if channel.startswith("D") else "channel")
-        chat_type = "direct" if channel_type == "im" else "group"
+        chat_type: ChatType = "direct" if channel_type == "im" else "group"
 
         bot = self._bot_user_id
         mentioned = (
@@ -530,7 +532,7 @@ class SlackChannel(Channel):
                 MediaItem(
                     kind=_media_kind(f),
                     target="",
-                    name=name,  # type: ignore[arg-type]
+                    name=name,
                     mime=f.get("mimetype") or mimetypes.guess_type(name)[0] or "",
                     ref=url,
                     size=size,
@@ -622,7 +624,13 @@ class SlackChannel(Channel):
                 errors.append(f"{type(e).__name__}: {e}")
                 log.warning("slack: chat.postMessage to %s failed: %s", msg.chat_id, errors[-1])
 
+        preview = msg.edit_id  # a live preview the first chunk replaces (SPEC §12)
         for chunk in self._render(msg.text):
+            if preview:
+                target, preview = preview, ""
+                if await self._replace_preview(msg.chat_id, target, chunk):
+                    ids.append(target)
+                    continue
             await post_text(chunk)
 
         for item in msg.media:
@@ -668,6 +676,55 @@ class SlackChannel(Channel):
                 + (f" ({'; '.join(errors)})" if errors else " (empty message)")
             )
         return ids
+
+    # ------------------------------------------------------------------ live previews
+    def _preview_text(self, text: str) -> str:
+        try:
+            rendered = markdown_to_slack_mrkdwn(text)
+        except Exception:
+            rendered = slack_escape(text)
+        return rendered[: self.chunk_limit]
+
+    async def send_preview(
+        self,
+        chat_id: str,
+        text: str,
+        *,
+        thread_id: str | None = None,
+        reply_to_id: str | None = None,
+    ) -> str:
+        # in the thread the reply goes to (``send``: thread_id, else reply_to_id)
+        return await self._post(chat_id, self._preview_text(text), thread_id or reply_to_id)
+
+    async def edit_preview(
+        self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
+    ) -> None:
+        await self._web.chat_update(channel=chat_id, ts=message_id, text=self._preview_text(text))
+
+    async def delete_message(
+        self, chat_id: str, message_id: str, *, thread_id: str | None = None
+    ) -> None:
+        await self._web.chat_delete(channel=chat_id, ts=message_id)
+
+    async def _replace_preview(self, chat_id: str, ts: str, chunk: str) -> bool:
+        """``chat.update`` the preview into the reply's first chunk.  False when Slack
+        refuses (the message is gone, cannot be edited): the preview is deleted and the
+        chunk goes out as a new message.  Other failures raise (the outbox retries)."""
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            await self._web.chat_update(channel=chat_id, ts=ts, text=chunk)
+            return True
+        except SlackApiError as e:
+            err = str(e.response.get("error", "") if e.response is not None else e)
+            if err in ("ratelimited", "fatal_error", "internal_error", "request_timeout"):
+                raise
+            log.info("slack: the preview %s could not be edited (%s); posting anew", ts, err)
+        try:
+            await self._web.chat_delete(channel=chat_id, ts=ts)
+        except Exception as e:
+            log.info("slack: the stale preview %s could not be deleted: %s", ts, e)
+        return False
 
     @staticmethod
     def _upload_id(resp, chat_id: str) -> str:

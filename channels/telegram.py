@@ -16,6 +16,7 @@ import mimetypes
 import re
 import tempfile
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 from collections.abc import Awaitable, Callable
@@ -42,6 +43,7 @@ from channels.base import (
     InboundMessage,
     InboundSink,
     MediaItem,
+    MediaKind,
     MediaTooLarge,
     OutboundMessage,
     wait_task_end,
@@ -51,6 +53,13 @@ from channels.util import capped_file
 import contextlib
 
 log = logging.getLogger("chela.channels.telegram")
+
+# getUpdates goes through PTB's public raw call, Bot.do_api_request, so that one malformed update
+# cannot fail Update.de_list for the whole batch (each update is parsed on its own).  PTB warns
+# that Bot.get_updates exists; that is the parsing we avoid on purpose.
+warnings.filterwarnings(
+    "ignore", message=r"Please use 'Bot\.getUpdates' instead", module=r"channels\.telegram"
+)
 
 _MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # Bot API limit for uploads
 _HARD_TEXT_LIMIT = 4096
@@ -127,7 +136,13 @@ class TelegramChannel(Channel):
 
     name = "telegram"
     capabilities = Capabilities(
-        reactions=True, inline_buttons=True, media=True, threads=True, typing=True, max_text=4000
+        reactions=True,
+        inline_buttons=True,
+        media=True,
+        threads=True,
+        typing=True,
+        max_text=4000,
+        edit=True,
     )
 
     def __init__(
@@ -149,6 +164,7 @@ class TelegramChannel(Channel):
         backoff_max: float = 30.0,
         allowed_updates: tuple[str, ...] = ("message",),
         commands: list[tuple[str, str]] | None = None,
+        album_wait: float = 1.0,
     ) -> None:
         if not token:
             raise ValueError("telegram: a bot token is required")
@@ -189,6 +205,10 @@ class TelegramChannel(Channel):
         self._confirmed: int | None = None  # offset the server has last been told
         self._identity: dict = {}
         self._redactor = RedactSecrets([token])
+        # an album being collected: (chat:media_group_id, {update_id: message})
+        self._album: tuple[str, dict[int, InboundMessage]] | None = None
+        self._album_grew = False
+        self.album_wait = album_wait
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -231,6 +251,7 @@ class TelegramChannel(Channel):
         await self._connect(receive=True)
         self._offset = None
         self._confirmed = None
+        self._album, self._album_grew = None, False
         self._task = asyncio.create_task(self._poll_loop(), name=f"telegram-poll-{self.account}")
 
     async def open_for_sending(self) -> None:
@@ -324,7 +345,7 @@ class TelegramChannel(Channel):
             return
         try:
             await asyncio.wait_for(
-                bot._post(
+                bot.do_api_request(
                     "getUpdates",
                     {"offset": self._offset, "timeout": 0, "limit": 1},
                     read_timeout=5.0,
@@ -355,10 +376,9 @@ class TelegramChannel(Channel):
         if self._offset is not None:
             data["offset"] = self._offset
         offset_sent = self._offset
-        # Bot._post is PTB's raw call (defaults, errors, the getUpdates request object) without
-        # Update.de_list; do_api_request would warn because get_updates exists.
+        # the raw call (PTB's defaults, errors and request object) without Update.de_list
         fetch = asyncio.ensure_future(
-            self._bot._post("getUpdates", data, read_timeout=self.poll_timeout + 10.0)
+            self._bot.do_api_request("getUpdates", data, read_timeout=self.poll_timeout + 10.0)
         )
         stop = asyncio.ensure_future(self._stopping.wait())
         try:
@@ -426,6 +446,15 @@ class TelegramChannel(Channel):
                     await self._handle_raw(raw)
                     if self._stopping.is_set():  # type: ignore[union-attr]
                         break
+                if self._album is not None:
+                    if self._album_grew:
+                        # an album's parts may still be coming: poll again shortly (its
+                        # updates are not confirmed yet, so the server answers at once
+                        # with them and anything new)
+                        self._album_grew = False
+                        await self._sleep(self.album_wait)
+                    else:
+                        await self._flush_album()
         except _Stopped:
             pass
         except asyncio.CancelledError:
@@ -459,12 +488,50 @@ class TelegramChannel(Channel):
                 exc,
             )
             inbound = None
+        group = (
+            f"{inbound.chat_id}:{update.message.media_group_id}"  # type: ignore[union-attr]
+            if inbound is not None and update.message.media_group_id  # type: ignore[union-attr]
+            else None
+        )
+        if self._album is not None and (group is None or group != self._album[0]):
+            await self._flush_album()  # the album ended: one turn, before anything after it
         if inbound is None:
             log.debug(
                 "telegram[%s]: update %s has nothing to deliver; skipped", self.account, update_id
             )
             self._offset = update_id + 1
             return
+        if group is not None:
+            # an album arrives as one update per photo with the same media_group_id: they
+            # are held (unconfirmed) and handed on as one message
+            if self._album is None:
+                self._album = (group, {})
+            if update_id not in self._album[1]:
+                self._album[1][update_id] = inbound
+                self._album_grew = True
+            return
+        await self._deliver(inbound, update_id)
+
+    async def _flush_album(self) -> None:
+        """Hand the held album to the sink as one message (captions joined, attachments
+        in order) and confirm all its updates."""
+        if self._album is None:
+            return
+        parts = [m for _, m in sorted(self._album[1].items())]
+        last = max(self._album[1])
+        first = parts[0]
+        merged = dataclasses.replace(
+            first,
+            text="\n".join(p.text for p in parts if p.text),
+            attachments=[a for p in parts for a in p.attachments],
+            mentioned=any(p.mentioned for p in parts),
+        )
+        await self._deliver(merged, last)
+        self._album = None
+        self._album_grew = False
+
+    async def _deliver(self, inbound: InboundMessage, update_id: int) -> None:
+        """The sink, retried until it persists the message; then the offset moves past it."""
         delay = self.backoff_initial
         while True:
             try:
@@ -543,7 +610,7 @@ class TelegramChannel(Channel):
             MediaItem(
                 kind=kind,
                 target="",
-                name=name,  # type: ignore[arg-type]
+                name=name,
                 mime=mime or (mimetypes.guess_type(name)[0] or ""),
                 ref=file_obj.file_id,
                 size=int(file_obj.file_size or 0),
@@ -576,17 +643,22 @@ class TelegramChannel(Channel):
         )
 
     @staticmethod
-    def _media_of(msg: Message) -> list[tuple[str, Any, str, str]]:
+    def _media_of(msg: Message) -> list[tuple[MediaKind, Any, str, str]]:
         """(kind, file object, suggested name, mime) for each attachment of ``msg``."""
-        out: list[tuple[str, Any, str, str]] = []
+        out: list[tuple[MediaKind, Any, str, str]] = []
         mid = msg.message_id
         if msg.photo:
             largest = max(msg.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
             out.append(("image", largest, f"photo_{mid}.jpg", "image/jpeg"))
         if msg.animation is not None:
-            a = msg.animation
+            anim = msg.animation
             out.append(
-                ("video", a, a.file_name or f"animation_{mid}.mp4", a.mime_type or "video/mp4")
+                (
+                    "video",
+                    anim,
+                    anim.file_name or f"animation_{mid}.mp4",
+                    anim.mime_type or "video/mp4",
+                )
             )
         elif msg.document is not None:
             d = msg.document
@@ -600,8 +672,11 @@ class TelegramChannel(Channel):
             a = msg.audio
             out.append(("audio", a, a.file_name or f"audio_{mid}.mp3", a.mime_type or "audio/mpeg"))
         if msg.voice is not None:
-            v = msg.voice
-            out.append(("voice", v, f"voice_{mid}.ogg", v.mime_type or "audio/ogg"))
+            vn = msg.voice
+            out.append(("voice", vn, f"voice_{mid}.ogg", vn.mime_type or "audio/ogg"))
+        st = msg.sticker
+        if st is not None and not st.is_animated and not st.is_video:
+            out.append(("image", st, f"sticker_{mid}.webp", "image/webp"))  # a still sticker
         return out
 
     async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
@@ -714,7 +789,7 @@ class TelegramChannel(Channel):
         self, chat_id: int | str, text: str, reply_to: int | None, thread_id: int | None
     ) -> list[Message]:
         """Plain text, hard-split at the Telegram limit if needed."""
-        out = []
+        out: list[Message] = []
         for i in range(0, len(text), self.chunk_limit):
             piece = text[i : i + self.chunk_limit]
             if piece.strip():
@@ -780,9 +855,18 @@ class TelegramChannel(Channel):
         chunks = (
             [c for c in chunk_markdown(text, self.chunk_limit) if c.strip()] if text.strip() else []
         )
+        preview = _to_int(msg.edit_id)  # a live preview the first chunk replaces (SPEC §12)
         for chunk in chunks:
             attempted += 1
             try:
+                if preview is not None:
+                    target, preview = preview, None
+                    ids.extend(
+                        await self._replace_preview(
+                            chat_id, target, chunk, reply_for_next(), thread_id
+                        )
+                    )
+                    continue
                 sent = await self._send_chunk(chat_id, chunk, reply_for_next(), thread_id)
                 ids.extend(str(m.message_id) for m in sent)
             except Exception as exc:
@@ -821,8 +905,106 @@ class TelegramChannel(Channel):
         if attempted and not ids:
             raise ChannelError(
                 f"telegram: nothing could be delivered to {msg.chat_id}: {last_error}"
-            )
+            ) from last_error
         return ids
+
+    # ------------------------------------------------------------------ live previews
+    async def send_preview(
+        self,
+        chat_id: str,
+        text: str,
+        *,
+        thread_id: str | None = None,
+        reply_to_id: str | None = None,
+    ) -> str:
+        bot = self._require_bot()
+        reply_to = _to_int(reply_to_id)
+        # one plain call, no retries: a preview that cannot be shown now is skipped
+        sent = await bot.send_message(
+            chat_id=_to_chat_id(chat_id),
+            text=text[: self.chunk_limit],
+            reply_parameters=ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            if reply_to
+            else None,
+            message_thread_id=_to_int(thread_id),
+        )
+        return str(sent.message_id)
+
+    async def edit_preview(
+        self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
+    ) -> None:
+        await self._edit_text(_to_chat_id(chat_id), int(message_id), text[: self.chunk_limit], None)
+
+    async def delete_message(
+        self, chat_id: str, message_id: str, *, thread_id: str | None = None
+    ) -> None:
+        bot = self._require_bot()
+        await self._call(
+            "deleteMessage",
+            lambda: bot.delete_message(chat_id=_to_chat_id(chat_id), message_id=int(message_id)),
+        )
+
+    async def _edit_text(
+        self, chat_id: int | str, message_id: int, text: str, parse_mode: str | None
+    ) -> None:
+        bot = self._require_bot()
+        try:
+            await bot.edit_message_text(
+                text=text, chat_id=chat_id, message_id=message_id, parse_mode=parse_mode
+            )
+        except BadRequest as exc:
+            if "not modified" not in str(exc).lower():  # already shows exactly this
+                raise
+
+    async def _replace_preview(
+        self,
+        chat_id: int | str,
+        message_id: int,
+        chunk: str,
+        reply_to: int | None,
+        thread_id: int | None,
+    ) -> list[str]:
+        """Edit a live preview into the reply's first chunk (formatted like ``_send_chunk``).
+        When Telegram refuses the edit (the message is gone, too old), the preview is
+        deleted and the chunk sent as a new message: one reply either way."""
+        from channels.formatting import markdown_to_telegram_html
+
+        try:
+            rendered = markdown_to_telegram_html(chunk)
+        except Exception:
+            log.exception("telegram: Markdown rendering failed; editing in plain text")
+            rendered = ""
+        try:
+            try:
+                if not rendered.strip():
+                    raise BadRequest("can't parse entities: nothing rendered")
+                await self._call(
+                    "editMessageText",
+                    lambda: self._edit_text(chat_id, message_id, rendered, "HTML"),
+                )
+            except BadRequest as exc:
+                reason = str(exc).lower()
+                if not any(
+                    s in reason
+                    for s in ("can't parse entities", "can't find end tag", "start tag", "too long")
+                ):
+                    raise
+                await self._call(
+                    "editMessageText",
+                    lambda: self._edit_text(chat_id, message_id, chunk[: self.chunk_limit], None),
+                )
+            return [str(message_id)]
+        except BadRequest as exc:
+            log.info(
+                "telegram[%s]: the preview %s could not be edited (%s); sending the reply anew",
+                self.account,
+                message_id,
+                exc,
+            )
+            with contextlib.suppress(Exception):
+                await self.delete_message(str(chat_id), str(message_id))
+            sent = await self._send_chunk(chat_id, chunk, reply_to, thread_id)
+            return [str(m.message_id) for m in sent]
 
     async def _send_media(
         self,
@@ -836,13 +1018,14 @@ class TelegramChannel(Channel):
         kind = item.kind
         if kind == "audio" and as_voice:
             kind = "voice"
-        sender, field = {
+        senders: dict[str, tuple[Callable[..., Awaitable[Message]], str]] = {
             "image": (bot.send_photo, "photo"),
             "document": (bot.send_document, "document"),
             "video": (bot.send_video, "video"),
             "audio": (bot.send_audio, "audio"),
             "voice": (bot.send_voice, "voice"),
-        }.get(kind, (bot.send_document, "document"))
+        }
+        sender, field = senders.get(kind, (bot.send_document, "document"))
         reply = (
             ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
             if reply_to

@@ -120,10 +120,10 @@ async def chat_loop(
 ) -> int:
     """Interactive chat on a terminal until Ctrl-D, /quit or Ctrl-C at the prompt."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
+    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
     out = term.out
-    hist = InMemoryHistory()
+    hist: History = InMemoryHistory()
     if history is not None:
         with contextlib.suppress(OSError):
             history.touch(mode=0o600, exist_ok=True)

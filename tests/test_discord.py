@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, OutboundMessage
+from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
 from channels.discord import DiscordChannel
 from tests.fakes.discord import FakeDiscord
 import contextlib
@@ -333,20 +334,25 @@ async def test_inbound_attachment(fake, connected, tmp_path):
         "see pic",
         author_id=USER_ID,
         username="alice",
-        attachments=[{"filename": "a.png", "content_type": "image/png"}, {"filename": "notes.txt"}],
+        attachments=[
+            {"filename": "a.png", "content_type": "image/png", "data": b"\x89PNG-bytes"},
+            {"filename": "notes.txt", "data": b"x" * 100},
+        ],
     )
     [msg] = await sink.wait(1)
     kinds = [(a.kind, a.name) for a in msg.attachments]
     assert kinds == [("image", "a.png"), ("document", "notes.txt")]
-    # Discord attachments stay CDN URLs: nothing is downloaded at intake (SPEC §9.4), and
-    # fetch_media (the base default) hands them back unchanged.
-    assert all(a.is_url and a.ref == "" for a in msg.attachments)
-    assert sorted(tmp_path.rglob("*")) == before
+    # nothing is downloaded at intake (SPEC §9.4): the CDN URL is only a reference
+    assert all(a.target == "" and a.ref.startswith("http") for a in msg.attachments)
+    assert sorted(tmp_path.rglob("*")) == before and fake.cdn_downloads == []
     dest = tmp_path / "inbound"
     dest.mkdir(mode=0o700)
-    for a in msg.attachments:
-        assert await ch.fetch_media(a, dest, 1) is a
-    assert list(dest.iterdir()) == []
+    got = await ch.fetch_media(msg.attachments[0], dest, 1000)  # after admission: fetched
+    assert Path(got.target).read_bytes() == b"\x89PNG-bytes"
+    assert oct(Path(got.target).stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(MediaTooLarge):  # over the cap: refused, nothing left behind
+        await ch.fetch_media(msg.attachments[1], dest, 50)
+    assert list(dest.iterdir()) == [Path(got.target)]
 
 
 async def test_bad_token_raises_quickly(fake, tmp_path):

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
 
+from bot.media import MediaPolicy, has_image_parts, is_image_rejection, request_messages
+from bot.streaming import StreamEvent
 from .llm import Completion, LLMClient, LLMError
 from channels.redact import scrub
 from .textproto import format_tool_results, parse_tool_calls, split_reasoning, strip_thinking
@@ -32,6 +34,14 @@ class LoopResult:
     iterations: int = 0
     usage: dict[str, int] = field(default_factory=dict)
     tool_calls: int = 0
+    # "model" (the provider failed), "config" (misconfigured model) or "budget" (the daily
+    # cost limit); None when the turn did not fail
+    error_kind: str | None = None
+    cost: float = 0.0  # USD of the turn's model calls
+    # calls of the HTTP API client's own tools that ended the turn (OpenAI's tool_calls
+    # shape); the client runs them and continues the turn with their results (SPEC §13)
+    client_calls: list[dict] = field(default_factory=list)
+    finish_reason: str = "stop"  # "stop" | "tool_calls" | "length", as OpenAI names them
 
 
 def truncate_output(text: str, limit: int = MAX_TOOL_OUTPUT) -> str:
@@ -125,20 +135,62 @@ async def run_agent_loop(
     max_iterations: int = 20,
     reasoning_tags: bool = False,
     fit: Callable[[list[dict], bool], Awaitable[list[dict]]] | None = None,
+    media: MediaPolicy | None = None,
+    budget: Callable[[], str | None] | None = None,
+    on_event: Callable[[StreamEvent], None] | None = None,
+    client_tools: list[dict] | None = None,
+    params: dict | None = None,
 ) -> LoopResult:
     """Drive one turn.  Never raises for model or tool failures (cancellation propagates).
 
     ``fit(messages, overflow)`` (compaction, SPEC §10) returns the messages to send: it is
     called before every model request, and after the provider reports a context overflow
-    (then the request is retried; at most twice per turn)."""
+    (then the request is retried; at most twice per turn).  ``media`` decides how stored
+    image references become image parts (bot.media); when a provider rejects images, the
+    request goes again without them.
+
+    ``budget()`` runs before every model call and returns a refusal (the daily cost limit
+    was reached, SPEC §12) or None.  A failed turn's error text is returned as
+    ``text`` and ``error``, never as a message of ``new_messages``.
+
+    ``on_event`` streams the turn (SPEC §12, bot.streaming): every model call is streamed
+    and its content reported as ``text`` events as it arrives; a ``step`` event says a new
+    model call begins (the text before was an intermediate step), a ``usage`` event gives
+    each call's token counts.  The callback must not block; its errors are logged.
+
+    ``client_tools`` (an HTTP API client's own tools, SPEC §13) are offered beside the
+    registry's; when the model calls one, Chela's own calls of that answer run and the
+    loop ends with ``client_calls`` set.  ``params`` go to every model call (their
+    ``tool_choice`` to the first only)."""
     convo: list[dict] = list(messages)
     new: list[dict] = []
     usage: dict[str, int] = {}
+    cost = 0.0
     n_calls = 0
     iterations = 0
     max_iterations = max(1, int(max_iterations))
     tools = registry.openai_tools() if native_tools and len(registry) else None
+    # the HTTP API client's own tools (SPEC §13): offered beside Chela's, never run here;
+    # a call of one ends the loop so the client can run it
+    client_names = {t["function"]["name"] for t in client_tools or ()}
+    if client_tools and native_tools:
+        tools = [*(tools or []), *client_tools]
+    call_params = dict(params or {})
+    if not tools:
+        call_params.pop("tool_choice", None)
     overflow_retries = 0
+    streamed_calls = 0
+
+    def tell(ev: StreamEvent) -> None:
+        if on_event is None:
+            return
+        try:
+            on_event(ev)
+        except Exception:  # a preview must never fail the turn
+            log.exception("stream consumer failed session=%s", ctx.session_key)
+
+    def on_delta(text: str) -> None:
+        tell(StreamEvent("text", text))
 
     def emit(msg: dict) -> None:
         convo.append(msg)
@@ -152,15 +204,37 @@ async def run_agent_loop(
             iterations=iterations,
             usage=usage,
             tool_calls=n_calls,
+            cost=cost,
         )
 
     while iterations < max_iterations:
         iterations += 1
+        send = convo
         try:
             if fit is not None:
                 convo = await fit(convo, False)
-            comp: Completion = await llm.complete(convo, tools)
+            send = request_messages(convo, media)
+            refusal = budget() if budget is not None else None
+            if refusal:
+                raise LLMError(refusal, status=429, kind="budget", reason="daily cost limit")
+            comp: Completion
+            if on_event is None:
+                comp = await llm.complete(send, tools, params=call_params or None)
+            else:
+                if streamed_calls:
+                    tell(StreamEvent("step"))
+                streamed_calls += 1
+                comp = await llm.complete(
+                    send, tools, on_delta=on_delta, params=call_params or None
+                )
+            # the client's tool_choice is for the first answer: after a tool ran, the
+            # model must be free to answer in text
+            call_params.pop("tool_choice", None)
         except LLMError as e:
+            if media is not None and has_image_parts(send) and is_image_rejection(e):
+                media.mark_blind()  # SPEC §11: the same turn again, without images
+                iterations -= 1
+                continue
             if fit is not None and overflow_retries < 2 and is_context_overflow(e):
                 overflow_retries += 1
                 log.info("context overflow session=%s; compacting and retrying", ctx.session_key)
@@ -180,8 +254,13 @@ async def run_agent_loop(
                 iterations=iterations,
                 usage=usage,
                 tool_calls=n_calls,
+                error_kind=e.kind,
+                cost=cost,
             )
         _add_usage(usage, comp.usage)
+        cost += comp.cost
+        if comp.usage:
+            tell(StreamEvent("usage", usage=dict(comp.usage)))
 
         if native_tools and comp.tool_calls:
             calls = comp.tool_calls
@@ -199,14 +278,28 @@ async def run_agent_loop(
                     ],
                 }
             )
+            own = [c for c in calls if c.name not in client_names]
             jobs = []
-            for c in calls:
+            for c in own:
                 args, err = _decode_args(c.arguments)
                 jobs.append(_run_call(registry, ctx, c.name, args, err))
-            n_calls += len(calls)
+            n_calls += len(own)
             results = await asyncio.gather(*jobs)
-            for c, out in zip(calls, results, strict=True):
+            for c, out in zip(own, results, strict=True):
                 emit({"role": "tool", "tool_call_id": c.id, "content": out})
+            if len(own) < len(calls):  # the client runs the rest and continues the turn
+                result = final(comp.text or "")
+                result.client_calls = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments},
+                    }
+                    for c in calls
+                    if c.name in client_names
+                ]
+                result.finish_reason = "tool_calls"
+                return result
             continue
 
         if not native_tools:
@@ -233,7 +326,10 @@ async def run_agent_loop(
         if reasoning_tags:
             text, _thinking = split_reasoning(text)
         emit({"role": "assistant", "content": text})
-        return final(text)
+        result = final(text)
+        if comp.raw_finish_reason == "length":
+            result.finish_reason = "length"
+        return result
 
     log.info("turn hit the tool step limit session=%s (%d)", ctx.session_key, max_iterations)
     text = _limit_text(max_iterations)

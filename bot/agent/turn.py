@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
@@ -26,6 +26,10 @@ from bot.admission import Trust
 from bot.prompt.context import PromptContext, RuntimeInfo
 from bot.store import Store
 from bot.untrusted import clean_inline, quoted
+
+if TYPE_CHECKING:
+    from bot.agent.tools.base import Tool
+    from bot.mcp import McpManager
 
 log = logging.getLogger("chela.turn")
 
@@ -83,6 +87,18 @@ class TurnRequest:
     message_text: str = ""  # the raw user text (for hooks)
     trust: Trust = "owner"  # decided by admission (SPEC §9), never by the model
     file_root: Path | None = None  # a guest's own directory; None = the workspace
+    media: list[dict] = field(default_factory=list)  # image references of the user turn (bot.media)
+    # an HTTP API client's request (SPEC §13): its system/developer messages, added after
+    # the (cached, unchanged) system prompt as a "## Client Instructions" block
+    client_instructions: str = ""
+    # the client's messages this server has not seen yet, before the user turn (model
+    # message dicts); stored with the turn
+    prior: list[dict] = field(default_factory=list)
+    # False: the request continues a turn with the results of the client's tools (they end
+    # ``prior``): no user message is added
+    user_turn: bool = True
+    client_tools: list[dict] = field(default_factory=list)  # OpenAI tool schemas
+    params: dict[str, Any] = field(default_factory=dict)  # max_tokens, tool_choice, …
 
 
 @dataclass
@@ -90,7 +106,10 @@ class TurnResult:
     text: str  # final model text (before reply processing)
     to_store: list[dict]  # user + assistant/tool messages of the turn
     error: str | None = None
+    error_kind: str | None = None  # model | config | budget (SPEC §12), with error
     usage: dict = field(default_factory=dict)
+    client_calls: list[dict] = field(default_factory=list)  # see LoopResult.client_calls
+    finish_reason: str = "stop"
     turn_id: str = ""
     system_prompt: str = ""
     duration: float = 0.0
@@ -117,7 +136,7 @@ class Agent:
         self.cron_api = cron_api
         self.approvals = approvals  # bot.approvals.Approvals, for exec security "ask"
         self.cache = PromptCache()
-        self.mcp = None  # bot.mcp.McpManager, attached by the daemon (SPEC §14)
+        self.mcp: McpManager | None = None  # attached by the daemon (SPEC §14)
         self._web_tools = _web_tools_for(cfg)
         self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
@@ -131,6 +150,9 @@ class Agent:
             api_key=api_key,
             timeout=cfg.agent.llm_timeout_seconds,
             max_retries=cfg.agent.llm_max_retries,
+            fallbacks=_fallback_targets(cfg),
+            cooldown=cfg.agent.cooldown_seconds,
+            secrets=self.secrets,
         )
         from bot.compaction import Compactor
 
@@ -160,7 +182,7 @@ class Agent:
         from bot.agent.tools import build_registry
 
         cfg = self.cfg
-        mcp_tools = self.mcp.tools() if self.mcp is not None else []
+        mcp_tools: list[Tool] = self.mcp.tools() if self.mcp is not None else []
         extra = {**self._web_tools, **{t.name: t for t in mcp_tools}}
         registry = build_registry(list(cfg.tools.enabled), extra, always=mcp_tools)
         # guests get tools.guest, never the owner-only tools (config validation refuses
@@ -230,9 +252,46 @@ class Agent:
         return self.cache.get(self.prompt_context(req)).text
 
     # -------------------------------------------------------------------------- turn
-    async def run_turn(self, req: TurnRequest) -> TurnResult:
+    async def run_turn(
+        self, req: TurnRequest, *, on_event: Callable[[Any], None] | None = None
+    ) -> TurnResult:
+        """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values, SPEC
+        §12): the router passes a live preview's callback; heartbeats and cron never do."""
+        from bot.agent.llm import ON_CALL
+        from bot.usage import recorder
+
+        # every model call of the turn is recorded with its session and turn (SPEC §12)
+        turn_id = uuid.uuid4().hex
+        token = ON_CALL.set(
+            recorder(self.store, req.session_key, turn_id, kind=req.kind, trust=req.trust)
+        )
+        try:
+            return await self._run_turn(req, turn_id, on_event)
+        finally:
+            ON_CALL.reset(token)
+
+    async def compact_now(self, req: TurnRequest, focus: str = "") -> str:
+        """``/compact [focus]``: compact the session now; the reply for the user.  Its
+        model calls are recorded like a turn's (kind "compaction")."""
+        from bot.agent.llm import ON_CALL
+        from bot.usage import recorder
+
+        rec = recorder(
+            self.store, req.session_key, uuid.uuid4().hex, kind="compaction", trust=req.trust
+        )
+        token = ON_CALL.set(rec)
+        try:
+            return await self._compact_now(req, focus)
+        finally:
+            ON_CALL.reset(token)
+
+    async def _run_turn(
+        self, req: TurnRequest, turn_id: str, on_event: Callable[[Any], None] | None = None
+    ) -> TurnResult:
         from bot.agent.loop import run_agent_loop
+        from bot.media import policy_for
         from bot.prompt.hooks import apply_system, apply_user
+        from bot.usage import budget_refusal
 
         started = time.perf_counter()
         a = self.cfg.agent
@@ -250,8 +309,13 @@ class Agent:
             )
             system = apply_system(system, hr)
             user_text = apply_user(user_text, hr)
-        user_msg = {"role": "user", "content": user_text}
-        tail = [user_msg] + (
+        if req.client_instructions:  # after every section: the cached part stays identical
+            system = f"{system}\n## Client Instructions\n{req.client_instructions}"
+        user_msg: dict[str, Any] = {"role": "user", "content": user_text}
+        if req.media:  # references, not bytes: bot.media builds the image parts per request
+            user_msg["media"] = list(req.media)
+        turn_msgs = [*req.prior, user_msg] if req.user_turn else list(req.prior)
+        tail = turn_msgs + (
             [{"role": "system", "content": req.after_user_system}] if req.after_user_system else []
         )
         ctx = self.tool_context(req)
@@ -260,6 +324,8 @@ class Agent:
         fit = None
         if a.compaction.enabled:
             tools = self._openai_tools(req.trust)
+            if req.client_tools and a.native_tools:
+                tools = [*(tools or []), *req.client_tools]
             history, state = await self.compactor.history_for_turn(
                 req, system, tools, ctx, registry, tail
             )
@@ -278,16 +344,23 @@ class Agent:
             max_iterations=a.max_tool_iterations,
             reasoning_tags=a.reasoning_tags,
             fit=fit,
+            media=policy_for(self.cfg),
+            budget=lambda: budget_refusal(self.cfg, self.store, req.trust),
+            on_event=on_event,
+            client_tools=req.client_tools,
+            params=req.params,
         )
-        to_store = [user_msg, *result.new_messages]
-        if result.error and not any(m.get("role") == "assistant" for m in result.new_messages):
-            to_store.append({"role": "assistant", "content": result.text})
+        # an error text is told to the user, never stored as an assistant turn (SPEC §12)
+        to_store = [*turn_msgs, *result.new_messages]
         return TurnResult(
             text=result.text,
             to_store=to_store,
             error=result.error,
+            error_kind=result.error_kind,
             usage=result.usage,
-            turn_id=uuid.uuid4().hex,
+            client_calls=result.client_calls,
+            finish_reason=result.finish_reason,
+            turn_id=turn_id,
             system_prompt=system,
             duration=time.perf_counter() - started,
         )
@@ -303,12 +376,15 @@ class Agent:
             cached = self._openai_tool_cache[trust] = reg.openai_tools() if len(reg) else []
         return cached or None
 
+    def tool_names(self, trust: str) -> set[str]:
+        """The names of Chela's own tools at this trust level."""
+        return {t.name for t in self._tool_specs[trust]}
+
     def _system_for(self, req: TurnRequest) -> str:
         """The system prompt of a request, hooks applied (for commands: no message text)."""
         return self.system_prompt(req)
 
-    async def compact_now(self, req: TurnRequest, focus: str = "") -> str:
-        """``/compact [focus]``: compact the session now; the reply for the user."""
+    async def _compact_now(self, req: TurnRequest, focus: str) -> str:
         if not self.cfg.agent.compaction.enabled:
             return "Compaction is off (agent.compaction.enabled = false)."
         system = self._system_for(req)
@@ -446,6 +522,17 @@ class Agent:
         res = await self.run_turn(req)
         self.store.commit_turn(key, res.turn_id, res.to_store, kind="subagent", usage=res.usage)
         return res.text
+
+
+def _fallback_targets(cfg: Config) -> list:
+    """``agent.fallbacks`` as the model client's targets, each with its own key."""
+    from bot.agent.llm import ModelTarget
+
+    out = []
+    for i, f in enumerate(cfg.agent.fallback_models()):
+        key = cfg.secret(f.api_key_env) or ("sk-local" if f.api_base else "")
+        out.append(ModelTarget(f.model, f.api_base, key, f"agent.fallbacks[{i}]"))
+    return out
 
 
 def _web_tools_for(cfg: Config) -> dict:

@@ -79,7 +79,8 @@ def load_aieos(path: str, inline: str, workspace: str, deps: Deps) -> dict[str, 
 
 def aieos_name(data: dict[str, Any]) -> tuple[str, str]:
     """(display name, emoji) from an AIEOS document, "" when absent."""
-    ident = data.get("identity") if isinstance(data.get("identity"), dict) else {}
+    raw = data.get("identity")
+    ident: dict[str, Any] = raw if isinstance(raw, dict) else {}
     names = ident.get("names")
     name = ""
     if isinstance(names, dict):
@@ -102,8 +103,10 @@ def render_aieos(data: dict[str, Any]) -> str:
     """Readable text for the ``## Identity`` entry (body only, no heading)."""
     lines: list[str] = []
     name, _ = aieos_name(data)
-    ident = data.get("identity") if isinstance(data.get("identity"), dict) else {}
-    names = ident.get("names") if isinstance(ident.get("names"), dict) else {}
+    raw = data.get("identity")
+    ident: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    raw_names = ident.get("names")
+    names: dict[str, Any] = raw_names if isinstance(raw_names, dict) else {}
     if name:
         nick = _scalar(names.get("nickname"))
         lines.append(f"Name: {name}" + (f' (goes by "{nick}")' if nick and nick != name else ""))

@@ -48,7 +48,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .builder import PromptResult, build_prompt
 from .context import PromptContext
@@ -150,7 +150,7 @@ class _Inotify:
         return b"".join(chunks)
 
     @staticmethod
-    def parse(data: bytes):
+    def parse(data: bytes) -> Iterator[tuple[int, int, str]]:
         off = 0
         n = len(data)
         while off + _EVENT.size <= n:
@@ -412,6 +412,6 @@ class PromptCache:
                 slot.dirty = True
             return
         for ctx in hit:
-            slot = self._slots.get(ctx)
-            if slot is not None:
-                slot.dirty = True
+            found = self._slots.get(ctx)
+            if found is not None:
+                found.dirty = True

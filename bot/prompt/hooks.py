@@ -30,7 +30,7 @@ _TEXT_FIELDS = ("prepend_context", "prepend_system_context", "append_system_cont
 @dataclass(frozen=True)
 class Handler:
     event: str  # before_prompt_build | before_agent_start
-    func: Callable[[dict], Any]
+    func: Callable[[dict[str, Any]], Any]
     priority: float = 0
     source: str = ""  # module name, for logs
 
@@ -83,7 +83,9 @@ def load_plugins(module_names: list[str]) -> HookRunner:
 class HookRunner:
     """Runs prompt hooks in precedence order and merges their results."""
 
-    def __init__(self, handlers: Iterable[Handler | tuple[str, Callable] | Any] = ()) -> None:
+    def __init__(
+        self, handlers: Iterable[Handler | tuple[str, Callable[..., Any]] | Any] = ()
+    ) -> None:
         items: list[Handler] = []
         for h in handlers:
             if isinstance(h, Handler):
@@ -104,7 +106,7 @@ class HookRunner:
     def __len__(self) -> int:
         return len(self.handlers)
 
-    async def run(self, event: dict) -> HookResult:
+    async def run(self, event: dict[str, Any]) -> HookResult:
         result = HookResult()
         texts: dict[str, list[str]] = {f: [] for f in _TEXT_FIELDS}
         for h in self.handlers:

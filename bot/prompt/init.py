@@ -12,6 +12,7 @@ import json
 import logging
 import os
 from importlib import resources
+from typing import Any
 from pathlib import Path
 
 from bot.private import FILE_MODE, private_dir, write_private
@@ -34,7 +35,7 @@ def _state_path(workspace: Path) -> Path:
     return workspace / STATE_DIR / STATE_FILE
 
 
-def read_state(workspace: Path) -> dict:
+def read_state(workspace: Path) -> dict[str, Any]:
     try:
         data = json.loads(_state_path(workspace).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -42,7 +43,7 @@ def read_state(workspace: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _write_state(workspace: Path, state: dict) -> None:
+def _write_state(workspace: Path, state: dict[str, Any]) -> None:
     path = _state_path(workspace)
     private_dir(path.parent)
     write_private(path, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))

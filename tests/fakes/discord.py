@@ -34,6 +34,7 @@ from aiohttp import WSMsgType, web
 import contextlib
 
 JSON = "application/json"
+NONCE_WINDOW = 300.0  # "a few minutes", as Discord documents enforce_nonce
 _EPOCH_MS = 1420070400000
 
 
@@ -66,16 +67,25 @@ class FakeDiscord:
         self.token = token
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.send_ready = send_ready  # False: never send READY (to test start timeouts)
+        self.cdn_files: dict[str, bytes] = {}  # "<channel>/<id>/<filename>" -> bytes (attachments)
+        self.cdn_downloads: list[str] = []  # paths fetched from the attachment CDN
         self.identify_close_code = identify_close_code  # e.g. 4014: privileged intents not enabled
         self.guilds: dict[int, dict] = {}
         self.channels: dict[int, dict] = {}  # every channel / thread / DM by id
         self.messages: dict[int, dict] = {}  # every message payload by id (injected and sent)
         self.sent: list[dict] = []  # POST /channels/{id}/messages that succeeded
+        self.edits: list[dict] = []  # PATCH of a message: {"id", "channel_id", "content"}
+        self.deleted: list[int] = []  # ids of messages deleted by DELETE
         self.calls: list[dict] = []  # every REST request: method, path, status
         self.typing: list[int] = []  # channel ids
         self.reactions: list[dict] = []  # {channel_id, message_id, emoji}
         self.identifies: list[dict] = []
         self._failures: list[dict] = []
+        # like Discord: a message created with enforce_nonce and a nonce already used in
+        # that channel within NONCE_WINDOW seconds is returned again, not created twice
+        self._nonces: dict[tuple[int, str], tuple[int, float]] = {}
+        self.nonce_hits = 0  # requests answered with the message their nonce made earlier
+        self.send_delay = 0.0  # seconds a message POST waits, after creating, before answering
         self._ids = itertools.count(1)
         self._seq = 0
         self._sockets: list[web.WebSocketResponse] = []
@@ -101,6 +111,7 @@ class FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._ws_handler)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/attachments/{tail:.*}", self._attachment)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -360,7 +371,9 @@ class FakeDiscord:
     ) -> int:
         """Dispatch MESSAGE_CREATE to connected clients; returns the message id.
 
-        ``attachments``: dicts with at least ``filename`` (``url``, ``content_type``, ``size`` optional).
+        ``attachments``: dicts with at least ``filename`` (``url``, ``content_type``, ``size`` optional;
+        ``data``: bytes served at the CDN URL, ``size`` then defaults to its length;
+        ``voice=True`` marks a voice message: duration and waveform set).
         ``guild_id`` defaults to the guild owning ``channel_id`` (None for DMs)."""
         channel_id = int(channel_id)
         ch = self.channels.get(channel_id)
@@ -377,16 +390,20 @@ class FakeDiscord:
         for a in attachments or []:
             aid = self.new_id()
             url = a.get("url") or f"{self.base_url}/attachments/{channel_id}/{aid}/{a['filename']}"
-            atts.append(
-                {
-                    "id": str(aid),
-                    "filename": a["filename"],
-                    "size": int(a.get("size", 1)),
-                    "url": url,
-                    "proxy_url": url,
-                    "content_type": a.get("content_type"),
-                }
-            )
+            if a.get("data") is not None:
+                self.cdn_files[f"{channel_id}/{aid}/{a['filename']}"] = bytes(a["data"])
+            att = {
+                "id": str(aid),
+                "filename": a["filename"],
+                "size": int(a.get("size", len(a["data"]) if a.get("data") is not None else 1)),
+                "url": url,
+                "proxy_url": url,
+                "content_type": a.get("content_type"),
+            }
+            if a.get("voice"):
+                att["duration_secs"] = float(a.get("duration", 1.0))
+                att["waveform"] = "AAAA"
+            atts.append(att)
         ref = {"message_id": referenced_message_id} if referenced_message_id else None
         msg = self._message_payload(
             channel_id,
@@ -542,6 +559,15 @@ class FakeDiscord:
                 return f
         return None
 
+    async def _attachment(self, request: web.Request) -> web.StreamResponse:
+        """The attachment CDN: the bytes given to ``inject_message(attachments=[{data: ...}])``."""
+        path = request.match_info["tail"]
+        self.cdn_downloads.append(path)
+        data = self.cdn_files.get(path)
+        if data is None:
+            return web.Response(status=404, text="no such attachment")
+        return web.Response(body=data, content_type="application/octet-stream")
+
     async def _rest(self, request: web.Request) -> web.StreamResponse:
         method = request.method
         path = "/" + request.match_info["tail"]
@@ -639,6 +665,8 @@ class FakeDiscord:
                     if m
                     else _json({"message": "Unknown Message", "code": 10008}, status=404)
                 )
+            if method in ("PATCH", "DELETE") and len(rest) == 2 and rest[0] == "messages":
+                return await self._change_message(request, method, cid, int(rest[1]))
             if (
                 method == "PUT"
                 and len(rest) == 5
@@ -653,6 +681,45 @@ class FakeDiscord:
                 )
                 return web.Response(status=204)
         return _json({"message": "404: Not Found", "code": 0}, status=404)
+
+    def bot_messages(self, channel_id: int) -> list[dict]:
+        """The bot's messages that still exist in a channel (not deleted), oldest first."""
+        return [
+            m
+            for m in self.messages.values()
+            if m["channel_id"] == str(channel_id) and m["author"].get("id") == str(self.bot_id)
+        ]
+
+    async def _change_message(
+        self, request: web.Request, method: str, cid: int, mid: int
+    ) -> web.StreamResponse:
+        """PATCH (edit) or DELETE one of the bot's messages."""
+        msg = self.messages.get(mid)
+        if msg is None or msg["channel_id"] != str(cid):
+            return _json({"message": "Unknown Message", "code": 10008}, status=404)
+        if msg["author"].get("id") != str(self.bot_id):
+            return _json(
+                {"message": "Cannot edit a message authored by another user", "code": 50005},
+                status=403,
+            )
+        if method == "DELETE":
+            del self.messages[mid]
+            self.deleted.append(mid)
+            return web.Response(status=204)
+        body = await request.json()
+        content = body.get("content")
+        if content is not None:
+            if not content and not msg["attachments"]:
+                return _json({"message": "Cannot send an empty message", "code": 50006}, status=400)
+            if len(content) > 2000:
+                return _json({"message": "Invalid Form Body", "code": 50035}, status=400)
+            msg["content"] = content
+        msg["edited_timestamp"] = _now_iso()
+        self.edits.append({"id": mid, "channel_id": cid, "content": msg["content"]})
+        assert self._sent_cond is not None
+        async with self._sent_cond:
+            self._sent_cond.notify_all()
+        return _json(msg)
 
     async def _create_message(self, request: web.Request, cid: int, call: dict) -> web.Response:
         ch = self.channels.get(cid)
@@ -671,6 +738,12 @@ class FakeDiscord:
                     )
         else:
             body = await request.json()
+        nonce = body.get("nonce")
+        if nonce is not None and body.get("enforce_nonce"):
+            seen = self._nonces.get((cid, str(nonce)))
+            if seen is not None and time.time() - seen[1] < NONCE_WINDOW:
+                self.nonce_hits += 1
+                return _json(self.messages[seen[0]])
         content = body.get("content") or ""
         if not content and not files:
             return _json({"message": "Cannot send an empty message", "code": 50006}, status=400)
@@ -698,6 +771,8 @@ class FakeDiscord:
             attachments=atts,
         )
         self.messages[int(msg["id"])] = msg
+        if nonce is not None and body.get("enforce_nonce"):
+            self._nonces[(cid, str(nonce))] = (int(msg["id"]), time.time())
         record = {
             "id": int(msg["id"]),
             "channel_id": cid,
@@ -712,4 +787,6 @@ class FakeDiscord:
             self._sent_cond.notify_all()
         # Discord echoes our own messages over the gateway.
         await self.dispatch("MESSAGE_CREATE", msg)
+        if self.send_delay:
+            await asyncio.sleep(self.send_delay)  # created; the bot does not know yet
         return _json(msg)

@@ -36,14 +36,18 @@ import contextlib
 __all__ = [
     "FakeLLM",
     "Reply",
+    "always",
     "delay",
     "drop",
     "error",
     "fake_llm",
+    "image_urls",
     "last_user_text",
     "raw_tool_calls",
+    "streamed",
     "text",
     "tool_calls",
+    "usage",
 ]
 
 
@@ -65,6 +69,12 @@ class Reply:
     retry_after: float | str | None = None
     seconds: float = 0.0
     then: Response | None = None
+    # streaming (``stream: true``): the content chunks to send (default: 16 characters
+    # each); ``gate`` (an asyncio.Event) holds the stream after its first content chunk
+    # until it is set; ``cut_after`` drops the connection after that many content chunks
+    chunks: list[str] | None = None
+    gate: Any = None
+    cut_after: int | None = None
 
 
 Response = Reply | str | Callable[[dict], Any]
@@ -75,6 +85,27 @@ def text(
 ) -> Reply:
     """A plain assistant message."""
     return Reply("message", content=content, usage=usage, finish_reason=finish_reason)
+
+
+def streamed(
+    *chunks: str,
+    usage: dict[str, int] | None = None,
+    gate: Any = None,
+    cut_after: int | None = None,
+) -> Reply:
+    """A plain assistant message whose stream sends exactly these content chunks (a
+    non-streaming request gets them joined).  ``gate``: an ``asyncio.Event`` the stream
+    waits for after the first chunk; ``cut_after``: the connection drops after that many
+    chunks (a provider failing mid-answer)."""
+    return Reply(
+        "message",
+        content="".join(chunks),
+        usage=usage,
+        finish_reason="stop",
+        chunks=list(chunks),
+        gate=gate,
+        cut_after=cut_after,
+    )
 
 
 def tool_calls(
@@ -121,6 +152,24 @@ def drop() -> Reply:
     return Reply("drop")
 
 
+def always(resp: Response) -> Callable[[dict], Response]:
+    """A responder for ``fake.default``: every request gets ``resp`` (e.g. ``error(503)``
+    for a provider that is down, ``drop()`` for one that refuses connections)."""
+    return lambda request: resp
+
+
+def usage(prompt: int, completion: int, cached: int = 0) -> dict[str, Any]:
+    """An OpenAI ``usage`` object, with ``prompt_tokens_details.cached_tokens`` when cached."""
+    u: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if cached:
+        u["prompt_tokens_details"] = {"cached_tokens": cached}
+    return u
+
+
 def last_user_text(request: dict) -> str:
     """The text of the last user message of a request (handy in callable responders)."""
     for m in reversed(request.get("messages") or []):
@@ -130,6 +179,29 @@ def last_user_text(request: dict) -> str:
                 return "".join(p.get("text", "") for p in c if isinstance(p, dict))
             return c or ""
     return ""
+
+
+def image_urls(request: dict) -> list[str]:
+    """The ``image_url`` URLs of every message of a request, in order."""
+    out = []
+    for m in request.get("messages") or []:
+        c = m.get("content")
+        if isinstance(c, list):
+            for p in c:
+                if isinstance(p, dict) and p.get("type") == "image_url":
+                    ref = p.get("image_url")
+                    out.append(ref.get("url") if isinstance(ref, dict) else ref)
+    return out
+
+
+IMAGE_REJECTION = {
+    "error": {
+        "message": "Invalid content type. image_url is only supported by certain models.",
+        "type": "invalid_request_error",
+        "param": "messages.[1].content.[1].type",
+        "code": None,
+    }
+}
 
 
 def count_request_tokens(body: dict) -> int:
@@ -202,6 +274,27 @@ class FakeLLM:
         self.context_window = context_window
         self.request_tokens: list[int] = []  # parallel to every request received (when counted)
         self.rejected: list[int] = []  # token sizes of the requests refused as too long
+        # images (SPEC §11): image_url parts of every request, parallel to .requests
+        self.image_parts: list[list[str]] = []
+        self.reject_images = False  # True: a request with image parts gets OpenAI's HTTP 400
+        self.image_rejections = 0
+        # audio: /audio/transcriptions answers ``transcript``; /audio/speech ``speech_audio``
+        self.transcript = "this is the transcript"
+        self.transcriptions: list[
+            dict
+        ] = []  # {"model", "filename", "content_type", "size", "data"}
+        self.speech_audio = b"OggS\x00\x02" + b"\x00" * 64  # what /audio/speech answers
+        self.speech_requests: list[dict] = []  # JSON bodies of /audio/speech
+        self.speech_error: int | None = None  # an HTTP status /audio/speech answers instead
+        self.transcription_error: int | None = None  # the same for /audio/transcriptions
+        # streaming: seconds between two content chunks (a model writing at some speed),
+        # characters per chunk, and a hook ``fn(index, piece)`` (sync or async) called
+        # before each content chunk goes out (tests synchronise with it)
+        self.stream_interval = 0.0
+        self.stream_chunk_chars = 16
+        self.stream_hook: Callable[[int, str], Any] | None = None
+        self.streams_started = 0
+        self.streams_finished = 0  # streams sent to their end ([DONE])
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -210,6 +303,8 @@ class FakeLLM:
         for prefix in ("/v1", ""):
             app.router.add_post(prefix + "/chat/completions", self._handle)
             app.router.add_get(prefix + "/models", self._models)
+            app.router.add_post(prefix + "/audio/transcriptions", self._transcription)
+            app.router.add_post(prefix + "/audio/speech", self._speech)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -250,6 +345,7 @@ class FakeLLM:
         self._queue.clear()
         self.requests.clear()
         self.headers.clear()
+        self.image_parts.clear()
         self.default = _echo_ok
 
     @property
@@ -279,6 +375,45 @@ class FakeLLM:
             {"object": "list", "data": [{"id": self.model, "object": "model"}]}
         )
 
+    async def _transcription(self, request: web.Request) -> web.Response:
+        """OpenAI's ``/audio/transcriptions``: multipart ``file`` + ``model``."""
+        form = await request.post()
+        f = form.get("file")
+        data = f.file.read() if hasattr(f, "file") else b""
+        self.transcriptions.append(
+            {
+                "model": form.get("model"),
+                "filename": getattr(f, "filename", None),
+                "content_type": getattr(f, "content_type", None),
+                "size": len(data),
+                "data": data,
+                "authorization": request.headers.get("Authorization", ""),
+            }
+        )
+        if self.transcription_error is not None:
+            return web.json_response(
+                {"error": {"message": "transcription failed", "type": "server_error"}},
+                status=self.transcription_error,
+            )
+        if form.get("response_format") == "text":
+            return web.Response(text=self.transcript)
+        return web.json_response({"text": self.transcript})
+
+    async def _speech(self, request: web.Request) -> web.Response:
+        """OpenAI's ``/audio/speech``: JSON in, audio bytes out."""
+        body = await request.json()
+        self.speech_requests.append(body)
+        if self.speech_error is not None:
+            return web.json_response(
+                {"error": {"message": "speech failed", "type": "server_error"}},
+                status=self.speech_error,
+            )
+        fmt = body.get("response_format") or "mp3"
+        ctype = {"opus": "audio/ogg", "mp3": "audio/mpeg", "wav": "audio/wav"}.get(
+            fmt, "audio/mpeg"
+        )
+        return web.Response(body=self.speech_audio, content_type=ctype)
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
@@ -299,6 +434,14 @@ class FakeLLM:
             )
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        images = image_urls(body) if isinstance(body, dict) else []
+        self.image_parts.append(images)
+        if images and self.reject_images:
+            self.image_rejections += 1
+            if self._cond is not None:
+                async with self._cond:
+                    self._cond.notify_all()
+            return web.json_response(IMAGE_REJECTION, status=400)
         if self._cond is not None:
             async with self._cond:
                 self._cond.notify_all()
@@ -428,9 +571,28 @@ class FakeLLM:
             await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
 
         await send({"role": "assistant", "content": ""})
+        self.streams_started += 1
         content = r.content or ""
-        for i in range(0, len(content), 16):
-            await send({"content": content[i : i + 16]})
+        n = max(1, self.stream_chunk_chars)
+        pieces = (
+            r.chunks
+            if r.chunks is not None
+            else [content[i : i + n] for i in range(0, len(content), n)]
+        )
+        for i, piece in enumerate(pieces):
+            if i and self.stream_interval:
+                await asyncio.sleep(self.stream_interval)
+            if self.stream_hook is not None:
+                out = self.stream_hook(i, piece)
+                if inspect.isawaitable(out):
+                    await out
+            await send({"content": piece})
+            if i == 0 and r.gate is not None:
+                await r.gate.wait()
+            if r.cut_after is not None and i + 1 >= r.cut_after:
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
         for idx, call in enumerate(calls):
             fn = call["function"]
             await send(
@@ -455,6 +617,7 @@ class FakeLLM:
             await send(None, usage_only=True)
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        self.streams_finished += 1
         return resp
 
 

@@ -57,6 +57,8 @@ class FakeSlack:
         self.calls: list[tuple[str, dict]] = []  # (method, params) for every Web API call
         self.posted: list[dict] = []  # chat.postMessage params (+ "ts")
         self.ephemeral: list[dict] = []
+        self.updates: list[dict] = []  # chat.update params
+        self.deleted: list[str] = []  # ts of posts removed by chat.delete
         self.reactions: list[dict] = []  # {"channel", "timestamp", "name"}
         self.uploads: list[
             dict
@@ -423,6 +425,44 @@ class FakeSlack:
         if p.get("thread_ts"):
             message["thread_ts"] = p["thread_ts"]
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _own_post(self, channel: Any, ts: Any) -> dict | None:
+        return next(
+            (
+                m
+                for m in self.posted
+                if m["channel"] == channel and m["ts"] == ts and not m.get("deleted")
+            ),
+            None,
+        )
+
+    async def _m_chat_update(self, p: dict) -> dict:
+        """Edit one of the bot's posts: the post's ``text`` changes, ``edits`` keeps the
+        history of texts; recorded in ``updates`` too."""
+        post = self._own_post(p.get("channel"), p.get("ts"))
+        if post is None:
+            return {"ok": False, "error": "message_not_found"}
+        text = p.get("text") or ""
+        if not text and not p.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        if len(text) > 40000:
+            return {"ok": False, "error": "msg_too_long"}
+        post.setdefault("edits", []).append(text)
+        post["text"] = text
+        self.updates.append(dict(p))
+        return {"ok": True, "channel": p["channel"], "ts": p["ts"], "text": text}
+
+    async def _m_chat_delete(self, p: dict) -> dict:
+        post = self._own_post(p.get("channel"), p.get("ts"))
+        if post is None:
+            return {"ok": False, "error": "message_not_found"}
+        post["deleted"] = True
+        self.deleted.append(p["ts"])
+        return {"ok": True, "channel": p["channel"], "ts": p["ts"]}
+
+    def visible_posts(self, channel: str) -> list[dict]:
+        """The bot's posts in a channel that were not deleted, in order."""
+        return [m for m in self.posted if m["channel"] == channel and not m.get("deleted")]
 
     async def _m_chat_postEphemeral(self, p: dict) -> dict:
         self.ephemeral.append(dict(p))

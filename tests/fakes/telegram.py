@@ -47,6 +47,12 @@ Behaviour switches and failure injection:
   ``None`` leaves the field out.
 * ``chunked_downloads = True`` – file downloads are streamed without a Content-Length header,
   so a client can only learn the size by counting.
+* ``clear_failures(method=None)`` – drop queued failures (ends an outage made with
+  ``fail_next(..., times=many)``).
+* ``fail_chat(chat_id, status=502, times=1)`` – the next sendMessage calls to that chat only
+  fail (403 defaults to "Forbidden: bot was blocked by the user").
+* ``send_delay = seconds`` – sendMessage records the message, then waits that long before
+  answering (a send in flight: the user has it, the bot does not know yet).
 * ``stall_next_poll(seconds)`` – the next getUpdates hangs that long without answering (then
   answers ``[]``), like a dead TCP connection.
 * ``validate_html = True`` (default) – ``parse_mode=HTML`` text is checked like Telegram does
@@ -305,6 +311,11 @@ class FakeTelegram:
         self.webhook_deleted = 0
         self.downloads: list[str] = []
         self.chunked_downloads = False
+        self.send_delay = 0.0  # seconds sendMessage waits, after recording, before answering
+        # seconds each of the next editMessageText calls waits before it is applied, in
+        # order (a slow request in flight: one sent earlier may land after one sent later)
+        self.edit_delays: list[float] = []
+        self._chat_failures: dict[str, list[_ApiError]] = {}
 
         self._updates: list[dict] = []  # pending (not yet confirmed) updates
         self._update_ids = itertools.count(first_update_id)
@@ -410,6 +421,10 @@ class FakeTelegram:
         date: int | None = None,
         edited: bool = False,
         file_size: Any = _REAL_SIZE,
+        media_group_id: str | None = None,
+        sticker: bytes | None = None,
+        duration: int = 1,
+        photo_size: tuple[int, int] = (1280, 960),
     ) -> int:
         """Queue a user message as an update; returns the update id.
 
@@ -419,6 +434,9 @@ class FakeTelegram:
         (``{"type": "mention", "offset": 0, "length": 10}``).  ``edited=True`` delivers it as
         ``edited_message``.  ``file_size`` makes the media (all of it) claim that size (``None``:
         no ``file_size`` field), for testing clients that must not trust it.
+        ``media_group_id`` makes the message part of an album (see ``inject_album``);
+        ``sticker`` sends a still WebP sticker; ``duration`` is the voice/audio length the
+        message claims; ``photo_size`` the (width, height) the largest photo size claims.
         """
         from_id = chat_id if from_id is None else from_id
         chat = self._chat(
@@ -454,7 +472,21 @@ class FakeTelegram:
             msg["reply_to_message"] = {
                 k: v for k, v in reply_to_message.items() if k != "reply_to_message"
             }
-        has_media = any(x is not None for x in (photo, document, video, audio, voice))
+        has_media = any(x is not None for x in (photo, document, video, audio, voice, sticker))
+        if media_group_id is not None:
+            msg["media_group_id"] = media_group_id
+        if sticker is not None:
+            info = self.add_file(
+                f"sticker-{next(self._file_seq)}", sticker, None, ".webp", declared_size=file_size
+            )
+            msg["sticker"] = {
+                **info,
+                "width": 512,
+                "height": 512,
+                "is_animated": False,
+                "is_video": False,
+                "type": "regular",
+            }
         if photo is not None:
             small = self.add_file(
                 f"photo-small-{next(self._file_seq)}", photo[:64], "photos/small.jpg"
@@ -464,7 +496,7 @@ class FakeTelegram:
             )
             msg["photo"] = [
                 {**small, "width": 90, "height": 90},
-                {**big, "width": 1280, "height": 960},
+                {**big, "width": photo_size[0], "height": photo_size[1]},
             ]
         if document is not None:
             seq = next(self._file_seq)  # Telegram's own path, never the sender's file name
@@ -494,12 +526,12 @@ class FakeTelegram:
             info = self.add_file(
                 f"audio-{next(self._file_seq)}", audio, None, ".mp3", declared_size=file_size
             )
-            msg["audio"] = {**info, "duration": 1, "mime_type": mime_type or "audio/mpeg"}
+            msg["audio"] = {**info, "duration": duration, "mime_type": mime_type or "audio/mpeg"}
         if voice is not None:
             info = self.add_file(
                 f"voice-{next(self._file_seq)}", voice, None, ".oga", declared_size=file_size
             )
-            msg["voice"] = {**info, "duration": 1, "mime_type": "audio/ogg"}
+            msg["voice"] = {**info, "duration": duration, "mime_type": "audio/ogg"}
         body = caption if caption is not None else text
         if has_media:
             if body:
@@ -512,6 +544,28 @@ class FakeTelegram:
                 msg["entities"] = entities
         self.messages[(chat_id, msg["message_id"])] = msg
         return self.inject_raw_update({"edited_message" if edited else "message": msg})
+
+    def inject_album(
+        self,
+        chat_id: int,
+        photos: list[bytes],
+        caption: str = "",
+        *,
+        media_group_id: str = "album-1",
+        **kw: Any,
+    ) -> list[int]:
+        """An album: one update per photo sharing ``media_group_id``, the caption on the
+        first (as Telegram sends it).  Returns the update ids."""
+        return [
+            self.inject_message(
+                chat_id,
+                caption if i == 0 else "",
+                photo=data,
+                media_group_id=media_group_id,
+                **kw,
+            )
+            for i, data in enumerate(photos)
+        ]
 
     def add_file(
         self,
@@ -569,6 +623,25 @@ class FakeTelegram:
             self._failures.setdefault(method.lower(), []).append(
                 _ApiError(status, description, params)
             )
+
+    def clear_failures(self, method: str | None = None) -> None:
+        """Drop the queued failures (of ``method``, or all): the end of an outage."""
+        if method is None:
+            self._failures.clear()
+            self._chat_failures.clear()
+        else:
+            self._failures.pop(method.lower(), None)
+
+    def fail_chat(
+        self, chat_id: int | str, status: int = 502, *, description: str = "", times: int = 1
+    ) -> None:
+        """The next ``times`` sendMessage calls to ``chat_id`` (only) fail with ``status``."""
+        desc = description or {403: "Forbidden: bot was blocked by the user"}.get(
+            status, "Bad Gateway"
+        )
+        self._chat_failures.setdefault(str(chat_id), []).extend(
+            _ApiError(status, desc) for _ in range(times)
+        )
 
     def stall_next_poll(self, seconds: float) -> None:
         """The next getUpdates hangs ``seconds`` without answering (then answers ``[]``)."""
@@ -673,11 +746,19 @@ class FakeTelegram:
         failures = self._failures.get(key)
         if failures:
             return self._error(failures.pop(0))
+        per_chat = self._chat_failures.get(str(params.get("chat_id")))
+        if per_chat and key == "sendmessage":
+            return self._error(per_chat.pop(0))
+        if self.edit_delays and key == "editmessagetext":
+            await asyncio.sleep(self.edit_delays.pop(0))
         try:
             result = await handler(key, params)
         except _ApiError as exc:
             return self._error(exc)
         self._notify()
+        if self.send_delay and key == "sendmessage":
+            # the message exists (the user sees it) before the answer reaches the bot
+            await asyncio.sleep(self.send_delay)
         return web.json_response({"ok": True, "result": result})
 
     @staticmethod

@@ -99,19 +99,28 @@ async def run_command(
     env: dict[str, str] | None = None,
 ) -> tuple[int | None, str, int, bool]:
     """Run a command; return (exit code or None, output (capped), total output bytes, timed_out)."""
-    kwargs = dict(
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    pipes = asyncio.subprocess.DEVNULL, asyncio.subprocess.PIPE, asyncio.subprocess.STDOUT
     if argv is not None:
-        proc = await asyncio.create_subprocess_exec(*argv, **kwargs)
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=pipes[0],
+            stdout=pipes[1],
+            stderr=pipes[2],
+            start_new_session=True,
+        )
     else:
         assert shell_command is not None
-        proc = await asyncio.create_subprocess_shell(shell_command, **kwargs)
+        proc = await asyncio.create_subprocess_shell(
+            shell_command,
+            cwd=cwd,
+            env=env,
+            stdin=pipes[0],
+            stdout=pipes[1],
+            stderr=pipes[2],
+            start_new_session=True,
+        )
 
     buf = bytearray()
     total = 0

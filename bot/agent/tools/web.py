@@ -24,11 +24,11 @@ import socket
 import ssl
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import aiohttp
-from aiohttp.abc import AbstractResolver
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from bot.untrusted import untrusted_block
 
@@ -176,7 +176,7 @@ class PinnedResolver(AbstractResolver):
 
     async def resolve(
         self, host: str, port: int = 0, family: int = socket.AF_UNSPEC
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResolveResult]:
         addrs = self.pinned.get(host.lower().rstrip("."))
         if not addrs:
             raise OSError(f"no vetted address for {host}")
@@ -395,7 +395,7 @@ def html_to_markdown(html: str, url: str = "") -> tuple[str, str]:
     try:
         import trafilatura
     except ImportError:
-        trafilatura = None
+        trafilatura = None  # type: ignore[assignment]
     if trafilatura is not None:
         try:
             md = trafilatura.extract(
