@@ -21,11 +21,12 @@ import json
 import mimetypes
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from channels.base import MediaItem
+from channels.base import MediaItem, MediaKind
 from channels.chunking import chunk_markdown, chunk_rendered, fence_closes, fence_open
 
 __all__ = [
@@ -139,7 +140,7 @@ def _split_code(text: str) -> list[tuple[bool, str]]:
     return out
 
 
-def _map_prose(text: str, fn) -> str:
+def _map_prose(text: str, fn: Callable[[str], str]) -> str:
     return "".join(part if is_code else fn(part) for is_code, part in _split_code(text))
 
 
@@ -284,7 +285,7 @@ _DIRECTIVE_RE = re.compile(
     re.IGNORECASE,
 )
 
-_KINDS = {
+_KINDS: dict[str, MediaKind] = {
     "image": "image",
     "photo": "image",
     "document": "document",
@@ -321,9 +322,7 @@ def _is_media_target(target: str) -> bool:
         return len(target) > len("https://") and not any(c.isspace() for c in target)
     if re.match(r"^[a-z][a-z0-9+.\-]*://", lower):
         return lower.startswith("file://") and len(target) > len("file://")
-    if target.startswith(("/", "~/", "./", "../")):
-        return True
-    # relative path: has a directory part or a file extension
+    # a path: has a directory part ("/x", "~/x", "./x", "a/b") or a file extension
     return "/" in target or bool(re.search(r"\.[A-Za-z0-9]{1,8}$", target))
 
 
@@ -335,7 +334,7 @@ def _extract_directives(text: str) -> tuple[str, str | None, str | None, bool, l
     voice = False
     media: list[MediaItem] = []
 
-    def repl(m: re.Match) -> str:
+    def repl(m: re.Match[str]) -> str:
         nonlocal explicit, current, voice
         if m.group("current"):
             current = True
@@ -346,7 +345,7 @@ def _extract_directives(text: str) -> tuple[str, str | None, str | None, bool, l
         else:
             target = _unquote_target(m.group("target").strip())
             if not _is_media_target(target):
-                return m.group(0)
+                return str(m.group(0))
             media.append(MediaItem(kind=_KINDS[m.group("kind").lower()], target=target))
         return _HOLE
 
@@ -394,7 +393,7 @@ def parse_reply(text: str, *, heartbeat: bool = False, ack_max_chars: int = 300)
     reply_to = explicit or current
 
     ack = False
-    for _ in range(3):  # tokens may be stacked: "HEARTBEAT_OK NO_REPLY"
+    while True:  # tokens may be stacked ("HEARTBEAT_OK NO_REPLY"): strip until nothing changes
         before = body
         if is_silent(body):
             body = ""
@@ -460,8 +459,8 @@ def resolve_media(items: list[MediaItem], roots: list[Path]) -> tuple[list[Media
             path_text = unquote(urlparse(path_text).path)
         real: Path | None = None
         try:
-            p = Path(path_text).expanduser()
-            if not p.is_absolute():
+            p: Path | None = Path(path_text).expanduser()
+            if p is not None and not p.is_absolute():
                 p = (Path(roots[0]).expanduser() / p) if roots else None
             if p is not None:
                 candidate = p.resolve(strict=True)

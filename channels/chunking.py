@@ -32,7 +32,7 @@ def fence_open(line: str) -> tuple[str, str] | None:
 
 def fence_closes(line: str, marker: str) -> bool:
     m = _FENCE_CLOSE_RE.match(line)
-    return bool(m) and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker)
+    return m is not None and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker)
 
 
 # --------------------------------------------------------------------------------------------
@@ -67,25 +67,19 @@ def _find_cut(s: str, window: int) -> tuple[int, int]:
     """
     region = s[: window + 1]
     floor = max(1, int(window * 0.3))
-    candidates: list[tuple[int, int]] = []
-    i = region.rfind("\n\n")
-    if i > 0:
-        j = i
-        while j < len(s) and s[j] == "\n":
-            j += 1
-        candidates.append((i, j))
-    else:
-        candidates.append((-1, -1))
-    i = region.rfind("\n")
-    candidates.append((i, i + 1) if i > 0 else (-1, -1))
-    i = max(region.rfind(" "), region.rfind("\t"))
-    candidates.append((i, i + 1) if i > 0 else (-1, -1))
-    for end, nxt in candidates:
+    # (where the piece ends, how long the break is); -1: no such break (the caller drops the
+    # newlines that start the next piece, so a paragraph break counts as two)
+    candidates = [
+        (region.rfind("\n\n"), 2),
+        (region.rfind("\n"), 1),
+        (max(region.rfind(" "), region.rfind("\t")), 1),
+    ]
+    for end, gap in candidates:
         if end >= floor and s[:end].strip():
-            return end, nxt
-    for end, nxt in candidates:
+            return end, end + gap
+    for end, gap in candidates:
         if end > 0 and s[:end].strip():
-            return end, nxt
+            return end, end + gap
     return window, window
 
 
@@ -96,18 +90,20 @@ def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[
     fence open at a cut is closed at the end of the chunk and reopened (same fence and info
     string) at the start of the next; the added characters count against ``limit``.  With
     ``max_lines`` (Discord's soft 17 lines) no chunk has more lines than that.  Every chunk
-    leaves its fences balanced; no chunk is empty.
+    leaves its fences balanced; no chunk is empty.  A fence opener on the last line (nothing
+    after it) is dropped: it would only make an empty code block, which platforms reject.
     """
     if limit < 1:
         raise ValueError("limit must be positive")
     if max_lines is not None and max_lines < 1:
         raise ValueError("max_lines must be positive")
     rest = (text or "").lstrip("\n").rstrip()
+    dangling = _open_fence_at_end(rest)
+    if dangling is not None and "\n" not in rest[dangling[2] :]:
+        rest = rest[: dangling[2]].rstrip()
     chunks: list[str] = []
     prefix = ""  # fence reopened at the start of the next chunk
     while rest.strip():
-        if prefix and (len(prefix) + 8 > limit // 2 or (max_lines is not None and max_lines < 4)):
-            prefix = ""  # fence too long to carry for this limit; degrade to plain cuts
         chunk, nxt, fence = _next_chunk(rest, prefix, limit, max_lines)
         if chunk.strip():
             chunks.append(chunk)
@@ -115,18 +111,32 @@ def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[
         prefix = ""
         if fence is not None:
             first, _, after = rest.partition("\n")
+            reopen = fence[3] + fence[0] + fence[1] + "\n"  # reopened with its indentation
             if fence_closes(first, fence[0]):
                 rest = after.lstrip("\n")  # the closer we added stands for this line
+            elif len(reopen) + 8 > limit // 2 or (max_lines is not None and max_lines < 4):
+                # the fence is too long to carry for this limit: the rest of the block goes as
+                # plain text, without its closing line (which would open a new block)
+                rest = _drop_closing_line(rest, fence[0])
             else:
-                prefix = fence[3] + fence[0] + fence[1] + "\n"  # reopened with its indentation
+                prefix = reopen
     return chunks
+
+
+def _drop_closing_line(text: str, marker: str) -> str:
+    """``text`` without the first line that closes a ``marker`` fence (unchanged if none)."""
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        if fence_closes(line.rstrip("\r"), marker):
+            return "\n".join(lines[:k] + lines[k + 1 :])
+    return text
 
 
 def chunk_rendered(
     text: str,
     limit: int,
     render: Callable[[str], R],
-    size: Callable[[R], int] = len,
+    size: Callable[[R], int] = len,  # type: ignore[assignment]  # R is str or another Sized
     *,
     floor: int = 100,
 ) -> list[R]:
@@ -144,7 +154,8 @@ def chunk_rendered(
         n = size(rendered)
         if n <= limit or len(chunk) <= floor:
             return [rendered]
-        finer = max(floor, min(len(chunk) - 1, int(len(chunk) * limit / n * 0.9)))
+        # limit / n < 1, so this is always shorter than the chunk: every round makes progress
+        finer = max(floor, int(len(chunk) * limit / n * 0.9))
         return [r for piece in chunk_markdown(chunk, finer) for r in fit(piece)]
 
     return [r for chunk in chunk_markdown(text, limit) for r in fit(chunk)]
@@ -187,16 +198,15 @@ def _next_chunk(
                 end = nxt = opener_at
                 piece = rest[:end].rstrip()
                 body = prefix + piece
-                fence = _open_fence_at_end(body)
+                fence = None  # no fence was open before the opener
             else:
                 # the opener starts the chunk and the line after it is longer than the
-                # window (minified JSON): cut inside that line, never send an empty block
+                # window (minified JSON): cut inside that line, never send an empty block.
+                # (rest is longer than w, so the line goes on past room)
                 inner = len(body) - len(prefix) + 1
                 room = w - inner - len(fence[3]) - len(fence[0]) - 1
-                if room >= 1 and len(rest) > inner:
-                    cut, after = (
-                        _find_cut(rest[inner:], room) if len(rest) - inner > room else (room, room)
-                    )
+                if room >= 1:
+                    cut, after = _find_cut(rest[inner:], room)
                     end, nxt = inner + cut, inner + after
                     piece = rest[:end]
                     body = prefix + piece

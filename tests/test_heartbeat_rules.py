@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, UTC
+from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -390,3 +390,119 @@ def test_user_message_crosses_date_line():
 def test_user_message_empty_prompt():
     now = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
     assert heartbeat_user_message("", now, "UTC") == "Current time: 2026-11-21 08:30 (UTC)"
+
+
+# ---------------------------------------------------------------------------
+# Edges pinned by a mutation test (bash .ci/mutation)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,empty",
+    [
+        # front matter must start on the first line: a rule after a task is not front matter
+        ("call mom\n---\n", False),
+        ("call mom\n---\n# Tasks\n---\n", False),
+        # an empty front-matter block (closer on the second line)
+        ("---\n---\n# Tasks\n", True),
+        ("---\n---\ncall mom\n", False),
+        # old Mac line endings are line breaks too
+        ("- [ ]\r- [ ]\r", True),
+        ("# Tasks\r- [ ] water plants\r", False),
+        ("# Tasks\r\n- [ ]\r\n", True),
+    ],
+)
+def test_emptiness_edges(text, empty):
+    assert is_effectively_empty(text) is empty
+
+
+@pytest.mark.parametrize(
+    "text,allow_24,hint",
+    [
+        ("25:00", True, "00:00-24:00"),
+        ("25:00", False, "00:00-23:59"),
+        ("12:60", False, "00:00-23:59"),
+    ],
+)
+def test_parse_hhmm_error_names_the_allowed_range(text, allow_24, hint):
+    with pytest.raises(ValueError) as err:
+        parse_hhmm(text, allow_24=allow_24)
+    assert str(err.value) == f"invalid time {text!r}: must be between {hint}"
+
+
+def test_parse_hhmm_non_string_is_named():
+    with pytest.raises(ValueError, match=r"invalid time 800: expected a string in HH:MM form"):
+        parse_hhmm(800, allow_24=False)  # type: ignore[arg-type]
+
+
+class _NoOffset(tzinfo):
+    """A tzinfo that does not know its offset: such a datetime is naive in Python's terms."""
+
+    def utcoffset(self, dt):
+        return None
+
+    def dst(self, dt):
+        return None
+
+
+def test_aware_means_a_known_offset():
+    with pytest.raises(ValueError, match="^in_active_hours needs a timezone-aware datetime$"):
+        in_active_hours(datetime(2026, 1, 1, 12, 0, tzinfo=_NoOffset()), "08:00", "22:00", UTC)
+    # the twin: a real zone works
+    assert in_active_hours(datetime(2026, 1, 1, 12, 0, tzinfo=PARIS), "08:00", "22:00", UTC)
+
+
+@pytest.mark.parametrize(
+    "zone,start,end",
+    [
+        # 12:00 UTC is 21:00 in Tokyo and 07:00 in New York: inside these windows only in
+        # the given zone, whatever zone the host runs in
+        ("Asia/Tokyo", "20:00", "22:00"),
+        ("America/New_York", "06:00", "08:00"),
+    ],
+)
+def test_decide_uses_the_window_zone(zone, start, end):
+    window = (start, end, ZoneInfo(zone))
+    d = decide(heartbeat_md=TASKS, now=at(12, 0), active_hours=window, main_session_busy=False)
+    assert d == HeartbeatDecision(True, "due")
+    d = decide(heartbeat_md=TASKS, now=at(23, 0), active_hours=window, main_session_busy=False)
+    assert d == HeartbeatDecision(False, "outside active hours")
+
+
+def test_decide_reasons_are_stable():
+    d = decide(heartbeat_md=None, now=at(12, 0), active_hours=WINDOW, main_session_busy=False)
+    assert d == HeartbeatDecision(True, "HEARTBEAT.md missing")
+    d = decide(heartbeat_md=TASKS, now=at(12, 0), active_hours=WINDOW, main_session_busy=False)
+    assert d == HeartbeatDecision(True, "due")
+
+
+def test_parse_duration_errors_name_value_and_units():
+    with pytest.raises(ValueError, match=r"invalid duration 30: expected a string such as '30m'"):
+        parse_duration(30)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"with units d, h, m, s, ms \(e\.g\. '30m'"):
+        parse_duration("5mins")
+
+
+def test_user_message_naive_time_is_taken_as_local():
+    naive = datetime(2026, 11, 21, 8, 30)
+    assert (
+        heartbeat_user_message("p", naive, "Europe/Paris")
+        == "p\n\nCurrent time: 2026-11-21 08:30 (Europe/Paris)"
+    )
+    assert heartbeat_user_message("p", naive, "") == "p\n\nCurrent time: 2026-11-21 08:30 (local)"
+
+
+def test_user_message_label_without_a_configured_zone():
+    # no zone configured: the time as given, labelled with its own zone name
+    now = datetime(2026, 11, 21, 8, 30, tzinfo=PARIS)
+    assert heartbeat_user_message("p", now, "") == "p\n\nCurrent time: 2026-11-21 08:30 (CET)"
+    now = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
+    assert heartbeat_user_message("p", now, "") == "p\n\nCurrent time: 2026-11-21 08:30 (UTC)"
+
+
+def test_user_message_unknown_zone_keeps_the_time():
+    now = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
+    assert (
+        heartbeat_user_message("p", now, "Nowhere/Atlantis")
+        == "p\n\nCurrent time: 2026-11-21 08:30 (Nowhere/Atlantis)"
+    )

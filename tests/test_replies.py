@@ -670,3 +670,244 @@ def test_an_indented_fence_is_reopened_with_its_indentation():
 def test_quoted_media_targets_lose_their_quotes(marker, target):
     plan = parse_reply(f"here {marker}")
     assert [m.target for m in plan.media] == [target] and plan.text == "here"
+
+
+# ---------------------------------------------------------------------------------- edges
+# Pinned by a mutation test (bash .ci/mutation): boundaries, fences, tidying, media names.
+
+
+@pytest.mark.parametrize(
+    "text, out, targets",
+    [
+        # ~~~ fences are code like ``` fences; text after a closed fence is prose again
+        (
+            "~~~\n[IMAGE:/w/a.png]\n~~~\nafter [IMAGE:/w/b.png]",
+            "~~~\n[IMAGE:/w/a.png]\n~~~\nafter",
+            ["/w/b.png"],
+        ),
+        ("```\nx\n```\nThen [IMAGE:/w/a.png]", "```\nx\n```\nThen", ["/w/a.png"]),
+        # prose before a fence is prose, every line of it
+        ("See [IMAGE:/w/a.png]\n```\ncode\n```", "See\n```\ncode\n```", ["/w/a.png"]),
+        ("one\ntwo [IMAGE:/w/a.png]\n```\ncode\n```", "one\ntwo\n```\ncode\n```", ["/w/a.png"]),
+        # CRLF line endings: the closing fence still closes
+        (
+            "```\r\n[IMAGE:/w/a.png]\r\n```\r\nSee [IMAGE:/w/b.png]",
+            "```\r\n[IMAGE:/w/a.png]\r\n```\r\nSee",
+            ["/w/b.png"],
+        ),
+        # a closing fence may be followed by spaces only (CommonMark): these do not close
+        (
+            "```\n[IMAGE:/w/a.png]\n```X\nSee [IMAGE:/w/b.png]",
+            "```\n[IMAGE:/w/a.png]\n```X\nSee [IMAGE:/w/b.png]",
+            [],
+        ),
+        (
+            "```\n[IMAGE:/w/a.png]\n```\u00a0\nSee [IMAGE:/w/b.png]",
+            "```\n[IMAGE:/w/a.png]\n```\u00a0\nSee [IMAGE:/w/b.png]",
+            [],
+        ),
+        ("```\n[IMAGE:/w/a.png]\n```  \nSee [IMAGE:/w/b.png]", None, ["/w/b.png"]),
+        # inline code spans: at the very start, after an unmatched run, before prose
+        ("`[IMAGE:/w/a.png]` and [IMAGE:/w/b.png]", "`[IMAGE:/w/a.png]` and", ["/w/b.png"]),
+        (
+            "a `` b `[IMAGE:/w/a.png]` c [IMAGE:/w/b.png]",
+            "a `` b `[IMAGE:/w/a.png]` c",
+            ["/w/b.png"],
+        ),
+        ("Use a ` backtick [IMAGE:/w/b.png]", "Use a ` backtick", ["/w/b.png"]),
+        ("[IMAGE:/w/b.png] see `x`", "see `x`", ["/w/b.png"]),
+    ],
+)
+def test_code_detection_edges(text, out, targets):
+    plan = parse_reply(text)
+    if out is not None:
+        assert plan.text == out
+    assert [m.target for m in plan.media] == targets
+
+
+@pytest.mark.parametrize(
+    "text, out",
+    [
+        ("see [[reply_to_current]] [[audio_as_voice]] now", "see now"),
+        ("see [[reply_to_current]]  [[audio_as_voice]]now", "see now"),
+        ("Here:\n[IMAGE:/w/a.png]\nThanks", "Here:\nThanks"),
+        ("Here:\n  [IMAGE:/w/a.png] [IMAGE:/w/b.png]  \nThanks", "Here:\nThanks"),
+        ("Intro\n[IMAGE:/w/a.png] caption", "Intro\ncaption"),
+        ("- a\n  [IMAGE:/w/a.png] b", "- a\n  b"),
+        ("See this: [IMAGE:/w/a.png]\nNext", "See this:\nNext"),
+        ("See this: [IMAGE:/w/a.png]", "See this:"),
+    ],
+)
+def test_removed_directives_leave_tidy_text(text, out):
+    assert parse_reply(text).text == out
+
+
+def test_flags_are_booleans():
+    plan = parse_reply("hi")
+    assert plan.audio_as_voice is False and plan.ack is False and plan.reply_to is None
+    assert parse_reply("[[audio_as_voice]] hi").audio_as_voice is True
+
+
+@pytest.mark.parametrize(
+    "text, silent",
+    [("{oops}", False), ("{not: json}", False), ("{}", False), ('{"action": "no_reply"}', True)],
+)
+def test_is_silent_json_edges(text, silent):
+    assert is_silent(text) is silent
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Done. NO_REPLY NO_REPLY", "Done."),  # stripped repeatedly from the end
+        ("NO_REPLY NO_REPLY: not needed", "not needed"),  # and from the start
+        ("Done.\n\nNO_REPLY" + " " * 8, "Done."),
+        ("Done.\n\nNO_REPLY\n\n\n\n\n\n", "Done."),
+        ("  Done. NO_REPLY", "Done."),  # the result is trimmed once a token went
+        ("  hello  ", "  hello  "),  # no token: the text comes back unchanged
+        ("NO_REPLY\u2013 dash", "dash"),
+    ],
+)
+def test_strip_silent_token_edges(text, expected):
+    assert strip_silent_token(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, rest, found",
+    [
+        # at most 4 non-word characters after the token: 4 strip, 5 do not
+        ("x HEARTBEAT_OK....", "x....", True),
+        ("x HEARTBEAT_OK.....", "x HEARTBEAT_OK.....", False),
+        ("x HEARTBEAT_OK!?!?", "x!?!?", True),
+        ("x HEARTBEAT_OK!?!?!", "x HEARTBEAT_OK!?!?!", False),
+        # whitespace and markup around the punctuation do not count (decision; SPEC is silent)
+        ("x HEARTBEAT_OK !!", "x!!", True),
+        ("x HEARTBEAT_OK ! ! ! !", "x!!!!", True),
+        ("x HEARTBEAT_OK**.**", "x.", True),
+        # repeatedly at the end
+        ("Disk full. HEARTBEAT_OK HEARTBEAT_OK", "Disk full.", True),
+    ],
+)
+def test_strip_heartbeat_token_boundaries(text, rest, found):
+    assert strip_heartbeat_token(text) == (rest, found)
+
+
+def test_ack_max_chars_boundary_is_inclusive():
+    for limit in (300, 10):
+        at_limit = "y" * limit
+        plan = parse_reply(f"HEARTBEAT_OK {at_limit}", heartbeat=True, ack_max_chars=limit)
+        assert plan.silent and plan.ack
+        over = "y" * (limit + 1)
+        plan = parse_reply(f"HEARTBEAT_OK {over}", heartbeat=True, ack_max_chars=limit)
+        assert not plan.silent and plan.ack and plan.text == over
+
+
+def test_ack_max_chars_defaults_to_300():
+    assert parse_reply("HEARTBEAT_OK " + "z" * 300, heartbeat=True).silent
+    plan = parse_reply("HEARTBEAT_OK " + "z" * 301, heartbeat=True)
+    assert not plan.silent and plan.text == "z" * 301
+
+
+def test_a_reply_that_was_only_the_ack_is_dropped_and_marked():
+    plan = parse_reply("HEARTBEAT_OK")  # normal mode
+    assert plan == ReplyPlan(silent=True, ack=True)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "HEARTBEAT_OK NO_REPLY HEARTBEAT_OK",
+        "NO_REPLY HEARTBEAT_OK NO_REPLY HEARTBEAT_OK NO_REPLY HEARTBEAT_OK NO_REPLY",
+    ],
+)
+def test_sandwiched_tokens_are_silent(text):
+    assert parse_reply(text).silent
+    assert parse_reply(text, heartbeat=True).silent
+
+
+def test_deeply_stacked_leading_tokens_never_leak():
+    # SPEC §3.1: a leading NO_REPLY is removed, however many layers of tokens precede it
+    text = "NO_REPLY HEARTBEAT_OK NO_REPLY HEARTBEAT_OK NO_REPLY HEARTBEAT_OK NO_REPLY Hello"
+    assert parse_reply(text).text == "Hello"
+
+
+@pytest.mark.parametrize(
+    "marker, target",
+    [
+        ("[IMAGE:\u201c/tmp/My File.png\u201d]", "/tmp/My File.png"),
+        ("[IMAGE:\u2018/tmp/a b.png\u2019]", "/tmp/a b.png"),
+        ('[IMAGE:/tmp/x.png"]', '/tmp/x.png"'),  # only a matching pair is removed
+        ('[IMAGE:"/tmp/x.png]', '"/tmp/x.png'),
+        ("[FILE:file:///w/a.pdf]", "file:///w/a.pdf"),
+        ("[FILE:FILE:///w/a.pdf]", "FILE:///w/a.pdf"),
+        ("[FILE:docs/README]", "docs/README"),  # a directory part makes a path
+        ("[FILE:REPORT.PDF]", "REPORT.PDF"),  # so does an extension, any case
+    ],
+)
+def test_media_target_forms(marker, target):
+    plan = parse_reply(f"here {marker}")
+    assert [m.target for m in plan.media] == [target]
+    assert plan.text == "here"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[IMAGE:https://]", "[IMAGE:http://]", "[FILE:file://]", '[IMAGE:""]', "[IMAGE:README]"],
+)
+def test_incomplete_targets_stay_text(text):
+    plan = parse_reply(f"see {text}")
+    assert plan.media == [] and plan.text == f"see {text}"
+
+
+@pytest.mark.parametrize(
+    "target, name, mime",
+    [
+        ("http://x.example/a/b.png?size=2", "b.png", "image/png"),
+        ("https://x.example/docs/", "docs", ""),
+        (
+            "https://x.example/files/report.DOCX",
+            "report.DOCX",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
+        ("https://x.example/", "file", ""),
+        ("https://x.example/a", "a", ""),
+    ],
+)
+def test_resolve_media_urls(target, name, mime):
+    ok, notes = resolve_media([MediaItem("image", target)], [])
+    assert notes == []
+    assert ok == [MediaItem(kind="image", target=target, name=name, mime=mime)]
+
+
+def test_resolve_media_keeps_given_name_and_mime():
+    item = MediaItem("document", "https://x.example/a", name="a.pdf", mime="application/pdf")
+    assert resolve_media([item], []) == ([item], [])
+
+
+@pytest.mark.parametrize("target, name", [("pics/", "pics"), ("missing/draft.DOCX", "draft.DOCX")])
+def test_resolve_media_refusal_names(roots, target, name):
+    ws, media, _ = roots
+    refused = ([], [f"[attachment unavailable: {name}]"])
+    assert resolve_media([MediaItem("document", target)], [ws, media]) == refused
+
+
+def test_resolve_media_relative_path_without_roots_is_refused(roots):
+    ws, media, _ = roots
+    # the twin: with the workspace as a root the same path resolves
+    ok, notes = resolve_media([MediaItem("image", "pics/cat.png")], [ws, media])
+    assert [m.name for m in ok] == ["cat.png"] and notes == []
+    # without roots it has nothing to resolve against: refused, not an error
+    ok, notes = resolve_media([MediaItem("image", "pics/cat.png")], [])
+    assert ok == [] and notes == ["[attachment unavailable: cat.png]"]
+
+
+def test_resolve_media_unknown_type_and_a_broken_root(roots, tmp_path):
+    ws, _media, _ = roots
+    (ws / "notes.zzq").write_bytes(b"?")
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)  # resolving it fails; the other roots still count
+    ok, notes = resolve_media([MediaItem("document", str(ws / "notes.zzq"))], [loop, ws])
+    assert notes == []
+    assert ok == [
+        MediaItem("document", str((ws / "notes.zzq").resolve()), name="notes.zzq", mime="")
+    ]
