@@ -6,7 +6,7 @@
 sendChatAction was in flight at that moment, PTB's stock ``HTTPXRequest`` never released
 the cancelled request's slot in its connection pool.  After enough of them every call
 failed with "Pool timeout".  The router now shields that call, and the adapter now uses
-``channels.telegram_request.AiohttpRequest``; this script shows both request classes on
+``channels.telegram.request.AiohttpRequest``; this script shows both request classes on
 their own: it cancels 3,000 sendChatAction calls after 0-3 ms each against FakeTelegram,
 then tries one sendMessage.
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
-from channels.telegram_request import AiohttpRequest
+from channels.telegram.request import AiohttpRequest
 from tests.fakes.telegram import FakeTelegram
 
 

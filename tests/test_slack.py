@@ -609,3 +609,63 @@ async def test_open_for_sending_reports_a_bad_token(fake):
     ch = SlackChannel(bot_token="xoxb-wrong", app_token=fake.app_token, api_base=fake.api_base)
     with pytest.raises(ChannelError, match="auth.test failed"):
         await ch.open_for_sending()
+
+
+# ------------------------------------------------------------------ live previews
+
+
+async def test_preview_is_edited_into_the_first_chunk(socket_channel, fake):
+    ch, _ = socket_channel
+    preview = await ch.send_preview("C1", "Hel", thread_id="5.5")
+    await ch.edit_preview("C1", preview, "Hello **there**")
+    text = "\n\n".join(["x " * 1500] * 3)
+    ids = await ch.send(OutboundMessage(chat_id="C1", text=text, thread_id="5.5", edit_id=preview))
+    assert ids[0] == preview and len(ids) >= 2
+    assert fake.updates[0]["text"] == "Hello *there*"
+    [p0, *rest] = fake.visible_posts("C1")
+    assert p0["ts"] == preview and p0["text"] == fake.updates[-1]["text"]
+    assert [p["ts"] for p in rest] == ids[1:] and fake.deleted == []
+    assert {p["thread_ts"] for p in fake.posted} == {"5.5"}
+
+
+async def test_preview_that_cannot_be_edited_is_replaced_by_a_new_post(socket_channel, fake):
+    ch, _ = socket_channel
+    preview = await ch.send_preview("C1", "Hel")
+    fake.fail_next("chat.update", status=200, retry_after=None, error="cant_update_message")
+    ids = await ch.send(OutboundMessage(chat_id="C1", text="Hello there", edit_id=preview))
+    assert fake.deleted == [preview]
+    assert [p["text"] for p in fake.visible_posts("C1")] == ["Hello there"]
+    assert ids == [fake.visible_posts("C1")[0]["ts"]] and ids != [preview]
+
+
+async def test_preview_edit_failing_for_now_raises_and_keeps_the_preview(socket_channel, fake):
+    ch, _ = socket_channel
+    preview = await ch.send_preview("C1", "Hel")
+    from slack_sdk.errors import SlackApiError
+
+    fake.fail_next("chat.update", status=200, retry_after=None, error="internal_error")
+    with pytest.raises(SlackApiError, match="internal_error"):  # the outbox retries it
+        await ch.send(OutboundMessage(chat_id="C1", text="Hello there", edit_id=preview))
+    assert fake.deleted == [] and [p["ts"] for p in fake.visible_posts("C1")] == [preview]
+
+
+async def test_a_thread_the_bot_uploaded_a_file_to_counts_as_its_thread(
+    socket_channel, fake, tmp_path
+):
+    ch, sink = socket_channel
+    p = tmp_path / "chart.png"
+    p.write_bytes(b"\x89PNG")
+    await ch.send(
+        OutboundMessage(chat_id="C5", thread_id="7.7", media=[MediaItem("image", str(p))])
+    )
+    assert [u["thread_ts"] for u in fake.uploads] == ["7.7"] and fake.posted == []
+    envs = [
+        await fake.push_event(
+            fake.message_event("C5", "U2", text, thread_ts=thread, channel_type="channel")
+        )
+        for text, thread in (("nice chart", "7.7"), ("other thread", "8.8"))
+    ]
+    for env in envs:
+        await fake.wait_for_ack(env)
+    got = {m.text: m.mentioned for m in await sink.wait(2)}
+    assert got == {"nice chart": True, "other thread": False}

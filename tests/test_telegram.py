@@ -782,3 +782,74 @@ async def test_open_for_sending_reports_a_bad_token(fake, make_channel):
     ch = make_channel(token="999:WRONG")
     with pytest.raises(ChannelError, match="rejected"):
         await ch.open_for_sending()
+
+
+# ---------------------------------------------------------------------------- preview edits
+
+
+async def test_preview_is_edited_into_the_first_chunk(fake, started):
+    ch, _ = started
+    preview = await ch.send_preview("42", "Hel")
+    await ch.edit_preview("42", preview, "Hello")
+    await ch.edit_preview("42", preview, "Hello")  # "not modified": already shows this
+    text = "**Hello** world\n\n" + "y" * 3990
+    ids = await ch.send(OutboundMessage(chat_id="42", text=text, edit_id=preview))
+    assert ids[0] == preview and len(ids) == 2
+    first = fake.sent[0]
+    assert first.edits == ["Hello", "<b>Hello</b> world"]
+    assert [s.method for s in fake.sent] == ["sendMessage", "sendMessage"]
+    assert fake.calls_of("deleteMessage") == []
+
+
+async def test_preview_edit_with_refused_html_goes_plain(fake, started):
+    ch, _ = started
+    preview = await ch.send_preview("42", "…")
+    fake.fail_next(
+        "editMessageText", 400, description="Bad Request: can't parse entities: unclosed start tag"
+    )
+    ids = await ch.send(OutboundMessage(chat_id="42", text="**done**", edit_id=preview))
+    assert ids == [preview]
+    edits = fake.calls_of("editMessageText")
+    assert edits[0]["parse_mode"] == "HTML" and "parse_mode" not in edits[1]
+    assert fake.sent[0].edits == ["**done**"]
+
+
+async def test_preview_gone_is_deleted_and_the_reply_sent_anew(fake, started):
+    ch, _ = started
+    fake.inject_message(42, "question", from_id=42)
+    preview = await ch.send_preview("42", "…")
+    fake.fail_next("editMessageText", 400, description="Bad Request: message can't be edited")
+    ids = await ch.send(
+        OutboundMessage(chat_id="42", text="**done**", edit_id=preview, reply_to_id="1")
+    )
+    assert ids != [preview] and len(ids) == 1
+    assert [c["message_id"] for c in fake.calls_of("deleteMessage")] == [int(preview)]
+    last = fake.sent[-1]
+    assert str(last.message_id) == ids[0] and last.parse_mode == "HTML"
+    assert last.visible_text == "done" and last.reply_to_message_id == 1
+
+
+async def test_reply_moves_to_the_next_chunk_when_the_first_fails(fake, started):
+    ch, _ = started
+    fake.inject_message(42, "question", from_id=42)
+    fake.fail_next("sendMessage", 400, description="Bad Request: something else")
+    ids = await ch.send(OutboundMessage(chat_id="42", text=_long(2), reply_to_id="1"))
+    assert len(ids) == 1
+    assert [s.reply_to_message_id for s in fake.sent] == [1]
+
+
+async def test_upload_bytes_and_name_reach_the_server(fake, started, tmp_path):
+    ch, _ = started
+    clip = tmp_path / "a b.mp4"
+    clip.write_bytes(b"\x00\x01video")
+    [mid] = await ch.send(
+        OutboundMessage(chat_id="42", media=[MediaItem("video", str(clip))], thread_id="4")
+    )
+    [s] = fake.sent
+    assert (s.method, s.filename, s.data, s.message_thread_id) == (
+        "sendVideo",
+        "a b.mp4",
+        b"\x00\x01video",
+        4,
+    )
+    assert str(s.message_id) == mid

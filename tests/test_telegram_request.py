@@ -14,7 +14,7 @@ from telegram.error import NetworkError, TimedOut
 from telegram.request import RequestData
 from telegram.request._requestparameter import RequestParameter
 
-from channels.telegram_request import AiohttpRequest
+from channels.telegram.request import AiohttpRequest
 from tests.fakes.telegram import FakeTelegram
 
 TOKEN = "123:SECRET-TOKEN"

@@ -97,7 +97,8 @@ class AiohttpRequest(BaseRequest):
         # by the whole-request limit: the sum of the four, the ceiling httpx's timeouts add up to.
         wait = None if pool_s is None or connect_s is None else pool_s + connect_s
         parts = (pool_s, connect_s, write_s, read_s)
-        total = None if any(t is None for t in parts) else sum(parts)  # type: ignore[arg-type]
+        given = [t for t in parts if t is not None]
+        total = sum(given) if len(given) == len(parts) else None
         return aiohttp.ClientTimeout(
             total=total, connect=wait, sock_connect=connect_s, sock_read=read_s
         )

@@ -1,15 +1,18 @@
 """Telegram adapter (python-telegram-bot 22, own long-poll loop).
 
-Translation only: Telegram updates become ``InboundMessage`` values handed to the core's sink,
-``OutboundMessage`` values become Bot API calls.  We use PTB's ``Bot`` (typed API, request
-objects, errors) but not its ``Application``/``Updater``: our own poll loop advances the update
-offset only after the sink has persisted a message (SPEC §4.5), skips updates it cannot parse
-one at a time, restarts a stalled long poll, and backs off on network errors.
+The adapter wires the transport to the pure translators (``translate.py``) and keeps the
+channel's state: Telegram updates become ``InboundMessage`` values handed to the core's sink,
+``OutboundMessage`` values become the Bot API calls ``translate.plan_send`` lists.  We use
+PTB's ``Bot`` (typed API, request objects, errors) but not its ``Application``/``Updater``:
+our own poll loop advances the update offset only after the sink has persisted a message
+(SPEC §4.5), skips updates it cannot parse one at a time, restarts a stalled long poll, and
+backs off on network errors.  Bytes move through ``request.AiohttpRequest``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import mimetypes
@@ -17,13 +20,12 @@ import re
 import tempfile
 import uuid
 import warnings
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
-from telegram import Bot, BotCommand, InputFile, Message, ReactionTypeEmoji, ReplyParameters, Update
-from telegram.constants import ChatAction, MessageEntityType
+from telegram import Bot, BotCommand, InputFile, Message, ReactionTypeEmoji, ReplyParameters
 from telegram.error import (
     BadRequest,
     Conflict,
@@ -34,8 +36,8 @@ from telegram.error import (
     TelegramError,
     TimedOut,
 )
+from telegram.warnings import PTBDeprecationWarning
 
-from channels.redact import RedactSecrets
 from channels.base import (
     Capabilities,
     Channel,
@@ -43,32 +45,37 @@ from channels.base import (
     InboundMessage,
     InboundSink,
     MediaItem,
-    MediaKind,
     MediaTooLarge,
     OutboundMessage,
     wait_task_end,
 )
-from channels.telegram_request import AiohttpRequest
+from channels.redact import RedactSecrets
+from channels.telegram import translate
+from channels.telegram.request import AiohttpRequest
+from channels.telegram.translate import ApiCall, LocalFile, MediaSend, PreviewEdit, TextSend
 from channels.util import capped_file
-import contextlib
 
 log = logging.getLogger("chela.channels.telegram")
 
 # getUpdates goes through PTB's public raw call, Bot.do_api_request, so that one malformed update
-# cannot fail Update.de_list for the whole batch (each update is parsed on its own).  PTB warns
-# that Bot.get_updates exists; that is the parsing we avoid on purpose.
+# cannot fail Update.de_list for the whole batch (each update is translated on its own).  PTB
+# warns that Bot.get_updates exists; that is the parsing we avoid on purpose.
 warnings.filterwarnings(
     "ignore", message=r"Please use 'Bot\.getUpdates' instead", module=r"channels\.telegram"
 )
 
-_MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # Bot API limit for uploads
-_HARD_TEXT_LIMIT = 4096
-_MEDIA_LABEL = {
-    "image": "Image",
-    "document": "Document",
-    "video": "Video",
-    "audio": "Audio",
-    "voice": "Voice",
+# Bot API method → the PTB ``Bot`` method that makes it (typed, with PTB's encoding and errors)
+_PTB_METHOD = {
+    "sendMessage": "send_message",
+    "editMessageText": "edit_message_text",
+    "deleteMessage": "delete_message",
+    "sendPhoto": "send_photo",
+    "sendDocument": "send_document",
+    "sendVideo": "send_video",
+    "sendAudio": "send_audio",
+    "sendVoice": "send_voice",
+    "sendChatAction": "send_chat_action",
+    "setMessageReaction": "set_message_reaction",
 }
 
 
@@ -85,29 +92,12 @@ _PTB_LOGGER = "telegram.Bot"
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
-    value = getattr(
-        exc, "_retry_after", None
-    )  # timedelta in PTB ≥ 22.2, avoids the deprecation warning
-    if value is None:
+    # PTB ≥ 22.2 warns that ``retry_after`` will become a timedelta; either form is read
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
         value = exc.retry_after
     seconds = value.total_seconds() if hasattr(value, "total_seconds") else float(value)
     return max(0.0, seconds)
-
-
-def _to_chat_id(chat_id: str) -> int | str:
-    try:
-        return int(chat_id)
-    except (TypeError, ValueError):
-        return chat_id  # "@channelusername"
-
-
-def _to_int(value: str | None) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _safe_name(name: str) -> str:
@@ -184,7 +174,7 @@ class TelegramChannel(Channel):
                 self.stall_timeout,
                 self.poll_timeout,
             )
-        self.chunk_limit = min(int(chunk_limit), _HARD_TEXT_LIMIT)
+        self.chunk_limit = min(int(chunk_limit), translate.HARD_TEXT_LIMIT)
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.start_timeout = start_timeout
@@ -199,11 +189,11 @@ class TelegramChannel(Channel):
         self._bot: Bot | None = None
         self._requests: list[AiohttpRequest] = []
         self._sink: InboundSink | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
         self._offset: int | None = None  # next offset to confirm (last handled update_id + 1)
         self._confirmed: int | None = None  # offset the server has last been told
-        self._identity: dict = {}
+        self._me = translate.Me()  # who the bot is, from getMe
         self._redactor = RedactSecrets([token])
         # an album being collected: (chat:media_group_id, {update_id: message})
         self._album: tuple[str, dict[int, InboundMessage]] | None = None
@@ -212,9 +202,9 @@ class TelegramChannel(Channel):
 
     # ------------------------------------------------------------------ lifecycle
     @property
-    def bot_identity(self) -> dict:
+    def bot_identity(self) -> dict[str, str]:
         """``{"id": "<bot user id>", "username": "<bot username>"}`` after start."""
-        return dict(self._identity)
+        return {"id": self._me.id, "username": self._me.username} if self._me.id else {}
 
     @property
     def running(self) -> bool:
@@ -287,7 +277,7 @@ class TelegramChannel(Channel):
                 raise ChannelError(f"telegram: start failed: {exc!r}") from exc
             raise
         self._bot = bot
-        self._identity = {"id": str(bot.id), "username": bot.username or ""}
+        self._me = translate.Me(id=str(bot.id), username=bot.username or "")
         log.info(
             "telegram[%s]: connected as @%s (id %s)%s",
             self.account,
@@ -366,7 +356,7 @@ class TelegramChannel(Channel):
         raise _Stopped
 
     # ------------------------------------------------------------------ polling
-    async def _fetch(self) -> list:
+    async def _fetch(self) -> list[Any]:
         """One getUpdates call, raw JSON (so one bad update cannot poison the batch)."""
         assert self._bot is not None and self._stopping is not None
         data: dict[str, Any] = {
@@ -400,8 +390,11 @@ class TelegramChannel(Channel):
 
     async def _poll_loop(self) -> None:
         delay = self.backoff_initial
+        stopping = self._stopping
+        if stopping is None:
+            return
         try:
-            while not self._stopping.is_set():  # type: ignore[union-attr]
+            while not stopping.is_set():
                 try:
                     updates = await self._fetch()
                 except _Stalled:
@@ -444,7 +437,7 @@ class TelegramChannel(Channel):
                 delay = self.backoff_initial
                 for raw in updates:
                     await self._handle_raw(raw)
-                    if self._stopping.is_set():  # type: ignore[union-attr]
+                    if stopping.is_set():
                         break
                 if self._album is not None:
                     if self._album_grew:
@@ -463,8 +456,8 @@ class TelegramChannel(Channel):
             log.exception("telegram[%s]: poll loop crashed", self.account)
 
     async def _handle_raw(self, raw: Any) -> None:
-        update_id = raw.get("update_id") if isinstance(raw, dict) else None
-        if not isinstance(update_id, int):
+        update_id = translate.update_id(raw)
+        if update_id is None:
             log.warning(
                 "telegram[%s]: skipping an update without a valid update_id: %.200r",
                 self.account,
@@ -473,26 +466,17 @@ class TelegramChannel(Channel):
             return
         if self._offset is not None and update_id < self._offset:
             return  # already handled (replayed batch)
-        inbound: InboundMessage | None = None
         try:
-            update = Update.de_json(raw, self._bot)
-            if update is not None and update.message is not None:
-                inbound = await self._translate(update.message, update_id)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+            inbound = translate.inbound_message(raw, me=self._me, account=self.account)
+            group = translate.album_key(raw) if inbound is not None else None
+        except Exception as exc:  # the translator never raises; a bug must not stop the poll
             log.warning(
                 "telegram[%s]: skipping update %s that could not be translated: %r",
                 self.account,
                 update_id,
                 exc,
             )
-            inbound = None
-        group = (
-            f"{inbound.chat_id}:{update.message.media_group_id}"  # type: ignore[union-attr]
-            if inbound is not None and update.message.media_group_id  # type: ignore[union-attr]
-            else None
-        )
+            inbound, group = None, None
         if self._album is not None and (group is None or group != self._album[0]):
             await self._flush_album()  # the album ended: one turn, before anything after it
         if inbound is None:
@@ -519,23 +503,19 @@ class TelegramChannel(Channel):
             return
         parts = [m for _, m in sorted(self._album[1].items())]
         last = max(self._album[1])
-        first = parts[0]
-        merged = dataclasses.replace(
-            first,
-            text="\n".join(p.text for p in parts if p.text),
-            attachments=[a for p in parts for a in p.attachments],
-            mentioned=any(p.mentioned for p in parts),
-        )
-        await self._deliver(merged, last)
+        await self._deliver(translate.merge_album(parts), last)
         self._album = None
         self._album_grew = False
 
     async def _deliver(self, inbound: InboundMessage, update_id: int) -> None:
         """The sink, retried until it persists the message; then the offset moves past it."""
+        sink = self._sink
+        if sink is None:
+            return
         delay = self.backoff_initial
         while True:
             try:
-                await self._sink(inbound)  # type: ignore[misc]
+                await sink(inbound)
                 break
             except asyncio.CancelledError:
                 raise
@@ -550,135 +530,7 @@ class TelegramChannel(Channel):
                 delay = min(delay * 2, self.backoff_max)
         self._offset = update_id + 1
 
-    # ------------------------------------------------------------------ translation
-    def _is_mentioned(self, msg: Message, text: str) -> bool:
-        username = (self._identity.get("username") or "").lower()
-        bot_id = self._identity.get("id")
-        if username and re.search(rf"(?<![\w@])@{re.escape(username)}(?!\w)", text, re.IGNORECASE):
-            return True
-        entities = msg.parse_entities() if msg.text is not None else msg.parse_caption_entities()
-        for entity, value in entities.items():
-            if (
-                entity.type == MessageEntityType.TEXT_MENTION
-                and entity.user
-                and str(entity.user.id) == bot_id
-            ):
-                return True
-            if (
-                entity.type == MessageEntityType.MENTION
-                and username
-                and value.lower() == f"@{username}"
-            ):
-                return True
-            if (
-                entity.type == MessageEntityType.BOT_COMMAND
-                and username
-                and value.lower().endswith(f"@{username}")
-            ):
-                return True
-        return False
-
-    async def _translate(self, msg: Message, update_id: int) -> InboundMessage | None:
-        text = msg.text if msg.text is not None else (msg.caption or "")
-        chat = msg.chat
-        sender = msg.from_user
-        if msg.sender_chat is not None:
-            # anonymous group admin or a linked channel: `from` is a placeholder bot
-            # (GroupAnonymousBot / Channel_Bot), the real sender is the chat
-            sender_id, sender_name = str(msg.sender_chat.id), msg.sender_chat.title or ""
-            sender_username, sender_is_bot = msg.sender_chat.username or "", False
-        elif sender is not None:
-            sender_id, sender_name = str(sender.id), sender.full_name
-            sender_username, sender_is_bot = sender.username or "", bool(sender.is_bot)
-        else:
-            sender_id, sender_name, sender_username, sender_is_bot = str(chat.id), "", "", False
-
-        thread_id = (
-            str(msg.message_thread_id) if msg.is_topic_message and msg.message_thread_id else None
-        )
-        reply = msg.reply_to_message
-        if reply is not None and msg.is_topic_message and reply.forum_topic_created is not None:
-            reply = None  # in a forum topic every message "replies" to the topic's first message
-        reply_to_bot = bool(
-            reply is not None
-            and reply.from_user is not None
-            and str(reply.from_user.id) == self._identity.get("id")
-        )
-
-        # Not downloaded here: the sender has not been admitted yet (SPEC §9.4).
-        attachments = [
-            MediaItem(
-                kind=kind,
-                target="",
-                name=name,
-                mime=mime or (mimetypes.guess_type(name)[0] or ""),
-                ref=file_obj.file_id,
-                size=int(file_obj.file_size or 0),
-            )
-            for kind, file_obj, name, mime in self._media_of(msg)
-        ]
-        if not text and not attachments:
-            return None  # service messages, stickers, polls, …: nothing for the core
-
-        return InboundMessage(
-            channel="telegram",
-            chat_id=str(chat.id),
-            sender_id=sender_id,
-            text=text,
-            message_id=str(msg.message_id),
-            chat_type="direct" if chat.type == "private" else "group",
-            account=self.account,
-            thread_id=thread_id,
-            sender_name=sender_name,
-            sender_username=sender_username,
-            chat_title=chat.title or "",
-            reply_to_id=str(reply.message_id) if reply is not None else None,
-            reply_to_bot=reply_to_bot,
-            mentioned=self._is_mentioned(msg, text),
-            sender_is_bot=sender_is_bot,
-            attachments=attachments,
-            timestamp=msg.date.timestamp() if msg.date else 0.0,
-            group_kind="group",
-            raw_id=str(update_id),
-        )
-
-    @staticmethod
-    def _media_of(msg: Message) -> list[tuple[MediaKind, Any, str, str]]:
-        """(kind, file object, suggested name, mime) for each attachment of ``msg``."""
-        out: list[tuple[MediaKind, Any, str, str]] = []
-        mid = msg.message_id
-        if msg.photo:
-            largest = max(msg.photo, key=lambda p: (p.width * p.height, p.file_size or 0))
-            out.append(("image", largest, f"photo_{mid}.jpg", "image/jpeg"))
-        if msg.animation is not None:
-            anim = msg.animation
-            out.append(
-                (
-                    "video",
-                    anim,
-                    anim.file_name or f"animation_{mid}.mp4",
-                    anim.mime_type or "video/mp4",
-                )
-            )
-        elif msg.document is not None:
-            d = msg.document
-            out.append(("document", d, d.file_name or f"document_{mid}", d.mime_type or ""))
-        if msg.video is not None:
-            v = msg.video
-            out.append(("video", v, v.file_name or f"video_{mid}.mp4", v.mime_type or "video/mp4"))
-        if msg.video_note is not None:
-            out.append(("video", msg.video_note, f"video_note_{mid}.mp4", "video/mp4"))
-        if msg.audio is not None:
-            a = msg.audio
-            out.append(("audio", a, a.file_name or f"audio_{mid}.mp3", a.mime_type or "audio/mpeg"))
-        if msg.voice is not None:
-            vn = msg.voice
-            out.append(("voice", vn, f"voice_{mid}.ogg", vn.mime_type or "audio/ogg"))
-        st = msg.sticker
-        if st is not None and not st.is_animated and not st.is_video:
-            out.append(("image", st, f"sticker_{mid}.webp", "image/webp"))  # a still sticker
-        return out
-
+    # ------------------------------------------------------------------ attachments
     async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
         """getFile, then stream the file into ``dest_dir`` with the size cap.
 
@@ -760,115 +612,64 @@ class TelegramChannel(Channel):
                 )
                 await asyncio.sleep(wait)
 
-    async def _send_text(
-        self,
-        chat_id: int | str,
-        text: str,
-        parse_mode: str | None,
-        reply_to: int | None,
-        thread_id: int | None,
-    ) -> Message:
+    async def _invoke(self, call: ApiCall, upload: bytes | None = None, **options: Any) -> Any:
+        """Make one planned call, once, through PTB's typed method for it; ``upload`` is the
+        content of the call's ``LocalFile``, ``options`` PTB's per-call request options."""
         bot = self._require_bot()
-        reply = (
-            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-            if reply_to
-            else None
-        )
-        return await self._call(
-            "sendMessage",
-            lambda: bot.send_message(
-                chat_id=chat_id,
-                text=text,
-                parse_mode=parse_mode,
-                reply_parameters=reply,
-                message_thread_id=thread_id,
-            ),
-        )
+        kwargs = dict(call.params)
+        reply = kwargs.get("reply_parameters")
+        if isinstance(reply, dict):
+            kwargs["reply_parameters"] = ReplyParameters(**reply)
+        if call.method == "setMessageReaction":
+            kwargs["reaction"] = [ReactionTypeEmoji(r["emoji"]) for r in kwargs["reaction"]]
+        for key, value in call.params.items():
+            if isinstance(value, LocalFile):
+                kwargs[key] = InputFile(upload or b"", filename=value.filename)
+        return await getattr(bot, _PTB_METHOD[call.method])(**kwargs, **options)
 
-    async def _send_plain(
-        self, chat_id: int | str, text: str, reply_to: int | None, thread_id: int | None
-    ) -> list[Message]:
-        """Plain text, hard-split at the Telegram limit if needed."""
-        out: list[Message] = []
-        for i in range(0, len(text), self.chunk_limit):
-            piece = text[i : i + self.chunk_limit]
-            if piece.strip():
-                out.append(
-                    await self._send_text(
-                        chat_id, piece, None, reply_to if not out else None, thread_id
-                    )
-                )
-        return out
+    async def _send(self, call: ApiCall, what: str = "") -> Message:
+        """One planned call with ``_call``'s retries."""
+        sent: Message = await self._call(what or call.method, lambda: self._invoke(call))
+        return sent
 
-    async def _send_chunk(
-        self, chat_id: int | str, chunk: str, reply_to: int | None, thread_id: int | None
-    ) -> list[Message]:
-        from channels.formatting import markdown_to_telegram_html
+    async def _send_plain(self, calls: tuple[ApiCall, ...]) -> list[Message]:
+        return [await self._send(call) for call in calls]
 
+    async def _send_text(self, step: TextSend) -> list[Message]:
+        """A chunk as HTML; as plain text when nothing renders or Telegram refuses the HTML."""
+        if step.render_error:
+            log.error(
+                "telegram: Markdown rendering failed (%s); sending plain text", step.render_error
+            )
+        if step.html is None:
+            return await self._send_plain(step.plain)
         try:
-            rendered = markdown_to_telegram_html(chunk)
-        except Exception:
-            log.exception("telegram: Markdown rendering failed; sending plain text")
-            rendered = ""
-        if not rendered.strip():
-            return await self._send_plain(chat_id, chunk, reply_to, thread_id)
-        try:
-            return [await self._send_text(chat_id, rendered, "HTML", reply_to, thread_id)]
+            return [await self._send(step.html)]
         except BadRequest as exc:
-            reason = str(exc).lower()
-            if (
-                "can't parse entities" in reason
-                or "can't find end tag" in reason
-                or "unsupported start tag" in reason
-            ):
-                log.info(
-                    "telegram[%s]: HTML refused (%s); resending the chunk as plain text",
-                    self.account,
-                    exc,
-                )
-            elif "too long" in reason:
-                log.info(
-                    "telegram[%s]: rendered chunk too long; resending as plain text", self.account
-                )
-            else:
+            if not translate.html_refused(str(exc)):
                 raise
-            return await self._send_plain(chat_id, chunk, reply_to, thread_id)
+            log.info(
+                "telegram[%s]: HTML refused (%s); resending the chunk as plain text",
+                self.account,
+                exc,
+            )
+            return await self._send_plain(step.plain)
 
     async def send(self, msg: OutboundMessage) -> list[str]:
-        from channels.chunking import chunk_markdown
-
         self._require_bot()
-        chat_id = _to_chat_id(msg.chat_id)
-        thread_id = _to_int(msg.thread_id)
-        reply_to = _to_int(msg.reply_to_id)
-        reply_all = msg.reply_mode == "all"
+        plan = translate.plan_send(msg, limit=self.chunk_limit)
         ids: list[str] = []
         attempted = 0
         last_error: Exception | None = None
 
-        def reply_for_next() -> int | None:
-            if reply_to is None:
-                return None
-            return reply_to if (reply_all or not ids) else None
-
-        text = msg.text or ""
-        chunks = (
-            [c for c in chunk_markdown(text, self.chunk_limit) if c.strip()] if text.strip() else []
-        )
-        preview = _to_int(msg.edit_id)  # a live preview the first chunk replaces (SPEC §12)
-        for chunk in chunks:
+        for i in range(len(plan.chunks)):
             attempted += 1
+            step = plan.text_step(i, delivered=bool(ids))
             try:
-                if preview is not None:
-                    target, preview = preview, None
-                    ids.extend(
-                        await self._replace_preview(
-                            chat_id, target, chunk, reply_for_next(), thread_id
-                        )
-                    )
-                    continue
-                sent = await self._send_chunk(chat_id, chunk, reply_for_next(), thread_id)
-                ids.extend(str(m.message_id) for m in sent)
+                if isinstance(step, PreviewEdit):
+                    ids.extend(await self._replace_preview(step))
+                else:
+                    ids.extend(str(m.message_id) for m in await self._send_text(step))
             except Exception as exc:
                 last_error = exc
                 log.warning(
@@ -883,21 +684,20 @@ class TelegramChannel(Channel):
                 ):
                     break
 
-        for item in msg.media:
+        for i in range(len(plan.media)):
             if isinstance(last_error, (Forbidden, InvalidToken)):
                 break
             attempted += 1
+            media = plan.media_step(i, delivered=bool(ids))
             try:
-                sent_msg = await self._send_media(
-                    chat_id, item, msg.audio_as_voice, reply_for_next(), thread_id
-                )
+                sent_msg = await self._send_media(media)
                 ids.append(str(sent_msg.message_id))
             except Exception as exc:
                 last_error = exc
                 log.warning(
                     "telegram[%s]: sending %s to %s failed: %r",
                     self.account,
-                    item.kind,
+                    media.kind,
                     msg.chat_id,
                     exc,
                 )
@@ -917,192 +717,118 @@ class TelegramChannel(Channel):
         thread_id: str | None = None,
         reply_to_id: str | None = None,
     ) -> str:
-        bot = self._require_bot()
-        reply_to = _to_int(reply_to_id)
-        # one plain call, no retries: a preview that cannot be shown now is skipped
-        sent = await bot.send_message(
-            chat_id=_to_chat_id(chat_id),
-            text=text[: self.chunk_limit],
-            reply_parameters=ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-            if reply_to
-            else None,
-            message_thread_id=_to_int(thread_id),
+        call = translate.preview_call(
+            chat_id, text, limit=self.chunk_limit, thread_id=thread_id, reply_to_id=reply_to_id
         )
+        # one plain call, no retries: a preview that cannot be shown now is skipped
+        sent = await self._invoke(call)
         return str(sent.message_id)
 
     async def edit_preview(
         self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
     ) -> None:
-        await self._edit_text(_to_chat_id(chat_id), int(message_id), text[: self.chunk_limit], None)
+        call = translate.edit_call(
+            translate.to_chat_id(chat_id), int(message_id), text[: self.chunk_limit]
+        )
+        await self._edit(call)
 
     async def delete_message(
         self, chat_id: str, message_id: str, *, thread_id: str | None = None
     ) -> None:
-        bot = self._require_bot()
-        await self._call(
-            "deleteMessage",
-            lambda: bot.delete_message(chat_id=_to_chat_id(chat_id), message_id=int(message_id)),
-        )
+        self._require_bot()
+        await self._send(translate.delete_call(translate.to_chat_id(chat_id), int(message_id)))
 
-    async def _edit_text(
-        self, chat_id: int | str, message_id: int, text: str, parse_mode: str | None
-    ) -> None:
-        bot = self._require_bot()
+    async def _edit(self, call: ApiCall) -> None:
+        """editMessageText, once; "message is not modified" (it already shows exactly
+        this) counts as done."""
         try:
-            await bot.edit_message_text(
-                text=text, chat_id=chat_id, message_id=message_id, parse_mode=parse_mode
-            )
+            await self._invoke(call)
         except BadRequest as exc:
-            if "not modified" not in str(exc).lower():  # already shows exactly this
+            if "not modified" not in str(exc).lower():
                 raise
 
-    async def _replace_preview(
-        self,
-        chat_id: int | str,
-        message_id: int,
-        chunk: str,
-        reply_to: int | None,
-        thread_id: int | None,
-    ) -> list[str]:
-        """Edit a live preview into the reply's first chunk (formatted like ``_send_chunk``).
+    async def _replace_preview(self, step: PreviewEdit) -> list[str]:
+        """Edit a live preview into the reply's first chunk (formatted like ``_send_text``).
         When Telegram refuses the edit (the message is gone, too old), the preview is
         deleted and the chunk sent as a new message: one reply either way."""
-        from channels.formatting import markdown_to_telegram_html
-
-        try:
-            rendered = markdown_to_telegram_html(chunk)
-        except Exception:
-            log.exception("telegram: Markdown rendering failed; editing in plain text")
-            rendered = ""
+        if step.fallback.render_error:
+            log.error(
+                "telegram: Markdown rendering failed (%s); editing in plain text",
+                step.fallback.render_error,
+            )
         try:
             try:
-                if not rendered.strip():
+                if step.html is None:
                     raise BadRequest("can't parse entities: nothing rendered")
-                await self._call(
-                    "editMessageText",
-                    lambda: self._edit_text(chat_id, message_id, rendered, "HTML"),
-                )
+                html = step.html
+                await self._call(html.method, lambda: self._edit(html))
             except BadRequest as exc:
-                reason = str(exc).lower()
-                if not any(
-                    s in reason
-                    for s in ("can't parse entities", "can't find end tag", "start tag", "too long")
-                ):
+                if not translate.html_refused(str(exc), edit=True):
                     raise
-                await self._call(
-                    "editMessageText",
-                    lambda: self._edit_text(chat_id, message_id, chunk[: self.chunk_limit], None),
-                )
-            return [str(message_id)]
+                await self._call(step.plain.method, lambda: self._edit(step.plain))
+            return [str(step.message_id)]
         except BadRequest as exc:
             log.info(
                 "telegram[%s]: the preview %s could not be edited (%s); sending the reply anew",
                 self.account,
-                message_id,
+                step.message_id,
                 exc,
             )
             with contextlib.suppress(Exception):
-                await self.delete_message(str(chat_id), str(message_id))
-            sent = await self._send_chunk(chat_id, chunk, reply_to, thread_id)
+                await self.delete_message(str(step.delete.params["chat_id"]), str(step.message_id))
+            sent = await self._send_text(step.fallback)
             return [str(m.message_id) for m in sent]
 
-    async def _send_media(
-        self,
-        chat_id: int | str,
-        item: MediaItem,
-        as_voice: bool,
-        reply_to: int | None,
-        thread_id: int | None,
-    ) -> Message:
-        bot = self._require_bot()
-        kind = item.kind
-        if kind == "audio" and as_voice:
-            kind = "voice"
-        senders: dict[str, tuple[Callable[..., Awaitable[Message]], str]] = {
-            "image": (bot.send_photo, "photo"),
-            "document": (bot.send_document, "document"),
-            "video": (bot.send_video, "video"),
-            "audio": (bot.send_audio, "audio"),
-            "voice": (bot.send_voice, "voice"),
-        }
-        sender, field = senders.get(kind, (bot.send_document, "document"))
-        reply = (
-            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
-            if reply_to
-            else None
-        )
-        label = _MEDIA_LABEL.get(kind, "File")
-
-        async def send_note(note: str) -> Message:
-            return (await self._send_plain(chat_id, note, reply_to, thread_id))[0]
-
-        if item.is_url:
+    async def _send_media(self, step: MediaSend) -> Message:
+        """The attachment by URL or upload; if Telegram refuses the URL, or the file cannot
+        be read or sent, a line of text saying so instead."""
+        what = f"send {step.kind}"
+        upload = step.call.upload
+        if upload is None:
             try:
-                return await self._call(
-                    f"send {kind}",
-                    lambda: sender(
-                        chat_id=chat_id,
-                        **{field: item.target},
-                        reply_parameters=reply,
-                        message_thread_id=thread_id,
-                    ),
-                )
+                return await self._send(step.call, what)
             except BadRequest as exc:
                 log.info(
-                    "telegram[%s]: %s URL refused (%s); sending a link", self.account, kind, exc
+                    "telegram[%s]: %s URL refused (%s); sending a link",
+                    self.account,
+                    step.kind,
+                    exc,
                 )
-                return await send_note(f"{label}: {item.target}")
+                return (await self._send_plain(step.note))[0]
 
-        path = Path(item.target)
-        name = item.name or path.name or "file"
+        path = Path(upload.path)
         try:
             if not path.is_file():
                 raise FileNotFoundError(str(path))
-            if path.stat().st_size > _MAX_UPLOAD_BYTES:
+            if path.stat().st_size > translate.MAX_UPLOAD_BYTES:
                 raise ValueError("file larger than the 50 MB upload limit")
             data = await asyncio.to_thread(path.read_bytes)
-            upload_name = item.name or path.name
-            return await self._call(
-                f"send {kind}",
-                lambda: sender(
-                    chat_id=chat_id,
-                    **{field: InputFile(data, filename=upload_name)},
-                    reply_parameters=reply,
-                    message_thread_id=thread_id,
-                    write_timeout=max(self.request_timeout, 120.0),
-                ),
+            write_timeout = max(self.request_timeout, 120.0)
+            sent: Message = await self._call(
+                what, lambda: self._invoke(step.call, data, write_timeout=write_timeout)
             )
+            return sent
         except (Forbidden, InvalidToken):
             raise
         except Exception as exc:
-            log.warning("telegram[%s]: upload of %s failed: %r", self.account, name, exc)
-            return await send_note(f"[attachment unavailable: {name}]")
+            log.warning("telegram[%s]: upload of %s failed: %r", self.account, step.name, exc)
+            return (await self._send_plain(step.note))[0]
 
     # ------------------------------------------------------------------ typing / reactions
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
-        bot = self._bot
-        if bot is None:
+        if self._bot is None:
             return
         try:
-            await bot.send_chat_action(
-                chat_id=_to_chat_id(chat_id),
-                action=ChatAction.TYPING,
-                message_thread_id=_to_int(thread_id),
-            )
+            await self._invoke(translate.typing_call(chat_id, thread_id))
         except Exception as exc:
             log.debug("telegram[%s]: typing failed in %s: %r", self.account, chat_id, exc)
 
     async def react(self, chat_id: str, message_id: str, emoji: str) -> None:
-        bot = self._bot
-        mid = _to_int(message_id)
-        if bot is None or mid is None:
+        call = translate.reaction_call(chat_id, message_id, emoji)
+        if self._bot is None or call is None:
             return
         try:
-            await bot.set_message_reaction(
-                chat_id=_to_chat_id(chat_id),
-                message_id=mid,
-                reaction=[ReactionTypeEmoji(emoji)] if emoji else [],
-            )
+            await self._invoke(call)
         except Exception as exc:
             log.info(
                 "telegram[%s]: reaction %r on %s/%s failed: %r",
