@@ -60,9 +60,8 @@ log = logging.getLogger("chela.channels.telegram")
 # getUpdates goes through PTB's public raw call, Bot.do_api_request, so that one malformed update
 # cannot fail Update.de_list for the whole batch (each update is translated on its own).  PTB
 # warns that Bot.get_updates exists; that is the parsing we avoid on purpose.
-warnings.filterwarnings(
-    "ignore", message=r"Please use 'Bot\.getUpdates' instead", module=r"channels\.telegram"
-)
+# (PTB attributes the warning to the event loop's frame, so the filter matches the message only)
+warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates' instead")
 
 # Bot API method → the PTB ``Bot`` method that makes it (typed, with PTB's encoding and errors)
 _PTB_METHOD = {
