@@ -53,7 +53,7 @@ def direct_llm() -> None:
 
     session = DIRECT_SESSION
 
-    async def complete(self, messages, tools=None):
+    async def complete(self, messages, tools=None, **kw):
         if not session:
             session.append(aiohttp.ClientSession())
         payload = {"model": self.model.split("/", 1)[-1], "messages": messages}

@@ -52,10 +52,10 @@ _orig_complete = llm_mod.LLMClient.complete
 _orig_process = Router._process
 
 
-async def _timed_complete(self, messages, tools=None):
+async def _timed_complete(self, messages, tools=None, **kw):
     t0 = time.perf_counter()
     try:
-        return await _orig_complete(self, messages, tools)
+        return await _orig_complete(self, messages, tools, **kw)
     finally:
         acc = _turn_acc.get()
         if acc is not None:
@@ -208,7 +208,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
     gc.collect()
     stub_sessions = sessions * 2
 
-    async def stub_complete(self, messages, tools=None):
+    async def stub_complete(self, messages, tools=None, **kw):
         await asyncio.sleep(0)
         return llm_mod.Completion(
             text="ok", usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
@@ -234,7 +234,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
     gc.collect()
     http = aiohttp.ClientSession()
 
-    async def direct_complete(self, messages, tools=None):
+    async def direct_complete(self, messages, tools=None, **kw):
         payload = {"model": self.model.split("/", 1)[-1], "messages": messages}
         if tools:
             payload["tools"] = tools
