@@ -723,6 +723,14 @@ def config_warnings(cfg: Config) -> list[str]:
             warns.append(
                 f'channels.{name}.group_policy = "open": any group the bot is added to is served'
             )
+        if ch.streaming == "partial":
+            from bot.channel_specs import SPECS
+
+            if not SPECS[name].adapter_class().capabilities.edit:
+                warns.append(
+                    f'channels.{name}.streaming = "partial": {SPECS[name].title} cannot edit '
+                    "messages, so there is no live preview (replies arrive whole)"
+                )
     exec_on = "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest
     if cfg.tools.exec.security == "full" and exec_on:
         warns.append('tools.exec.security = "full": the model may run any shell command')

@@ -92,6 +92,19 @@ def test_warnings_for_risky_settings():
     )
 
 
+def test_streaming_partial_on_a_channel_that_cannot_edit_is_a_warning():
+    cfg = parse_config(
+        {"channels": {"signal": {"enabled": True, "account": "+15550001", "streaming": "partial"}}}
+    )
+    assert any(
+        'channels.signal.streaming = "partial": Signal cannot edit' in w
+        for w in config_warnings(cfg)
+    )
+    # twin: a channel that edits its messages shows the preview, nothing to warn about
+    ok = parse_config({"channels": {"telegram": {"enabled": True, "streaming": "partial"}}})
+    assert not any("streaming" in w for w in config_warnings(ok))
+
+
 def test_check_command_exit_codes(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text('[agent]\nmodel = "x"\nwhat = 1\n')
