@@ -25,6 +25,8 @@ from bot.store import Store
 log = logging.getLogger("chela.heartbeat")
 
 BUSY_RETRY_SECONDS = 30.0
+STATELESS_MARKER = "-stateless:"  # the session key of a request without `user` (bot/admission.py)
+STATELESS_KEEP = 86400.0  # seconds a stateless HTTP API session is kept after its request
 _DELIVERY_REASON = {
     "delivered": "",
     "queued": "the platform did not take it yet; stored and retried",
@@ -267,8 +269,19 @@ class CronService:
         self.scheduler.start()
 
     async def prune_media(self) -> int:
-        """Delete inbound media past its retention: the owner's media dir and each guest's."""
+        """Delete inbound media past its retention: the owner's media dir and each guest's.
+        Also the HTTP API's stateless sessions a day after their request (nothing continues
+        them; their usage rows stay)."""
         from bot.private import prune_older_than
+
+        try:
+            gone = self.store.prune_throwaway_sessions(
+                STATELESS_MARKER, time.time() - STATELESS_KEEP
+            )
+            if gone:
+                log.info("pruned %d stateless HTTP API session(s)", gone)
+        except Exception:
+            log.exception("pruning stateless sessions failed")
 
         days = self.cfg.media.retention_days
         dirs = [self.cfg.media_dir, *sorted(self.cfg.guests_dir.glob("*/media"))]

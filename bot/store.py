@@ -413,6 +413,25 @@ class Store:
         )
         self.db.execute("DELETE FROM group_history WHERE session_key=?", (key,))
 
+    def prune_throwaway_sessions(self, marker: str, older_than: float) -> int:
+        """Delete the sessions whose key contains ``marker`` (the HTTP API's stateless
+        requests: ``:http-stateless:``) and that were last used before ``older_than`` (epoch
+        seconds), with their messages and summaries.  Usage rows stay (they carry the key as
+        text, for `chela usage`).  Returns how many sessions went."""
+        keys = [
+            k
+            for (k,) in self.db.execute(
+                "SELECT key FROM sessions WHERE instr(key, ?) > 0 AND updated < ?",
+                (marker, older_than),
+            )
+        ]
+        with self._tx():
+            for k in keys:
+                self.db.execute("DELETE FROM messages WHERE session_key=?", (k,))
+                self.db.execute("DELETE FROM summaries WHERE session_key=?", (k,))
+                self.db.execute("DELETE FROM sessions WHERE key=?", (k,))
+        return len(keys)
+
     def set_activation(self, key: str, activation: str | None) -> None:
         self._ensure_session(key)
         self.db.execute(

@@ -571,3 +571,33 @@ def test_plan_record_follows_the_epoch():
     assert same.prior == [] and not same.fork
     after_reset = plan({"messages": msgs}, record, epoch=1, own_tools=set(), native_tools=True)
     assert [m["content"] for m in after_reset.prior] == ["q1", "a1"]
+
+
+# ------------------------------------------------------------------------- housekeeping
+async def test_stateless_sessions_are_pruned_a_day_later_user_sessions_stay(
+    tmp_path, llm, monkeypatch
+):
+    async with api(tmp_path, llm, monkeypatch) as (d, client):
+        llm.script(text("one"), text("two"))
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "stateless"}]
+        )
+        await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "kept"}], user="alice"
+        )
+        keys = [k for (k,) in d.store.db.execute("SELECT key FROM sessions")]
+        stateless = [k for k in keys if ":http-stateless:" in k]
+        assert len(stateless) == 1 and "agent:main:http:alice" in keys
+
+        # an hour later nothing goes: a stateless session is kept for a day
+        await d.cron.prune_media()
+        assert stateless[0] in [k for (k,) in d.store.db.execute("SELECT key FROM sessions")]
+
+        d.store.db.execute("UPDATE sessions SET updated = updated - 2 * 86400")
+        await d.cron.prune_media()
+        left = [k for (k,) in d.store.db.execute("SELECT key FROM sessions")]
+        assert stateless[0] not in left and "agent:main:http:alice" in left
+        msgs = dict(d.store.db.execute("SELECT session_key, count(*) FROM messages GROUP BY 1"))
+        assert stateless[0] not in msgs and msgs["agent:main:http:alice"] >= 2
+        # usage is history: it stays for `chela usage`
+        assert any(stateless[0] == r["session_key"] for r in d.store.usage_rows(0))
