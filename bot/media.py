@@ -759,6 +759,7 @@ async def prepare_inbound(
     file_root: Path,
     dest_dir: Path,
     addressed: bool = True,
+    read_tool: bool = False,
 ) -> Prepared:
     """Turn the fetched attachments of ``msg`` into model input (see the module doc).
 
@@ -766,7 +767,8 @@ async def prepare_inbound(
     own directory): long documents are saved in its ``inbox/``.  ``dest_dir`` is where
     this message's downloads went (remote images fetched here land there too).
     ``addressed`` is False for a group message not addressed to the bot: its audio is
-    not transcribed."""
+    not transcribed.  ``read_tool`` says whether this turn's tools include ``read``: the
+    note about a saved long document mentions that tool only then."""
     prep = Prepared(text=msg.text or "")
     m = cfg.media
     transcripts: list[str] = []
@@ -818,7 +820,7 @@ async def prepare_inbound(
             transcripts.append(line)
             continue
         if item.kind == "document":
-            await _document(cfg, item, path, file_root, prep)
+            await _document(cfg, item, path, file_root, prep, read_tool)
     if transcripts:
         prep.text = "\n".join([prep.text, *transcripts]) if prep.text else "\n".join(transcripts)
     return prep
@@ -849,7 +851,9 @@ async def _audio_line(cfg: Any, item: Any, path: Path, addressed: bool) -> str:
     return f"[{head}, transcribed] {text}"
 
 
-async def _document(cfg: Any, item: Any, path: Path, file_root: Path, prep: Prepared) -> None:
+async def _document(
+    cfg: Any, item: Any, path: Path, file_root: Path, prep: Prepared, read_tool: bool
+) -> None:
     name = item.name or path.name
     label = clean_inline(name, 120)
     limit = cfg.media.max_document_chars
@@ -889,9 +893,14 @@ async def _document(cfg: Any, item: Any, path: Path, file_root: Path, prep: Prep
         prep.notes.append(f"document {label} is too long to show and could not be saved ({e})")
         return
     rel = readable.relative_to(file_root)
+    how = (
+        "open it with the read tool, in parts"
+        if read_tool
+        else "no tool of this conversation can open it; ask the sender for the part that matters"
+    )
     prep.notes.append(
         f"document {label}: {kind}, {len(text)} characters, too long to show here; "
-        f"saved as {rel} (open it with the read tool, in parts)"
+        f"saved as {rel} ({how})"
     )
 
 

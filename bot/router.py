@@ -665,6 +665,7 @@ class Router:
                 file_root=root if root is not None else self.cfg.agent.workspace,
                 dest_dir=root / "media" if root is not None else self.cfg.media_dir,
                 addressed=addressed,
+                read_tool="read" in self.agent.tool_names(verdict.trust or "guest"),
             )
         except Exception:
             log.exception("attachments of %s/%s could not be prepared", msg.channel, msg.chat_id)

@@ -1,4 +1,4 @@
-"""Images, voice notes and files from Discord, Signal and the HTTP API reach the model
+"""Images, voice notes and files from Discord, Signal, Slack and the HTTP API reach the model
 (SPEC §11), end to end through the wire-level fakes."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.llm import text
 from tests.fakes.media_samples import decode_data_url, image_bytes, ogg_opus, pdf_bytes
 from tests.fakes.signal import FakeSignalCli
+from tests.fakes.slack import FakeSlack
 from tests.fakes.web import FakeWeb
 
 DC_TOKEN = "discord-test-token"
@@ -307,3 +308,109 @@ async def test_http_oversized_data_url_is_refused_with_a_note(tmp_path, llm, mon
     await eventually(lambda: len(llm.requests) == 2)
     assert "larger than 0.01 MB" in text_of(user_turn(llm.requests[0]))
     assert llm.image_parts[0] == [] and len(llm.image_parts[1]) == 1
+
+
+# -------------------------------------------------------------------------- Slack
+SLACK_ALICE, SLACK_DM = "UALICE", "DALICE"
+
+
+@pytest.fixture
+async def sl():
+    async with FakeSlack(bot_user_id="UBOT", bot_token="xoxb-media", app_token="xapp-media") as f:
+        yield f
+
+
+def slack_cfg(tmp_path, llm, sl, monkeypatch, *, media: dict | None = None, **section):
+    monkeypatch.setenv("TEST_SLACK_BOT", sl.bot_token)
+    monkeypatch.setenv("TEST_SLACK_APP", sl.app_token)
+    sec = {
+        "enabled": True,
+        "bot_token_env": "TEST_SLACK_BOT",
+        "app_token_env": "TEST_SLACK_APP",
+        "api_base": sl.api_base,
+        "allow_from": [SLACK_ALICE],
+        **section,
+    }
+    return make_config(
+        tmp_path, llm, channels={"slack": sec}, media={"vision": "on", **(media or {})}
+    )
+
+
+async def slack_dm(sl: FakeSlack, txt: str, files: list[dict], user: str = SLACK_ALICE) -> None:
+    channel = SLACK_DM if user == SLACK_ALICE else f"D{user}"
+    env = await sl.push_event(sl.message_event(channel, user, txt, channel_type="im", files=files))
+    await sl.wait_for_ack(env)
+
+
+async def test_slack_image_file_reaches_the_model_resized(tmp_path, llm, sl, monkeypatch):
+    cfg = slack_cfg(tmp_path, llm, sl, monkeypatch, media={"image_max_px": 400})
+    llm.script(text("A red and blue square."))
+    f = sl.add_file("cat.png", image_bytes(1600, 1200, fmt="PNG"), "image/png")
+    async with running(cfg):
+        await slack_dm(sl, "what is this?", [f])
+        posts = await sl.wait_for_posts(1, timeout=15)
+    assert posts[0]["text"] == "A red and blue square."
+    assert sl.downloads == [f["id"]]  # fetched once, with the bot token (the fake checks it)
+    assert len(llm.image_parts[0]) == 1
+    img = decode_data_url(llm.image_parts[0][0])
+    assert img.format == "JPEG" and img.size == (400, 300)
+    turn = user_turn(llm.requests[0])
+    assert "what is this?" in text_of(turn) and "media" not in turn
+
+
+async def test_slack_pdf_and_text_files_are_inline_untrusted(tmp_path, llm, sl, monkeypatch):
+    cfg = slack_cfg(tmp_path, llm, sl, monkeypatch)
+    pdf = sl.add_file(
+        "minutes.pdf", pdf_bytes(["Board meeting: budget approved"]), "application/pdf"
+    )
+    notes = sl.add_file("todo.md", b"# Todo\n- renew the passport\n", "text/markdown")
+    async with running(cfg):
+        await slack_dm(sl, "summarize", [pdf, notes])
+        await sl.wait_for_posts(1, timeout=15)
+    assert sorted(sl.downloads) == sorted([pdf["id"], notes["id"]])
+    turn = text_of(user_turn(llm.requests[0]))
+    assert "summarize" in turn
+    assert 'Attached PDF (1 pages) from "minutes.pdf". Untrusted data' in turn
+    assert 'Attached text document from "todo.md". Untrusted data' in turn
+    assert "Board meeting: budget approved" in turn and "- renew the passport" in turn
+    assert turn.count("<<<untrusted ") == 2 and turn.count("<<<end untrusted ") == 2
+    assert llm.image_parts == [[]]
+
+
+async def test_slack_stranger_files_are_never_downloaded(tmp_path, llm, sl, monkeypatch):
+    cfg = slack_cfg(tmp_path, llm, sl, monkeypatch)  # dm_policy = "pairing"
+    theirs = sl.add_file("x.png", image_bytes(50, 50, fmt="PNG"), "image/png")
+    mine = sl.add_file("y.png", image_bytes(50, 50, fmt="PNG"), "image/png")
+    async with running(cfg):
+        await slack_dm(sl, "hi", [theirs], user="UMALLORY")
+        await sl.wait_for_posts(1, timeout=15)  # the pairing reply
+        assert sl.downloads == [] and llm.requests == []
+        # twin: the owner's file is fetched and reaches the model
+        await slack_dm(sl, "hi", [mine])
+        await sl.wait_for_posts(2, timeout=15)
+    assert sl.downloads == [mine["id"]]
+    assert len(llm.requests) == 1 and len(llm.image_parts[0]) == 1
+
+
+async def test_long_document_note_mentions_read_only_when_the_turn_has_it(
+    tmp_path, llm, sl, monkeypatch
+):
+    # the owner's turns have `read`; a guest's do not (tools.guest = ["session_status"])
+    cfg = slack_cfg(
+        tmp_path, llm, sl, monkeypatch, media={"max_document_chars": 100}, dm_policy="open"
+    )
+    body = b"line of a long log\n" * 40
+    async with running(cfg):
+        await slack_dm(sl, "", [sl.add_file("owner.log", body, "text/plain")])
+        await sl.wait_for_posts(1, timeout=15)
+        await slack_dm(sl, "", [sl.add_file("guest.log", body, "text/plain")], user="UGUEST")
+        await sl.wait_for_posts(2, timeout=15)
+    owner = text_of(user_turn(llm.requests[0]))
+    guest = text_of(user_turn(llm.requests[1]))
+    assert "too long to show here; saved as inbox/owner.log (open it with the read tool" in owner
+    assert "too long to show here; saved as inbox/guest.log (" in guest
+    assert "no tool of this conversation can open it" in guest
+    assert "read tool" not in guest
+    assert "line of a long log\nline" not in owner + guest
+    assert (cfg.agent.workspace / "inbox" / "owner.log").read_bytes() == body
+    assert not (cfg.agent.workspace / "inbox" / "guest.log").exists()
