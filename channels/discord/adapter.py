@@ -1,61 +1,43 @@
-"""Discord adapter: discord.py gateway + REST, translated to Chela's inbound/outbound messages.
+"""Discord adapter: ``DiscordChannel`` wires the discord.py transport (``transport.py``) and
+the pure translators (``translate.py``) and keeps the channel's state: the bot's identity,
+where each message lives (threads), thread parents and DM channels.
 
-Translation rules (no policy lives here):
-
-* Our own messages (the gateway echoes what we send) are dropped.  Other bots' messages are
-  passed on with ``sender_is_bot=True``; the core never answers them (SPEC §4.2) but may keep
-  them as group history.
-* DMs: ``chat_type="direct"``, ``chat_id`` = the DM channel id.  Guild channels:
-  ``chat_type="group"``, ``group_kind="channel"``, ``chat_id`` = the channel id.  A message in
-  a thread has ``chat_id`` = the parent channel id and ``thread_id`` = the thread id.
-* ``mentioned``: the bot user is in ``message.mentions`` or ``<@id>`` / ``<@!id>`` is in the
-  text.  ``reply_to_bot``: the referenced message's author is the bot (from the resolved
-  reference, the message cache, or one REST fetch).  The text is passed as written
-  (``<@id>`` mentions included).
-* Attachments become not-yet-downloaded ``MediaItem``s whose ``ref`` is the CDN URL;
-  ``fetch_media`` downloads one (capped) once the core has admitted the sender.
-* Outbound ``chat_id`` may also be ``"user:<id>"``: a DM channel with that user is opened.
-
-Base URLs: ``api_base`` sets ``discord.http.Route.BASE`` and ``gateway_url`` sets
-``discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY``.  Both are class attributes of
-discord.py, i.e. process-global: only one Discord API base per process is supported (the
-previous values are restored on ``stop()``).
-
-Rate limits: discord.py itself honours 429 / ``retry_after`` (it sleeps and retries, up to
-5 tries per request).  Sends here are therefore never wrapped in short timeouts, which
-would cancel those retries.
+* Inbound: ``on_message`` → ``transport.message_payload`` → the lookups the payload cannot
+  answer (a thread's parent, the author of a replied-to message, each at most one REST call)
+  → ``translate.inbound_message`` → the sink, in gateway order.  ``fetch_media`` downloads
+  an attachment (capped) once the core has admitted the sender.
+* Outbound: ``translate.plan_send`` → the calls, run here.  ``chat_id`` may also be
+  ``"user:<id>"``: a DM channel with that user is opened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import discord
-import yarl
-from discord.gateway import DiscordWebSocket
-from discord.http import Route
 
-from channels.util import BoundedLRU, capped_file
 from channels.base import (
     Capabilities,
     Channel,
     ChannelError,
-    InboundMessage,
     InboundSink,
     MediaItem,
     MediaTooLarge,
     OutboundMessage,
     wait_task_end,
 )
-import contextlib
+from channels.discord import translate
+from channels.discord import transport
+from channels.discord.transport import ApiBases, make_client
+from channels.util import BoundedLRU, capped_file
 
 log = logging.getLogger("chela.channels.discord")
 
-MAX_FILES_PER_MESSAGE = 10
+MAX_FILES_PER_MESSAGE = translate.MAX_FILES_PER_MESSAGE
 
 
 class DiscordChannel(Channel):
@@ -99,7 +81,7 @@ class DiscordChannel(Channel):
         self._task: asyncio.Task | None = None
         self._ready = asyncio.Event()
         self._identity: dict = {}
-        self._saved_bases: tuple[str, Any] | None = None
+        self._bases = ApiBases(self.api_base, self.gateway_url)
         # message id -> channel id it actually lives in (threads), for react()
         self._where = BoundedLRU(5000)
         # uncached channel id -> lookup of its thread parent id (None: not a thread)
@@ -112,46 +94,8 @@ class DiscordChannel(Channel):
     def bot_identity(self) -> dict:
         return dict(self._identity)
 
-    def _apply_bases(self) -> None:
-        if not (self.api_base or self.gateway_url):
-            return
-        if self._saved_bases is None:
-            self._saved_bases = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
-        if self.api_base:
-            Route.BASE = self.api_base
-        if self.gateway_url:
-            DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
-
-    def _restore_bases(self) -> None:
-        if self._saved_bases is None:
-            return
-        base, gateway = self._saved_bases
-        if self.api_base and self.api_base == Route.BASE:
-            Route.BASE = base
-        if self.gateway_url and yarl.URL(self.gateway_url) == DiscordWebSocket.DEFAULT_GATEWAY:
-            DiscordWebSocket.DEFAULT_GATEWAY = gateway
-        self._saved_bases = None
-
     def _make_client(self) -> discord.Client:
-        # Chela never uses voice: silence discord.py's "PyNaCl/davey is not installed" warnings.
-        discord.VoiceClient.warn_nacl = False
-        if hasattr(discord.VoiceClient, "warn_dave"):
-            discord.VoiceClient.warn_dave = False
-        intents = discord.Intents.default()
-        intents.message_content = True
-        intents.dm_messages = True
-        intents.guild_messages = True
-        client = discord.Client(
-            intents=intents,
-            guild_ready_timeout=self.guild_ready_timeout,
-            chunk_guilds_at_startup=False,
-            # Model text must never ping @everyone/@here or whole roles.
-            allowed_mentions=discord.AllowedMentions(
-                everyone=False, roles=False, users=True, replied_user=True
-            ),
-        )
-
-        _tolerate_bad_events(client, self.account)
+        client = make_client(account=self.account, guild_ready_timeout=self.guild_ready_timeout)
 
         @client.event
         async def on_ready() -> None:
@@ -213,7 +157,7 @@ class DiscordChannel(Channel):
     async def _login(self) -> discord.Client:
         self._ready = asyncio.Event()
         self._inbound_lock = asyncio.Lock()
-        self._apply_bases()
+        self._bases.apply()
         client = self.client = self._make_client()
         try:
             await asyncio.wait_for(client.login(self.token), timeout=self.ready_timeout)
@@ -264,7 +208,7 @@ class DiscordChannel(Channel):
 
     async def stop(self) -> None:
         await self._close_client()
-        self._restore_bases()
+        self._bases.restore()
 
     async def wait_closed(self) -> BaseException | None:
         return await wait_task_end(self._task)
@@ -298,92 +242,34 @@ class DiscordChannel(Channel):
             return None
         return fetched.parent_id if isinstance(fetched, discord.Thread) else None
 
-    async def _is_bot_message(self, ref: discord.MessageReference | None) -> bool:
+    async def _reply_to_bot(self, payload: dict[str, Any], bot_id: int) -> bool:
+        """Whether the message answers one of the bot's: from the payload (the resolved
+        reference or the message cache) when it tells, else one REST fetch."""
+        known = translate.reply_to_bot(payload, bot_id)
+        if known is not None:
+            return known
         client = self.client
-        if ref is None or client is None or client.user is None or ref.message_id is None:
-            return False
-        resolved = ref.resolved or ref.cached_message
-        if isinstance(resolved, discord.Message):
-            return resolved.author.id == client.user.id
-        if isinstance(resolved, discord.DeletedReferencedMessage):
+        ref = payload.get("message_reference") or {}
+        message_id = translate.snowflake(ref.get("message_id"))
+        channel_id = translate.referenced_channel(payload)
+        if client is None or message_id is None or channel_id is None:
             return False
         try:
-            channel = client.get_partial_messageable(ref.channel_id)
-            fetched = await channel.fetch_message(ref.message_id)
-            return fetched.author.id == client.user.id
+            fetched = await client.get_partial_messageable(channel_id).fetch_message(message_id)
         except Exception:
             return False
-
-    def translate(
-        self, message: discord.Message, *, parent_id: int | None, reply_to_bot: bool
-    ) -> InboundMessage:
-        client = self.client
-        bot_id = client.user.id if client is not None and client.user is not None else 0
-        channel = message.channel
-        is_dm = message.guild is None and not getattr(channel, "guild_id", None)
-        if parent_id is not None:
-            chat_id, thread_id = str(parent_id), str(channel.id)
-        else:
-            chat_id, thread_id = str(channel.id), None
-        content = (
-            message.content if isinstance(message.content, str) else str(message.content or "")
-        )
-        mentioned = any(u.id == bot_id for u in message.mentions) or (
-            bool(bot_id) and (f"<@{bot_id}>" in content or f"<@!{bot_id}>" in content)
-        )
-        title = ""
-        if not is_dm:
-            name = getattr(channel, "name", None)
-            if isinstance(channel, discord.Thread):
-                parent = channel.parent
-                title = f"#{parent.name} › {name}" if parent is not None else f"#{name}"
-            elif name:
-                title = f"#{name}"
-        attachments = [self._media_from_attachment(a) for a in message.attachments]
-        return InboundMessage(
-            channel=self.name,
-            chat_id=chat_id,
-            sender_id=str(message.author.id),
-            text=content,
-            message_id=str(message.id),
-            chat_type="direct" if is_dm else "group",
-            account=self.account,
-            thread_id=thread_id,
-            sender_name=message.author.display_name,
-            sender_username=message.author.name,
-            chat_title=title,
-            reply_to_id=str(message.reference.message_id)
-            if message.reference and message.reference.message_id
-            else None,
-            reply_to_bot=reply_to_bot,
-            mentioned=mentioned,
-            sender_is_bot=bool(message.author.bot),
-            attachments=attachments,
-            timestamp=message.created_at.timestamp(),
-            group_kind="channel",
-            raw_id=str(message.id),
-        )
+        return fetched.author.id == bot_id
 
     @staticmethod
-    def _media_from_attachment(att: discord.Attachment) -> MediaItem:
-        mime = att.content_type or ""
-        main = mime.split("/", 1)[0]
-        if main == "image":
-            kind = "image"
-        elif main == "video":
-            kind = "video"
-        elif main == "audio":
-            kind = "voice" if att.is_voice_message() else "audio"
-        else:
-            kind = "document"
-        # not downloaded here: the sender has not been admitted yet (SPEC §9.4)
-        return MediaItem(
-            kind=kind,  # type: ignore[arg-type]
-            target="",
-            name=att.filename,
-            mime=mime.split(";")[0],
-            ref=att.url,
-            size=max(0, int(att.size or 0)),
+    def _title(message: discord.Message, payload: dict[str, Any]) -> str:
+        channel = message.channel
+        thread = isinstance(channel, discord.Thread)
+        parent = channel.parent if isinstance(channel, discord.Thread) else None
+        return translate.channel_title(
+            getattr(channel, "name", None),
+            is_dm="guild_id" not in payload,
+            thread=thread,
+            parent_name=parent.name if parent is not None else None,
         )
 
     async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
@@ -424,25 +310,39 @@ class DiscordChannel(Channel):
         client = self.client
         if client is None or client.user is None or self._sink is None:
             return
-        if message.author.id == client.user.id:
-            return  # our own echo
-        if message.type not in (discord.MessageType.default, discord.MessageType.reply):
-            return  # joins, pins, thread-created notices …
+        bot_id = client.user.id
+        try:
+            payload = transport.message_payload(message)
+        except Exception:
+            log.exception("discord[%s]: could not read message %s", self.account, message.id)
+            return
+        if not translate.is_chat_message(payload, bot_id):
+            return  # our own echo; joins, pins, thread-created notices …
         self._remember(message.id, message.channel.id)
         # discord.py runs each on_message in its own task, in gateway order.  Taking this
         # FIFO lock before the first await keeps delivery to the sink in arrival order even
         # when translating one message needs a REST lookup (SPEC §4.5).
         async with self._inbound_lock:
-            await self._deliver(message)
+            await self._deliver(message, payload, bot_id)
 
-    async def _deliver(self, message: discord.Message) -> None:
+    async def _deliver(
+        self, message: discord.Message, payload: dict[str, Any], bot_id: int
+    ) -> None:
         assert self._sink is not None
         try:
             parent_id = await self._thread_parent(message.channel)
-            reply_to_bot = await self._is_bot_message(message.reference)
-            inbound = self.translate(message, parent_id=parent_id, reply_to_bot=reply_to_bot)
+            inbound = translate.inbound_message(
+                payload,
+                bot_id=bot_id,
+                account=self.account,
+                parent_id=parent_id,
+                reply_to_bot=await self._reply_to_bot(payload, bot_id),
+                chat_title=self._title(message, payload),
+            )
         except Exception:
             log.exception("discord[%s]: could not translate message %s", self.account, message.id)
+            return
+        if inbound is None:
             return
         try:
             await self._sink(inbound)
@@ -475,96 +375,29 @@ class DiscordChannel(Channel):
         except ValueError as exc:
             raise ChannelError(f"discord: bad chat id {chat_id!r}") from exc
 
-    def _chunks(self, text: str) -> list[str]:
-        if not text.strip():
-            return []
-        from channels.chunking import chunk_markdown
-
-        return [
-            c for c in chunk_markdown(text, self.chunk_limit, max_lines=self.max_lines) if c.strip()
-        ]
-
     async def send(self, msg: OutboundMessage) -> list[str]:
         client = self._require_client()
         channel_id = await self._resolve_channel_id(msg.chat_id, msg.thread_id)
         channel = client.get_partial_messageable(channel_id)
-
-        reference: discord.MessageReference | None = None
-        if msg.reply_to_id:
-            try:
-                reference = discord.MessageReference(
-                    message_id=int(msg.reply_to_id), channel_id=channel_id, fail_if_not_exists=False
-                )
-            except ValueError:
-                log.warning("discord: ignoring non-numeric reply_to_id %r", msg.reply_to_id)
-
-        # Build the list of messages to send, in order: text chunks, then attachments
-        # (consecutive local files grouped up to 10 per message, URLs / notes as text).
-        plan: list[tuple[str, Any]] = [("text", c) for c in self._chunks(msg.text)]
-        pending_lines: list[str] = []
-        pending_files: list[MediaItem] = []
-
-        def flush_lines() -> None:
-            if pending_lines:
-                plan.extend(("text", c) for c in self._chunks("\n".join(pending_lines)))
-                pending_lines.clear()
-
-        def flush_files() -> None:
-            if pending_files:
-                plan.append(("files", list(pending_files)))
-                pending_files.clear()
-
-        for item in msg.media:
-            if item.is_url:
-                flush_files()
-                pending_lines.append(item.target)
-                continue
-            path = Path(item.target)
-            if not path.is_file():
-                flush_files()
-                pending_lines.append(f"[attachment unavailable: {item.name or path.name}]")
-                continue
-            flush_lines()
-            pending_files.append(item)
-            if len(pending_files) >= MAX_FILES_PER_MESSAGE:
-                flush_files()
-        flush_lines()
-        flush_files()
+        if msg.reply_to_id and translate.reply_reference(msg.reply_to_id) is None:
+            log.warning("discord: ignoring non-numeric reply_to_id %r", msg.reply_to_id)
+        local_files = {
+            item.target for item in msg.media if not item.is_url and Path(item.target).is_file()
+        }
+        plan = translate.plan_send(
+            msg,
+            channel_id=channel_id,
+            chunk_limit=self.chunk_limit,
+            max_lines=self.max_lines,
+            local_files=local_files,
+        )
 
         ids: list[str] = []
         errors: list[str] = []
         last_exc: BaseException | None = None
-        key = msg.idempotency_key[:20]
-        preview = msg.edit_id  # a live preview the first text chunk replaces (SPEC §12)
-        for index, (kind, value) in enumerate(plan):
-            ref = None
-            if reference is not None and (msg.reply_mode == "all" or index == 0):
-                ref = reference
-            if preview and kind == "text":
-                target, preview = preview, ""
-                if await self._replace_preview(channel, target, value):
-                    ids.append(target)
-                    continue
-            # the same nonce on every attempt (retries, after a crash): with enforce_nonce
-            # (discord.py sets it with the nonce) Discord returns the message it already
-            # created instead of posting it twice
-            nonce = f"{key}.{index}" if key else None
+        for call in plan:
             try:
-                sent: discord.Message | None
-                if kind == "text":
-                    sent = await channel.send(value, **_send_options(ref, nonce))
-                else:
-                    sent = await self._send_files(channel, value, ref, nonce)
-                    if sent is None:
-                        names = ", ".join(i.name or Path(i.target).name for i in value)
-                        note = "\n".join(
-                            f"[attachment unavailable: {i.name or Path(i.target).name}]"
-                            for i in value
-                        )
-                        errors.append(f"upload failed: {names}")
-                        sent = await channel.send(
-                            note, **_send_options(ref, f"{nonce}n" if nonce else None)
-                        )
+                sent_id = await self._run_call(channel, call, errors)
             except discord.HTTPException as exc:
                 last_exc = exc
                 errors.append(f"{exc.status} {exc.text or exc}")
@@ -575,13 +408,34 @@ class DiscordChannel(Channel):
                 errors.append(f"{type(exc).__name__}: {exc}")
                 log.warning("discord[%s]: send to %s failed: %s", self.account, channel_id, exc)
                 continue
-            ids.append(str(sent.id))
-            self._remember(sent.id, channel_id)
+            ids.append(sent_id)
         if not ids and plan:
             raise ChannelError(
                 f"discord: nothing delivered to {channel_id}: {'; '.join(errors)}"
             ) from last_exc
         return ids
+
+    async def _run_call(
+        self, channel: discord.PartialMessageable, call: translate.ApiCall, errors: list[str]
+    ) -> str:
+        """Make one planned call (its fallback when Discord refuses it); the id of the
+        message it leaves."""
+        params = call.params
+        if call.method == translate.EDIT:
+            # a live preview the first text chunk replaces (SPEC §12)
+            if await self._replace_preview(channel, params["message_id"], params["content"]):
+                return str(params["message_id"])
+            send = call.fallback[-1]
+            return await self._run_call(channel, send, errors)
+        if call.method == translate.SEND_FILES:
+            sent = await self._send_files(channel, params)
+            if sent is None:
+                errors.append(f"upload failed: {', '.join(n for _, n in params['files'])}")
+                return await self._run_call(channel, call.fallback[0], errors)
+        else:
+            sent = await channel.send(params["content"], **_send_options(channel, params))
+        self._remember(sent.id, channel.id)
+        return str(sent.id)
 
     # ------------------------------------------------------------------ live previews
     async def send_preview(
@@ -595,12 +449,10 @@ class DiscordChannel(Channel):
         client = self._require_client()
         channel_id = await self._resolve_channel_id(chat_id, thread_id)
         channel = client.get_partial_messageable(channel_id)
-        reference = None
-        if reply_to_id and reply_to_id.isdigit():
-            reference = discord.MessageReference(
-                message_id=int(reply_to_id), channel_id=channel_id, fail_if_not_exists=False
-            )
-        sent = await channel.send(text[: self.chunk_limit], **_send_options(reference, None))
+        call = translate.preview_send(
+            channel_id, text, limit=self.chunk_limit, reply_to_id=reply_to_id
+        )
+        sent = await channel.send(call.params["content"], **_send_options(channel, call.params))
         self._remember(sent.id, channel_id)
         return str(sent.id)
 
@@ -616,7 +468,8 @@ class DiscordChannel(Channel):
         self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
     ) -> None:
         message = await self._preview_message(chat_id, message_id, thread_id)
-        await message.edit(content=text[: self.chunk_limit])
+        call = translate.preview_edit(message.channel.id, message.id, text, limit=self.chunk_limit)
+        await message.edit(content=call.params["content"])
 
     async def delete_message(
         self, chat_id: str, message_id: str, *, thread_id: str | None = None
@@ -625,12 +478,12 @@ class DiscordChannel(Channel):
         await message.delete()
 
     async def _replace_preview(
-        self, channel: discord.PartialMessageable, message_id: str, chunk: str
+        self, channel: discord.PartialMessageable, message_id: int, chunk: str
     ) -> bool:
         """Edit a live preview into the reply's first chunk.  False when Discord refuses
         (the message is gone): the preview is deleted and the chunk goes out as a new
         message.  Transient failures raise (the outbox retries; an edit is idempotent)."""
-        message = channel.get_partial_message(int(message_id))
+        message = channel.get_partial_message(message_id)
         try:
             await message.edit(content=chunk)
             return True
@@ -650,19 +503,13 @@ class DiscordChannel(Channel):
         return False
 
     async def _send_files(
-        self,
-        channel: discord.PartialMessageable,
-        items: list[MediaItem],
-        ref: discord.MessageReference | None,
-        nonce: str | None = None,
+        self, channel: discord.PartialMessageable, params: dict[str, Any]
     ) -> discord.Message | None:
         files: list[discord.File] = []
         try:
-            for item in items:
-                files.append(
-                    discord.File(item.target, filename=item.name or os.path.basename(item.target))
-                )
-            return await channel.send(files=files, **_send_options(ref, nonce))
+            for path, filename in params["files"]:
+                files.append(discord.File(path, filename=filename))
+            return await channel.send(files=files, **_send_options(channel, params))
         except (discord.HTTPException, OSError, ValueError) as exc:
             log.warning("discord[%s]: upload failed: %s", self.account, exc)
             return None
@@ -695,40 +542,17 @@ class DiscordChannel(Channel):
             )
 
 
-def _tolerate_bad_events(client: discord.Client, account: str) -> None:
-    """One malformed gateway event (author null, a missing channel_id, non-numeric ids,
-    garbage attachments) must not end the connection.  discord.py runs its event parsers
-    unguarded, so a parser's exception closes the gateway and the next login drops what was
-    queued.  Each parser of *this* client (``client._connection.parsers``, built per client:
-    nothing global is patched) now logs and skips an event it cannot parse."""
-    parsers = client._connection.parsers
-
-    def tolerant(event: str, parse):
-        def run(data):
-            try:
-                return parse(data)
-            except Exception as exc:
-                log.warning(
-                    "discord[%s]: skipped a malformed %s event: %s: %s",
-                    account,
-                    event,
-                    type(exc).__name__,
-                    exc,
-                )
-                return None
-
-        return run
-
-    for event, parse in list(parsers.items()):
-        parsers[event] = tolerant(event, parse)
-
-
-def _send_options(reference: Any, nonce: str | None) -> dict[str, Any]:
-    """``Messageable.send`` keywords: a reply reference and an idempotency nonce, each only
-    when there is one (discord.py's defaults are "not given", not None)."""
+def _send_options(channel: discord.PartialMessageable, params: dict[str, Any]) -> dict[str, Any]:
+    """``Messageable.send`` keywords of a planned call: a reply reference and an idempotency
+    nonce, each only when there is one (discord.py's defaults are "not given", not None).
+    The nonce is the same on every attempt (retries, after a crash): with enforce_nonce
+    (discord.py sets it with the nonce) Discord returns the message it already created
+    instead of posting it twice."""
     out: dict[str, Any] = {}
-    if reference is not None:
-        out["reference"] = reference
-    if nonce:
-        out["nonce"] = nonce
+    if params.get("reference") is not None:
+        out["reference"] = discord.MessageReference(
+            message_id=params["reference"], channel_id=channel.id, fail_if_not_exists=False
+        )
+    if params.get("nonce"):
+        out["nonce"] = params["nonce"]
     return out

@@ -1,0 +1,10 @@
+"""Discord, through discord.py (gateway + REST).
+
+``transport.py`` sets up the discord.py client and guards its gateway event parsers,
+``translate.py`` holds the pure Discord ⇄ Chela translation, and ``adapter.py`` wires them
+into ``DiscordChannel`` with the channel's state.
+"""
+
+from channels.discord.adapter import DiscordChannel
+
+__all__ = ["DiscordChannel"]
