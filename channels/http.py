@@ -55,7 +55,9 @@ from channels.util import capped_file, is_loopback
 
 log = logging.getLogger("chela.http")
 
-MAX_BODY = 4 * 1024 * 1024
+# a photo of media.max_download_mb (20 MB) as a base64 data URL is ~27 MB (SPEC §11); the body
+# is read only after the token check
+MAX_BODY = 32 * 1024 * 1024
 PREFLIGHT_MAX_AGE = 600
 # request storage key: the allowed Origin this request came from (set by the guard)
 _CORS_KEY = (

@@ -236,7 +236,7 @@ async def test_huge_body_gets_json_413_and_daemon_keeps_serving(tmp_path, llm):
     async with running(cfg) as d:
         base, _ = urls(d)
         url = f"{base}/v1/chat/completions"
-        huge = b'{"messages": [{"role": "user", "content": "' + b"x" * (10 * 1024 * 1024) + b'"}]}'
+        huge = b'{"messages": [{"role": "user", "content": "' + b"x" * (40 * 1024 * 1024) + b'"}]}'
         headers = {**bearer(cfg), "Content-Type": "application/json"}
 
         async def chunked():

@@ -386,6 +386,29 @@ async def test_image_part_reaches_the_model(tmp_path, llm, monkeypatch):
     assert "what is this?" in contents(llm.requests[0])
 
 
+async def test_a_phone_sized_photo_as_a_data_url_is_accepted_and_resized(
+    tmp_path, llm, monkeypatch
+):
+    """A camera photo of several MB, base64-encoded, fits the body limit (it used to be 4 MB)."""
+    photo = image_bytes(2400, 1800, fmt="PNG", noise=True)
+    assert len(photo) > 4 * 1024 * 1024  # over the old limit
+    url = "data:image/png;base64," + base64.b64encode(photo).decode()
+    async with api(tmp_path, llm, monkeypatch, media={"vision": "on"}) as (_d, client):
+        llm.script(text("a noisy picture"))
+        r = await client.chat.completions.create(
+            model="chela",
+            messages=[
+                {
+                    "role": "user",
+                    "content": [{"type": "image_url", "image_url": {"url": url}}],
+                }
+            ],
+        )
+        assert r.choices[0].message.content == "a noisy picture"
+    (sent,) = image_urls(llm.requests[0])
+    assert sent.startswith("data:image/") and len(sent) < len(url)  # resized before the model
+
+
 # ---------------------------------------------------------------------- errors, models
 async def test_auth_model_errors_and_models(tmp_path, llm, monkeypatch):
     async with api(tmp_path, llm, monkeypatch) as (d, client):
