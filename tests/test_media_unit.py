@@ -8,6 +8,7 @@ import wave
 import pytest
 
 from bot import media
+import bot.media.images
 from bot.agent.llm import LLMError
 from bot.media import (
     MediaPolicy,
@@ -132,7 +133,7 @@ def test_process_image_refuses_what_is_not_an_image(tmp_path):
 
 
 def test_process_image_refuses_a_decompression_bomb(tmp_path, monkeypatch):
-    monkeypatch.setattr(media, "MAX_PIXELS", 10_000)
+    monkeypatch.setattr(bot.media.images, "MAX_PIXELS", 10_000)
     p = tmp_path / "big.png"
     p.write_bytes(image_bytes(200, 200, fmt="PNG"))
     with pytest.raises(NotAnImage, match="too many pixels"):

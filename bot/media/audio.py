@@ -1,0 +1,123 @@
+"""Voice notes and audio: durations from the headers, transcription (litellm)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+
+# -------------------------------------------------------------------------- audio
+def audio_duration(path: Path) -> float | None:
+    """Seconds of an Ogg (Opus or Vorbis) or WAV file, from its headers; None otherwise.
+    (Telegram, Signal and Discord voice notes are Ogg/Opus.)"""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+                import wave
+
+                with wave.open(str(path), "rb") as w:
+                    rate = w.getframerate()
+                    return w.getnframes() / rate if rate else None
+            if head[:4] != b"OggS":
+                return None
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - 65536))
+            tail = f.read()
+    except (OSError, EOFError, ValueError):
+        return None
+    except Exception:  # wave.Error and friends
+        return None
+    rate, pre_skip = 0, 0
+    i = head.find(b"OpusHead")
+    if i >= 0 and len(head) >= i + 16:
+        pre_skip = struct.unpack_from("<H", head, i + 10)[0]
+        rate = 48000  # Opus granule positions always count 48 kHz samples
+    else:
+        j = head.find(b"\x01vorbis")
+        if j >= 0 and len(head) >= j + 16:
+            rate = struct.unpack_from("<I", head, j + 12)[0]
+    k = tail.rfind(b"OggS")
+    if not rate or k < 0 or len(tail) < k + 14:
+        return None
+    granule = struct.unpack_from("<q", tail, k + 6)[0]
+    if granule <= 0:
+        return None
+    return max(0.0, (granule - pre_skip) / rate)
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = round(seconds)
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def _llm_key(cfg: Any, api_base: str) -> str:
+    key = cfg.secret(cfg.agent.api_key_env) if cfg.agent.api_key_env else ""
+    return key or ("sk-local" if api_base else "")
+
+
+async def transcribe(cfg: Any, path: Path, name: str, mime: str) -> str:
+    """The text of a voice note or audio file (litellm ``atranscription``, any
+    OpenAI-compatible ``/audio/transcriptions``).  Raises on failure."""
+    from bot.agent.llm import _litellm, _load_litellm
+
+    litellm = _litellm or await asyncio.to_thread(_load_litellm)
+    m = cfg.media
+    api_base = m.transcription_api_base or cfg.agent.api_base
+    data = await asyncio.to_thread(path.read_bytes)
+    kw: dict[str, Any] = {
+        "model": m.transcription_model,
+        "file": (_upload_name(name, path, mime), data, mime or "application/octet-stream"),
+        "timeout": cfg.agent.llm_timeout_seconds,
+        "max_retries": 0,
+    }
+    if api_base:
+        kw["api_base"] = api_base
+    if key := _llm_key(cfg, api_base):
+        kw["api_key"] = key
+    resp = await asyncio.wait_for(litellm.atranscription(**kw), cfg.agent.llm_timeout_seconds + 5)
+    text = getattr(resp, "text", None)
+    if text is None and isinstance(resp, dict):
+        text = resp.get("text")
+    return str(text or "").strip()
+
+
+_AUDIO_EXT = {
+    "audio/ogg": ".ogg",
+    "audio/opus": ".ogg",
+    "audio/mpeg": ".mp3",
+    "audio/mp3": ".mp3",
+    "audio/mp4": ".m4a",
+    "audio/x-m4a": ".m4a",
+    "audio/m4a": ".m4a",
+    "audio/aac": ".m4a",  # Signal's voice notes; transcription servers sniff the content
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/webm": ".webm",
+    "audio/flac": ".flac",
+    "video/mp4": ".mp4",
+}
+_SERVER_EXT = {".flac", ".m4a", ".mp3", ".mp4", ".mpeg", ".mpga", ".oga", ".ogg", ".wav", ".webm"}
+
+
+def _upload_name(name: str, path: Path, mime: str) -> str:
+    """A file name whose extension names a container OpenAI-compatible transcription
+    servers accept (they check it): Telegram's ``.oga`` and ``.opus`` are Ogg, a name
+    without an extension gets one from the mime type."""
+    base = Path(name or path.name).name or "audio"
+    stem, suffix = Path(base).stem or "audio", Path(base).suffix.lower()
+    if suffix in (".oga", ".opus"):
+        return stem + ".ogg"
+    if suffix in _SERVER_EXT:
+        return base
+    ext = _AUDIO_EXT.get((mime or "").split(";")[0].strip().lower())
+    if ext is None and path.suffix.lower() in _SERVER_EXT:
+        ext = path.suffix.lower()
+    return base + ext if ext else base

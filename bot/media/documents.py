@@ -1,0 +1,212 @@
+"""Text documents and PDFs: inlined as untrusted data, or saved to the inbox when long."""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+from bot.private import private_dir, write_private
+
+TEXT_EXTENSIONS = frozenset(
+    {
+        ".txt",
+        ".md",
+        ".markdown",
+        ".rst",
+        ".csv",
+        ".tsv",
+        ".json",
+        ".jsonl",
+        ".ndjson",
+        ".yaml",
+        ".yml",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".log",
+        ".xml",
+        ".html",
+        ".htm",
+        ".svg",
+        ".tex",
+        ".org",
+        ".srt",
+        ".vtt",
+        ".py",
+        ".pyi",
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".tsx",
+        ".jsx",
+        ".java",
+        ".kt",
+        ".go",
+        ".rs",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".cs",
+        ".rb",
+        ".php",
+        ".pl",
+        ".lua",
+        ".swift",
+        ".m",
+        ".r",
+        ".jl",
+        ".scala",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".fish",
+        ".ps1",
+        ".bat",
+        ".sql",
+        ".graphql",
+        ".proto",
+        ".css",
+        ".scss",
+        ".vue",
+        ".svelte",
+        ".dart",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".hs",
+        ".ml",
+        ".clj",
+        ".el",
+        ".vim",
+        ".nix",
+        ".tf",
+        ".gradle",
+        ".properties",
+        ".diff",
+        ".patch",
+        ".ipynb",
+    }
+)
+TEXT_MIMES = frozenset(
+    {
+        "application/json",
+        "application/x-ndjson",
+        "application/xml",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/javascript",
+        "application/x-sh",
+        "application/sql",
+        "application/x-python",
+        "application/csv",
+    }
+)
+MAX_TEXT_BYTES = 8 * 1024 * 1024  # a "text" file larger than this is not read into memory
+MAX_PDF_PAGES = 2000
+
+
+# ---------------------------------------------------------------------- documents
+def is_pdf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1024).lstrip()[:5] == b"%PDF-"
+    except OSError:
+        return False
+
+
+def is_text_like(name: str, mime: str) -> bool:
+    mime = (mime or "").split(";")[0].strip().lower()
+    suffix = Path(name or "").suffix.lower()
+    return (
+        mime.startswith("text/")
+        or mime in TEXT_MIMES
+        or mime.endswith(("+json", "+xml"))
+        or suffix in TEXT_EXTENSIONS
+    )
+
+
+def read_text_file(path: Path) -> str | None:
+    """The text of a text-like file (UTF-8, UTF-16 with a BOM, else a detected charset);
+    None when it looks binary."""
+    try:
+        if path.stat().st_size > MAX_TEXT_BYTES:
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", "replace")
+    if b"\x00" in raw[:8192]:
+        return None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        from charset_normalizer import from_bytes
+
+        best = from_bytes(raw[:200_000]).best()
+        if best is not None and best.encoding:
+            return raw.decode(best.encoding, "replace")
+    except Exception:
+        pass
+    return raw.decode("cp1252", "replace")
+
+
+def pdf_text(path: Path) -> tuple[str, int]:
+    """(text layer, page count) of a PDF.  Raises ``ValueError`` when it cannot be read
+    (broken, or encrypted with a password)."""
+    import logging as _logging
+
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    _logging.getLogger("pypdf").setLevel(_logging.ERROR)  # malformed-PDF chatter
+    try:
+        reader = PdfReader(str(path))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ValueError("the PDF is encrypted")
+        pages = reader.pages
+        out: list[str] = []
+        for i, page in enumerate(pages):
+            if i >= MAX_PDF_PAGES:
+                out.append(f"[... {len(pages) - MAX_PDF_PAGES} more pages not read]")
+                break
+            out.append((page.extract_text() or "").strip())
+        return "\n\n".join(t for t in out if t), len(pages)
+    except ValueError:
+        raise
+    except (PdfReadError, OSError, KeyError, TypeError, AttributeError, struct.error) as e:
+        raise ValueError(f"the PDF cannot be read ({type(e).__name__})") from None
+    except Exception as e:  # pypdf raises a wide range on malformed files
+        raise ValueError(f"the PDF cannot be read ({type(e).__name__})") from None
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+
+
+def _inbox_name(inbox: Path, name: str) -> Path:
+    stem = _SAFE.sub("_", Path(name).name).strip(" ._")[:100] or "file"
+    p = inbox / stem
+    base, suffix = Path(stem).stem, Path(stem).suffix
+    n = 1
+    while p.exists():
+        p = inbox / f"{base}-{n}{suffix}"
+        n += 1
+    return p
+
+
+def save_to_inbox(root: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` as ``<root>/inbox/<name>`` (a fresh name when taken), 0600."""
+    inbox = private_dir(root / "inbox")
+    dest = _inbox_name(inbox, name)
+    write_private(dest, data)
+    return dest

@@ -1,0 +1,182 @@
+"""Intake: one message's fetched attachments turned into model input (SPEC §11)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.media.audio import audio_duration, format_duration, transcribe
+from bot.media.documents import is_pdf, is_text_like, pdf_text, read_text_file, save_to_inbox
+from bot.media.images import NotAnImage, _image_slot, process_image, sniff_image
+from bot.media.remote import fetch_image_url
+from bot.untrusted import clean_inline, untrusted_block
+
+log = logging.getLogger("chela.media")
+
+
+@dataclass
+class Prepared:
+    """What one message's attachments add to the user turn."""
+
+    text: str  # the sender's text, with voice transcripts appended
+    notes: list[str] = field(default_factory=list)  # one-line remarks for the metadata block
+    blocks: list[str] = field(default_factory=list)  # untrusted document bodies
+    media: list[dict] = field(default_factory=list)  # image references for the stored turn
+
+    def user_text(self, formatted: str) -> str:
+        return "\n\n".join([formatted, *self.blocks])
+
+
+async def prepare_inbound(
+    cfg: Any,
+    msg: Any,
+    *,
+    file_root: Path,
+    dest_dir: Path,
+    addressed: bool = True,
+    read_tool: bool = False,
+) -> Prepared:
+    """Turn the fetched attachments of ``msg`` into model input (see the module doc).
+
+    ``file_root`` is where the session's file tools read (the workspace, or the guest's
+    own directory): long documents are saved in its ``inbox/``.  ``dest_dir`` is where
+    this message's downloads went (remote images fetched here land there too).
+    ``addressed`` is False for a group message not addressed to the bot: its audio is
+    not transcribed.  ``read_tool`` says whether this turn's tools include ``read``: the
+    note about a saved long document mentions that tool only then."""
+    prep = Prepared(text=msg.text or "")
+    m = cfg.media
+    transcripts: list[str] = []
+    for item in msg.attachments:
+        label = clean_inline(item.name or item.kind, 120)
+        target = item.target
+        if not target:
+            continue
+        if item.kind == "image" and target.startswith(("http://", "https://")):
+            try:
+                path = await fetch_image_url(cfg, target, dest_dir)
+            except Exception as e:
+                prep.notes.append(f"image not loaded: {label} ({clean_inline(str(e), 200)})")
+                continue
+            target = str(path)
+        if target.startswith(("http://", "https://")):
+            continue  # a link the model sees in the metadata; nothing to read here
+        path = Path(target)
+        if not path.is_file():
+            continue
+        if item.kind in ("image", "document") and (
+            item.kind == "image"
+            or (item.mime or "").startswith("image/")
+            or await asyncio.to_thread(sniff_image, path)
+        ):
+            try:
+                async with _image_slot():
+                    out = await asyncio.to_thread(process_image, path, m.image_max_px)
+            except NotAnImage as e:
+                if item.kind == "image":
+                    prep.notes.append(f"image could not be read: {label} ({e})")
+                    continue
+            except OSError as e:
+                prep.notes.append(f"image could not be saved: {label} ({e.strerror or e})")
+                continue
+            else:
+                prep.media.append(
+                    {
+                        "kind": "image",
+                        "path": str(out.path),
+                        "mime": out.mime,
+                        "name": item.name or path.name,
+                        "size": [out.width, out.height],
+                    }
+                )
+                continue
+        if item.kind in ("voice", "audio"):
+            line = await _audio_line(cfg, item, path, addressed)
+            transcripts.append(line)
+            continue
+        if item.kind == "document":
+            await _document(cfg, item, path, file_root, prep, read_tool)
+    if transcripts:
+        prep.text = "\n".join([prep.text, *transcripts]) if prep.text else "\n".join(transcripts)
+    return prep
+
+
+async def _audio_line(cfg: Any, item: Any, path: Path, addressed: bool) -> str:
+    what = (
+        "voice note" if item.kind == "voice" else f"audio {clean_inline(item.name or 'file', 80)}"
+    )
+    dur = format_duration(await asyncio.to_thread(audio_duration, path))
+    head = f"{what} {dur}".strip()
+    if not cfg.media.transcription_model:
+        return (
+            f"[{head}: you cannot hear audio and it was not transcribed "
+            "(no media.transcription_model is set); ask for the text if it matters]"
+        )
+    if not addressed:
+        return f"[{head}, not transcribed: it was not addressed to you]"
+    try:
+        text = await transcribe(cfg, path, item.name, item.mime)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        log.warning("transcription failed for %s: %s", path.name, type(e).__name__)
+        return f"[{head}, could not be transcribed]"
+    if not text:
+        return f"[{head}, transcribed: no speech]"
+    return f"[{head}, transcribed] {text}"
+
+
+async def _document(
+    cfg: Any, item: Any, path: Path, file_root: Path, prep: Prepared, read_tool: bool
+) -> None:
+    name = item.name or path.name
+    label = clean_inline(name, 120)
+    limit = cfg.media.max_document_chars
+    if await asyncio.to_thread(is_pdf, path):
+        try:
+            text, pages = await asyncio.to_thread(pdf_text, path)
+        except ValueError as e:
+            prep.notes.append(f"document {label}: {e}")
+            return
+        if not text.strip():
+            prep.notes.append(
+                f"document {label}: {pages} page PDF without a text layer (a scan?); "
+                "its text cannot be read"
+            )
+            return
+        kind = f"PDF ({pages} pages)"
+    elif is_text_like(name, item.mime):
+        read: str | None = await asyncio.to_thread(read_text_file, path)
+        if read is None:
+            return
+        text = read
+        kind = "text document"
+    else:
+        return
+    if len(text) <= limit:
+        prep.blocks.append(untrusted_block(f"Attached {kind}", name, text))
+        return
+    try:
+        original = await asyncio.to_thread(path.read_bytes)
+        saved = await asyncio.to_thread(save_to_inbox, file_root, name, original)
+        readable = saved
+        if kind.startswith("PDF"):
+            readable = await asyncio.to_thread(
+                save_to_inbox, file_root, saved.name + ".txt", text.encode("utf-8")
+            )
+    except OSError as e:
+        prep.notes.append(f"document {label} is too long to show and could not be saved ({e})")
+        return
+    rel = readable.relative_to(file_root)
+    how = (
+        "open it with the read tool, in parts"
+        if read_tool
+        else "no tool of this conversation can open it; ask the sender for the part that matters"
+    )
+    prep.notes.append(
+        f"document {label}: {kind}, {len(text)} characters, too long to show here; "
+        f"saved as {rel} ({how})"
+    )

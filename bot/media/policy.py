@@ -1,0 +1,180 @@
+"""What request assembly needs (SPEC §11): which models see images, and the stored
+image references turned into ``image_url`` parts per request."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from bot.untrusted import clean_inline
+
+log = logging.getLogger("chela.media")
+
+_BLIND: set[str] = set()  # models a provider refused images for (process lifetime)
+_VISION_CACHE: dict[str, bool] = {}
+
+
+# ------------------------------------------------------------------------ the policy
+@dataclass(frozen=True)
+class MediaPolicy:
+    """What request assembly needs: the model, ``media.vision`` and how many turns keep
+    image bytes.  Blindness learned from a provider is shared by every policy of the
+    same model (``mark_blind``)."""
+
+    model: str
+    vision: str = "auto"  # auto | on | off
+    images_in_history: int = 2
+
+    def can_see(self) -> bool:
+        if self.vision == "off" or self.model in _BLIND:
+            return False
+        if self.vision == "on":
+            return True
+        return model_supports_vision(self.model)
+
+    def mark_blind(self) -> None:
+        mark_blind(self.model)
+
+
+def policy_for(cfg: Any) -> MediaPolicy:
+    m = cfg.media
+    return MediaPolicy(cfg.agent.model, m.vision, m.images_in_history)
+
+
+def model_supports_vision(model: str) -> bool:
+    """litellm's local model map (never a network call: the map is loaded locally)."""
+    cached = _VISION_CACHE.get(model)
+    if cached is None:
+        from bot.agent.llm import _load_litellm
+
+        try:
+            cached = bool(_load_litellm().supports_vision(model=model))
+        except Exception:
+            cached = False
+        _VISION_CACHE[model] = cached
+    return cached
+
+
+def mark_blind(model: str) -> None:
+    if model not in _BLIND:
+        log.warning(
+            "model %s refused an image; it is treated as blind until restart (media.vision)",
+            model,
+        )
+    _BLIND.add(model)
+
+
+def is_image_rejection(err: BaseException) -> bool:
+    """A provider's HTTP 400 that is about images (the model or endpoint cannot take them)."""
+    status = getattr(err, "status", None)
+    cause = getattr(err, "cause", None)
+    if status is None and cause is not None:
+        status = getattr(cause, "status_code", None)
+    if status != 400:
+        return False
+    text = f"{cause or ''} {err}".lower()
+    return "image" in text or "vision" in text or "multimodal" in text
+
+
+# ------------------------------------------------------------------ request assembly
+_DATA_URLS: OrderedDict[str, str] = OrderedDict()  # path -> data URL (a few, for tool loops)
+_DATA_URL_CACHE = 8
+
+
+def _data_url(path: str, mime: str) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = f"{path}:{st.st_mtime_ns}:{st.st_size}"
+    url = _DATA_URLS.get(key)
+    if url is None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        url = f"data:{mime or 'image/jpeg'};base64,{base64.b64encode(data).decode('ascii')}"
+        _DATA_URLS[key] = url
+        while len(_DATA_URLS) > _DATA_URL_CACHE:
+            _DATA_URLS.popitem(last=False)
+    else:
+        _DATA_URLS.move_to_end(key)
+    return url
+
+
+def _is_tool_result(m: dict) -> bool:
+    c = m.get("content")
+    return isinstance(c, str) and c.lstrip().startswith("<tool_result")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
+    return content or ""
+
+
+def image_label(ref: dict) -> str:
+    return clean_inline(ref.get("name") or "image", 120)
+
+
+def request_messages(messages: list[dict], policy: MediaPolicy | None) -> list[dict]:
+    """The messages as the provider gets them: stored image references (the ``media``
+    key of a user message) become ``image_url`` parts in the last
+    ``policy.images_in_history`` user turns when the model can see, a placeholder
+    otherwise.  The ``media`` key never leaves; the list is returned as is when no
+    message has one."""
+    if not any("media" in m for m in messages):
+        return messages
+    see = policy is not None and policy.can_see()
+    keep = policy.images_in_history if policy is not None else 0
+    out = list(messages)
+    turn = 0
+    for i in range(len(out) - 1, -1, -1):
+        m = out[i]
+        if m.get("role") == "user" and not _is_tool_result(m):
+            turn += 1
+        if "media" not in m:
+            continue
+        refs = [r for r in m.get("media") or [] if isinstance(r, dict)]
+        m = {k: v for k, v in m.items() if k != "media"}
+        images = [r for r in refs if r.get("kind") == "image"]
+        if not images:
+            out[i] = m
+            continue
+        text = _text_of(m.get("content"))
+        if not see:
+            lines = [
+                f"[image attached: {image_label(r)}, this model cannot see images]" for r in images
+            ]
+            m["content"] = "\n".join([text, *lines]) if text else "\n".join(lines)
+        elif turn > keep:
+            lines = [f"[image: {image_label(r)}]" for r in images]
+            m["content"] = "\n".join([text, *lines]) if text else "\n".join(lines)
+        else:
+            parts: list[dict] = [{"type": "text", "text": text}] if text else []
+            for r in images:
+                url = _data_url(str(r.get("path") or ""), str(r.get("mime") or ""))
+                if url is None:
+                    parts.append(
+                        {"type": "text", "text": f"[image: {image_label(r)}, no longer available]"}
+                    )
+                else:
+                    parts.append({"type": "image_url", "image_url": {"url": url}})
+            m["content"] = parts
+        out[i] = m
+    return out
+
+
+def has_image_parts(messages: list[dict]) -> bool:
+    return any(
+        isinstance(m.get("content"), list)
+        and any(isinstance(p, dict) and p.get("type") == "image_url" for p in m["content"])
+        for m in messages
+    )

@@ -1,0 +1,131 @@
+"""Spoken replies: ``[VOICE:…]`` and ``[[audio_as_voice]]`` become speech (litellm)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from bot.media.audio import _llm_key
+from bot.private import private_dir, write_private
+
+log = logging.getLogger("chela.media")
+
+
+async def speak(cfg: Any, text: str, dest_dir: Path) -> Path:
+    """Speech for ``text`` (litellm ``aspeech``) as an Ogg/Opus file in ``dest_dir``."""
+    import uuid
+
+    from bot.agent.llm import _litellm, _load_litellm
+
+    litellm = _litellm or await asyncio.to_thread(_load_litellm)
+    m = cfg.media
+    api_base = m.tts_api_base or m.transcription_api_base or cfg.agent.api_base
+    kw: dict[str, Any] = {
+        "model": m.tts_model,
+        "input": text[:4000],
+        "voice": m.tts_voice or "alloy",
+        "response_format": "opus",
+        "timeout": cfg.agent.llm_timeout_seconds,
+    }
+    if api_base:
+        kw["api_base"] = api_base
+    if key := _llm_key(cfg, api_base):
+        kw["api_key"] = key
+    resp = await asyncio.wait_for(litellm.aspeech(**kw), cfg.agent.llm_timeout_seconds + 5)
+    data = resp.content if hasattr(resp, "content") else bytes(resp)
+    if not data:
+        raise ValueError("the speech endpoint returned no audio")
+    dest = private_dir(dest_dir) / f"voice_{uuid.uuid4().hex[:12]}.ogg"
+    await asyncio.to_thread(write_private, dest, data)
+    return dest
+
+
+async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path) -> Any:
+    """Spoken replies (SPEC §11) with ``media.tts_model`` set: a ``[VOICE:<text>]`` marker
+    whose target is not a URL or an existing file is text to speak, and
+    ``[[audio_as_voice]]`` on a reply without audio speaks the reply's text; the speech
+    (Ogg/Opus, in ``out_dir``) goes out as a voice note after the text.  A failed
+    synthesis loses nothing: the words stay in the text."""
+    if not cfg.media.tts_model or plan.silent:
+        return plan
+    media: list[Any] = list(plan.media)
+    extra_text: list[str] = []
+    changed = False
+    # [VOICE:<words>] stays in the text for the reply parser (its target is no path):
+    # here it becomes speech
+    spoken, body = _voice_text_markers(plan.text)
+    if spoken:
+        changed = True
+        from channels.base import MediaItem
+
+        plan = dataclasses.replace(plan, text=body)
+        media += [MediaItem("voice", words) for words in spoken]
+    for i, item in enumerate(media):
+        if item.kind != "voice" or item.is_url or _existing_file(item.target, file_root):
+            continue
+        words = item.target.strip()
+        changed = True
+        try:
+            path = await speak(cfg, words, out_dir)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.warning("speech synthesis failed: %s", type(e).__name__)
+            media[i] = None
+            extra_text.append(words)
+            continue
+        media[i] = dataclasses.replace(item, target=str(path), name="voice.ogg", mime="audio/ogg")
+    has_audio = any(m is not None and m.kind in ("voice", "audio") for m in media)
+    if plan.audio_as_voice and not has_audio and plan.text.strip():
+        changed = True
+        try:
+            path = await speak(cfg, plan.text.strip(), out_dir)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.warning("speech synthesis failed: %s", type(e).__name__)
+        else:
+            from channels.base import MediaItem
+
+            media.append(MediaItem("voice", str(path), "voice.ogg", "audio/ogg"))
+    if not changed:
+        return plan
+    text = "\n".join([plan.text, *extra_text]).strip() if extra_text else plan.text
+    return dataclasses.replace(plan, text=text, media=[m for m in media if m is not None])
+
+
+_VOICE_TEXT = re.compile(r"\[\s*voice\s*:(?P<words>[^\[\]\n]+)\](?!\()", re.IGNORECASE)
+
+
+def _voice_text_markers(text: str) -> tuple[list[str], str]:
+    """(words of each ``[VOICE:<words>]`` outside code fences, the text without them)."""
+    spoken: list[str] = []
+    parts = text.split("```")
+    for i in range(0, len(parts), 2):  # even parts are outside fences
+
+        def take(m: re.Match) -> str:
+            words = m.group("words").strip()
+            if not words:
+                return m.group(0)  # nothing to say: left as written
+            spoken.append(words)
+            return ""
+
+        parts[i] = _VOICE_TEXT.sub(take, parts[i])
+    if not spoken:
+        return [], text
+    body = "```".join(parts)
+    return spoken, re.sub(r"[ \t]{2,}", " ", body).strip()
+
+
+def _existing_file(target: str, root: Path) -> bool:
+    t = target.strip()
+    if t.lower().startswith("file://") or t.startswith(("/", "~")):
+        return True  # a path: delivery checks it (and says so when it is not allowed)
+    try:
+        return (root / t).is_file()
+    except (OSError, ValueError):
+        return False
