@@ -5,7 +5,8 @@ from bot.prompt import PromptContext, build_prompt, PromptCache
 
 from __future__ import annotations
 
-from .builder import FileReport, PromptResult, SectionReport, build_prompt
+from .builder import build_prompt
+from .result import FileReport, PromptResult, SectionReport
 from .cache import PromptCache
 from .context import PromptContext, RuntimeInfo, ToolSpec
 

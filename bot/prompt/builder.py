@@ -7,8 +7,6 @@ unchanged files are byte-identical.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -18,6 +16,17 @@ from typing import Any
 from . import texts
 from .aieos import aieos_name, load_aieos, render_aieos
 from .context import PromptContext, ToolSpec
+from .parts import (
+    HARDWARE_TOOLS,
+    _one_line,
+    effective_mode,
+    ordered_tools,
+    owner_label,
+    runtime_line,
+    tool_line,
+    tool_schema_json,
+)
+from .result import FileReport, PromptResult, SectionReport, SkillReport, ToolReport
 from .skills import load_skills, skill_xml
 from .workspace import (
     BOOTSTRAP_ORDER,
@@ -30,208 +39,6 @@ from .workspace import (
 )
 
 log = logging.getLogger(__name__)
-
-CORE_TOOL_ORDER = (
-    "read",
-    "write",
-    "edit",
-    "apply_patch",
-    "grep",
-    "find",
-    "ls",
-    "exec",
-    "process",
-    "web_search",
-    "web_fetch",
-    "browser",
-    "canvas",
-    "nodes",
-    "cron",
-    "message",
-    "gateway",
-    "agents_list",
-    "sessions_list",
-    "sessions_history",
-    "sessions_send",
-    "sessions_spawn",
-    "subagents",
-    "session_status",
-    "image",
-)
-_CORE_INDEX = {n: i for i, n in enumerate(CORE_TOOL_ORDER)}
-HARDWARE_TOOLS = frozenset(
-    {
-        "gpio_read",
-        "gpio_write",
-        "arduino_upload",
-        "hardware_memory_map",
-        "hardware_board_info",
-        "hardware_memory_read",
-        "hardware_capabilities",
-    }
-)
-TOOL_LINE_MAX = 160
-
-
-# --------------------------------------------------------------------------- result types
-
-
-@dataclass
-class SectionReport:
-    heading: str
-    chars: int
-
-
-@dataclass
-class FileReport:
-    name: str
-    path: str
-    status: str  # ok | truncated | missing | default
-    raw_chars: int
-    injected_chars: int
-
-
-@dataclass
-class SkillReport:
-    name: str
-    location: str
-    chars: int  # size of its <skill> entry in the prompt
-
-
-@dataclass
-class ToolReport:
-    name: str
-    line_chars: int  # its line in ## Tooling
-    schema_chars: int  # JSON of its function schema (what a native tool API gets)
-
-
-@dataclass(eq=False)
-class PromptResult:
-    text: str
-    sections: list[SectionReport] = field(default_factory=list)
-    files: list[FileReport] = field(default_factory=list)
-    deps: dict[str, tuple[int, int] | None] = field(default_factory=dict)
-    project_files: list[FileReport] = field(default_factory=list)
-    skills: list[SkillReport] = field(default_factory=list)
-    tools: list[ToolReport] = field(default_factory=list)
-    skills_chars: int = 0  # the whole ## Skills section
-    tool_list_chars: int = 0  # the whole ## Tooling section
-    tool_schema_chars: int = 0  # sum of ToolReport.schema_chars
-    project_context_chars: int = 0
-    listed_dirs: tuple[str, ...] = ()  # directories whose listing shaped the prompt
-    mode: str = "full"  # effective mode
-    identity_source: str = "markdown"  # markdown | aieos
-
-    @property
-    def chars(self) -> int:
-        return len(self.text)
-
-    @property
-    def approx_tokens(self) -> int:
-        return len(self.text) // 4
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "prompt": self.text,
-            "sections": [{"heading": s.heading, "chars": s.chars} for s in self.sections],
-            "files": [
-                {
-                    "name": f.name,
-                    "path": f.path,
-                    "status": f.status,
-                    "raw_chars": f.raw_chars,
-                    "injected_chars": f.injected_chars,
-                }
-                for f in self.files
-            ],
-            "chars": self.chars,
-            "approx_tokens": self.approx_tokens,
-        }
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def effective_mode(ctx: PromptContext) -> str:
-    """Sub-agent and cron sessions never get more than the minimal prompt."""
-    if ctx.session_kind in ("subagent", "cron") and ctx.mode == "full":
-        return "minimal"
-    return ctx.mode
-
-
-def ordered_tools(tools: tuple[ToolSpec, ...] | list[ToolSpec]) -> list[ToolSpec]:
-    """Core tools in their fixed order, then the rest by lower-cased name; names
-    de-duplicated case-insensitively (first spelling wins)."""
-    seen: set[str] = set()
-    uniq: list[ToolSpec] = []
-    for t in tools:
-        key = t.name.strip().lower()
-        if not key or key in seen:
-            continue
-        seen.add(key)
-        uniq.append(t)
-    core = sorted(
-        (t for t in uniq if t.name.strip().lower() in _CORE_INDEX),
-        key=lambda t: _CORE_INDEX[t.name.strip().lower()],
-    )
-    rest = sorted(
-        (t for t in uniq if t.name.strip().lower() not in _CORE_INDEX),
-        key=lambda t: (t.name.strip().lower(), t.name),
-    )
-    return core + rest
-
-
-def tool_line(tool: ToolSpec, cut: bool) -> str:
-    summary = " ".join(tool.summary.split())
-    name = tool.name.strip()
-    line = f"- {name}: {summary}" if summary else f"- {name}"
-    if cut and len(line) > TOOL_LINE_MAX:
-        line = line[: TOOL_LINE_MAX - 1] + "…"
-    return line
-
-
-def tool_schema_json(tool: ToolSpec) -> str:
-    return json.dumps(tool.parameters, sort_keys=True, ensure_ascii=False)
-
-
-def owner_label(number: str, display: str, secret: str) -> str:
-    number = number.strip()
-    if display != "hash":
-        return number
-    if secret:
-        return hmac.new(secret.encode(), number.encode(), hashlib.sha256).hexdigest()[:12]
-    return hashlib.sha256(number.encode()).hexdigest()[:12]
-
-
-def runtime_line(ctx: PromptContext) -> str:
-    rt = ctx.runtime
-    parts: list[tuple[str, str]] = [
-        ("agent", ctx.agent_id),
-        ("host", rt.host),
-        ("repo", rt.repo),
-    ]
-    if rt.os:
-        parts.append(("os", f"{rt.os} ({rt.arch})" if rt.arch else rt.os))
-    parts += [
-        ("python", rt.python),
-        ("model", ctx.model),
-        ("default_model", ctx.default_model),
-        ("shell", rt.shell),
-    ]
-    channel = ctx.channel.strip().lower()
-    if channel:
-        parts.append(("channel", channel))
-        caps = sorted({c.strip().lower() for c in ctx.capabilities if c.strip()})
-        parts.append(("capabilities", ",".join(caps) if caps else "none"))
-    parts.append(("thinking", ctx.thinking.strip() or "off"))
-    return "Runtime: " + " | ".join(
-        f"{k}={' '.join(str(v).split())}" for k, v in parts if str(v).strip()
-    )
-
-
-def _one_line(value: str) -> str:
-    return " ".join(value.split())
-
 
 # --------------------------------------------------------------------------- builder
 
@@ -250,292 +57,416 @@ class _Sections:
         return text
 
 
+@dataclass
+class _Build:
+    """One build in progress: the context, what was loaded for it, and the sections so far."""
+
+    ctx: PromptContext
+    mode: str
+    workspace: str
+    deps: Deps
+    out: _Sections
+    result: PromptResult
+    tools: list[ToolSpec]
+    names: set[str]
+    per_file: int
+    files: list[LoadedFile] = field(default_factory=list)
+    by_name: dict[str, LoadedFile] = field(default_factory=dict)
+    aieos: dict[str, Any] | None = None
+
+    @property
+    def full(self) -> bool:
+        return self.mode == "full"
+
+    @property
+    def guest(self) -> bool:
+        return self.ctx.trust == "guest"
+
+    @property
+    def tz(self) -> str:
+        return self.ctx.timezone.strip()
+
+    def add(self, report_heading: str, lines: list[str], heading: str | None = None) -> str:
+        return self.out.add(report_heading, lines, heading)
+
+    def fixed(self, name: str, lines: tuple[str, ...] | list[str]) -> None:
+        """A section of fixed lines under ``## <name>``."""
+        self.out.add(name, list(lines), f"## {name}")
+
+
 def build_prompt(ctx: PromptContext) -> PromptResult:
+    """The system prompt for ``ctx``: the sections of ``SECTIONS``, in order (SPEC §2.1)."""
     mode = effective_mode(ctx)
-    workspace = os.path.abspath(os.path.expanduser(str(ctx.workspace)))
     deps: Deps = {}
-    out = _Sections()
-    result = PromptResult(text="", deps=deps, mode=mode)
-
-    if mode == "none":
-        out.add("Identity", [texts.IDENTITY_LINE])
-        return _finish(result, out)
-
-    full = mode == "full"
-    guest = ctx.trust == "guest"
-    per_file = COMPACT_MAX_CHARS if ctx.compact_context else ctx.bootstrap_max_chars
     tools = ordered_tools(ctx.tools)
-    names = {t.name.strip().lower() for t in tools}
+    b = _Build(
+        ctx=ctx,
+        mode=mode,
+        workspace=os.path.abspath(os.path.expanduser(str(ctx.workspace))),
+        deps=deps,
+        out=_Sections(),
+        result=PromptResult(text="", deps=deps, mode=mode),
+        tools=tools,
+        names={t.name.strip().lower() for t in tools},
+        per_file=COMPACT_MAX_CHARS if ctx.compact_context else ctx.bootstrap_max_chars,
+    )
+    if mode == "none":
+        b.add("Identity", [texts.IDENTITY_LINE])
+        return _finish(b.result, b.out)
+    _load_files(b)
+    for section in SECTIONS:
+        section(b)
+    return _finish(b.result, b.out)
 
-    # ---- identity source (AIEOS or Markdown) and bootstrap files
-    aieos = None
-    if ctx.identity_format == "aieos":
-        aieos = load_aieos(ctx.aieos_path, ctx.aieos_inline, workspace, deps)
-        if aieos is not None:
-            body = render_aieos(aieos)
-            if not body:
-                log.warning("AIEOS identity has nothing to render; using the Markdown files")
-                aieos = None
-    skip: frozenset[str] = frozenset()
-    replacement = None
-    if aieos is not None:
-        skip = frozenset({"IDENTITY.md", "SOUL.md"})
-        path = (
-            os.path.abspath(os.path.join(workspace, os.path.expanduser(ctx.aieos_path)))
-            if ctx.aieos_path
-            else ""
-        )
-        raw = (
-            len(ctx.aieos_inline)
-            if not ctx.aieos_path
-            else len(json.dumps(aieos, ensure_ascii=False))
-        )
-        replacement = ("SOUL.md", LoadedFile("Identity", path, "ok", raw, body))
-        result.identity_source = "aieos"
 
-    files = load_bootstrap(
-        workspace,
-        session_kind=ctx.session_kind,
-        per_file=per_file,
-        total=ctx.bootstrap_total_max_chars,
+def _load_aieos(b: _Build) -> tuple[frozenset[str], tuple[str, LoadedFile] | None]:
+    """The AIEOS identity, when configured and renderable: it replaces IDENTITY.md and SOUL.md."""
+    ctx = b.ctx
+    if ctx.identity_format != "aieos":
+        return frozenset(), None
+    aieos = load_aieos(ctx.aieos_path, ctx.aieos_inline, b.workspace, b.deps)
+    if aieos is None:
+        return frozenset(), None
+    body = render_aieos(aieos)
+    if not body:
+        log.warning("AIEOS identity has nothing to render; using the Markdown files")
+        return frozenset(), None
+    b.aieos = aieos
+    path = (
+        os.path.abspath(os.path.join(b.workspace, os.path.expanduser(ctx.aieos_path)))
+        if ctx.aieos_path
+        else ""
+    )
+    raw = (
+        len(ctx.aieos_inline) if not ctx.aieos_path else len(json.dumps(aieos, ensure_ascii=False))
+    )
+    b.result.identity_source = "aieos"
+    return frozenset({"IDENTITY.md", "SOUL.md"}), (
+        "SOUL.md",
+        LoadedFile("Identity", path, "ok", raw, body),
+    )
+
+
+def _load_files(b: _Build) -> None:
+    skip, replacement = _load_aieos(b)
+    b.files = load_bootstrap(
+        b.workspace,
+        session_kind=b.ctx.session_kind,
+        per_file=b.per_file,
+        total=b.ctx.bootstrap_total_max_chars,
         skip=skip,
         default_soul=texts.DEFAULT_SOUL,
-        deps=deps,
+        deps=b.deps,
         replacement=replacement,
-        guest=guest,
+        guest=b.guest,
     )
-    by_name = {f.name: f for f in files}
+    b.by_name = {f.name: f for f in b.files}
 
-    # ---- 1. identity
-    id_lines = [texts.IDENTITY_LINE]
-    if aieos is not None:
-        name, emoji = aieos_name(aieos)
+
+def _front_matter(b: _Build, name: str) -> dict[str, Any]:
+    return b.by_name[name].front_matter if name in b.by_name else {}
+
+
+# ---- 1. identity
+def _identity(b: _Build) -> None:
+    lines = [texts.IDENTITY_LINE]
+    if b.aieos is not None:
+        name, emoji = aieos_name(b.aieos)
         creature = vibe = ""
     else:
-        fm = by_name["IDENTITY.md"].front_matter if "IDENTITY.md" in by_name else {}
+        fm = _front_matter(b, "IDENTITY.md")
         name, emoji = fm_value(fm, "name"), fm_value(fm, "emoji")
         creature, vibe = fm_value(fm, "creature"), fm_value(fm, "vibe")
     if name:
-        id_lines.append(f"Your name is {name} {emoji}." if emoji else f"Your name is {name}.")
+        lines.append(f"Your name is {name} {emoji}." if emoji else f"Your name is {name}.")
     if creature:
-        id_lines.append(f"You are a {creature}.")
+        lines.append(f"You are a {creature}.")
     if vibe:
-        id_lines.append(f"Your vibe: {vibe}.")
-    user_fm = by_name["USER.md"].front_matter if "USER.md" in by_name else {}
-    user_name = fm_value(user_fm, "name")
+        lines.append(f"Your vibe: {vibe}.")
+    user_name = fm_value(_front_matter(b, "USER.md"), "name")
     if user_name:
-        id_lines.append(f"The user's name is {user_name}.")
-    out.add("Identity", id_lines)
+        lines.append(f"The user's name is {user_name}.")
+    b.add("Identity", lines)
 
-    # ---- 2. tooling
-    cut = ctx.native_tools
-    lines = [texts.TOOLING_INTRO] if tools else [texts.TOOLING_NONE]
-    for t in tools:
-        line = tool_line(t, cut)
+
+# ---- 2. tooling
+def _tooling(b: _Build) -> None:
+    lines = [texts.TOOLING_INTRO] if b.tools else [texts.TOOLING_NONE]
+    for t in b.tools:
+        line = tool_line(t, b.ctx.native_tools)
         lines.append(line)
-        result.tools.append(
-            ToolReport(
-                t.name.strip(),
-                len(line),
-                len(json.dumps(t.openai_schema(), sort_keys=True, ensure_ascii=False)),
-            )
-        )
-    result.tool_schema_chars = sum(t.schema_chars for t in result.tools)
+        schema = json.dumps(t.openai_schema(), sort_keys=True, ensure_ascii=False)
+        b.result.tools.append(ToolReport(t.name.strip(), len(line), len(schema)))
+    b.result.tool_schema_chars = sum(t.schema_chars for t in b.result.tools)
     lines.append(texts.TOOLING_TOOLS_MD)
-    result.tool_list_chars = len(out.add("Tooling", lines, "## Tooling"))
+    b.result.tool_list_chars = len(b.add("Tooling", lines, "## Tooling"))
 
-    # ---- 2a. text tool protocol
-    if not ctx.native_tools:
-        lines = list(texts.TOOL_PROTOCOL_INTRO)
-        lines += [f"- {t.name.strip()}: {tool_schema_json(t)}" for t in tools] or [
-            "(no tools registered)"
-        ]
-        out.add("Tool Use Protocol", lines, "## Tool Use Protocol")
 
-    # ---- 2b. hardware
-    if names & HARDWARE_TOOLS:
-        out.add("Hardware Access", list(texts.HARDWARE_LINES), "## Hardware Access")
+# ---- 2a. the text tool protocol (models without native tool calls)
+def _tool_protocol(b: _Build) -> None:
+    if b.ctx.native_tools:
+        return
+    lines = list(texts.TOOL_PROTOCOL_INTRO)
+    lines += [f"- {t.name.strip()}: {tool_schema_json(t)}" for t in b.tools] or [
+        "(no tools registered)"
+    ]
+    b.add("Tool Use Protocol", lines, "## Tool Use Protocol")
 
-    # ---- 3/4
-    out.add("Tool Call Style", list(texts.TOOL_CALL_STYLE_LINES), "## Tool Call Style")
-    out.add("Safety", list(texts.SAFETY_LINES), "## Safety")
 
-    # ---- 5. CLI quick reference
-    if "gateway" in names:
-        out.add(
-            "Chela CLI Quick Reference",
-            list(texts.CLI_QUICK_REFERENCE),
-            "## Chela CLI Quick Reference",
-        )
+# ---- 2b. hardware
+def _hardware(b: _Build) -> None:
+    if b.names & HARDWARE_TOOLS:
+        b.fixed("Hardware Access", texts.HARDWARE_LINES)
 
-    # ---- 6. skills (full only)
-    if full and not guest:
-        skills, listed = load_skills(workspace, deps)
-        result.listed_dirs = tuple(listed)
-        if skills:
-            blocks = [skill_xml(s) for s in skills]
-            result.skills = [
-                SkillReport(s.name, s.location, len(b)) for s, b in zip(skills, blocks, strict=True)
-            ]
-            lines = [
-                *list(texts.SKILLS_LINES),
-                "<available_skills>",
-                *blocks,
-                "</available_skills>",
-            ]
-            result.skills_chars = len(out.add("Skills (mandatory)", lines, "## Skills (mandatory)"))
 
-    # ---- 7. memory recall
-    if full and names & {"memory_search", "memory_get"}:
-        lines = []
-        if "memory_search" in names:
-            lines.append(texts.MEMORY_RECALL_SEARCH)
-        if "memory_get" in names:
-            lines.append(texts.MEMORY_RECALL_GET)
-        lines.append(texts.MEMORY_RECALL_EMPTY)
-        out.add("Memory Recall", lines, "## Memory Recall")
+# ---- 3/4. tool call style, safety
+def _style_and_safety(b: _Build) -> None:
+    b.fixed("Tool Call Style", texts.TOOL_CALL_STYLE_LINES)
+    b.fixed("Safety", texts.SAFETY_LINES)
 
-    # ---- 8. self-update
-    if full and "gateway" in names:
-        out.add("Chela Self-Update", list(texts.SELF_UPDATE_LINES), "## Chela Self-Update")
 
-    # ---- 9. model aliases
-    if full and ctx.model_aliases:
-        lines = [texts.MODEL_ALIASES_INTRO]
-        lines += [f"- {_one_line(a)}: {_one_line(m)}" for a, m in ctx.model_aliases if a.strip()]
-        out.add("Model Aliases", lines, "## Model Aliases")
+# ---- 5. CLI quick reference
+def _cli_reference(b: _Build) -> None:
+    if "gateway" in b.names:
+        b.fixed("Chela CLI Quick Reference", texts.CLI_QUICK_REFERENCE)
 
-    # ---- 10. date/time hint
-    tz = ctx.timezone.strip()
-    if tz:
-        out.add("Date/Time Hint", [texts.DATE_TIME_HINT])
 
-    # ---- 11. workspace
-    root = os.path.abspath(str(ctx.file_root)) if guest and ctx.file_root else workspace
-    out.add(
+# ---- 6. skills (full, owner)
+def _skills(b: _Build) -> None:
+    if not b.full or b.guest:
+        return
+    skills, listed = load_skills(b.workspace, b.deps)
+    b.result.listed_dirs = tuple(listed)
+    if not skills:
+        return
+    blocks = [skill_xml(s) for s in skills]
+    b.result.skills = [
+        SkillReport(s.name, s.location, len(x)) for s, x in zip(skills, blocks, strict=True)
+    ]
+    lines = [*texts.SKILLS_LINES, "<available_skills>", *blocks, "</available_skills>"]
+    b.result.skills_chars = len(b.add("Skills (mandatory)", lines, "## Skills (mandatory)"))
+
+
+# ---- 7. memory recall
+def _memory_recall(b: _Build) -> None:
+    if not b.full or not b.names & {"memory_search", "memory_get"}:
+        return
+    lines = []
+    if "memory_search" in b.names:
+        lines.append(texts.MEMORY_RECALL_SEARCH)
+    if "memory_get" in b.names:
+        lines.append(texts.MEMORY_RECALL_GET)
+    lines.append(texts.MEMORY_RECALL_EMPTY)
+    b.add("Memory Recall", lines, "## Memory Recall")
+
+
+# ---- 8. self-update
+def _self_update(b: _Build) -> None:
+    if b.full and "gateway" in b.names:
+        b.fixed("Chela Self-Update", texts.SELF_UPDATE_LINES)
+
+
+# ---- 9. model aliases
+def _model_aliases(b: _Build) -> None:
+    aliases = b.ctx.model_aliases
+    if not b.full or not aliases:
+        return
+    lines = [texts.MODEL_ALIASES_INTRO]
+    lines += [f"- {_one_line(a)}: {_one_line(m)}" for a, m in aliases if a.strip()]
+    b.add("Model Aliases", lines, "## Model Aliases")
+
+
+# ---- 10. date/time hint
+def _date_time_hint(b: _Build) -> None:
+    if b.tz:
+        b.add("Date/Time Hint", [texts.DATE_TIME_HINT])
+
+
+# ---- 11. workspace (a guest's own directory for a guest)
+def _workspace(b: _Build) -> None:
+    ctx = b.ctx
+    root = os.path.abspath(str(ctx.file_root)) if b.guest and ctx.file_root else b.workspace
+    b.add(
         "Workspace",
         [texts.WORKSPACE_LINE.format(path=root), *texts.WORKSPACE_LINES],
         "## Workspace",
     )
 
-    # ---- 12. documentation
-    if full and ctx.docs_path.strip():
-        docs = os.path.abspath(os.path.expanduser(ctx.docs_path.strip()))
-        out.add(
-            "Documentation", [ln.format(path=docs) for ln in texts.DOCS_LINES], "## Documentation"
-        )
 
-    # ---- 13. sandbox
-    if ctx.sandbox_enabled:
-        out.add("Sandbox", list(texts.SANDBOX_LINES), "## Sandbox")
+# ---- 12. documentation
+def _documentation(b: _Build) -> None:
+    if not b.full or not b.ctx.docs_path.strip():
+        return
+    docs = os.path.abspath(os.path.expanduser(b.ctx.docs_path.strip()))
+    b.add("Documentation", [ln.format(path=docs) for ln in texts.DOCS_LINES], "## Documentation")
 
-    # ---- 14. authorized senders
+
+# ---- 13. sandbox
+def _sandbox(b: _Build) -> None:
+    if b.ctx.sandbox_enabled:
+        b.fixed("Sandbox", texts.SANDBOX_LINES)
+
+
+# ---- 14. authorized senders (full, owner)
+def _authorized_senders(b: _Build) -> None:
+    ctx = b.ctx
     owners = [n for n in ctx.owner_numbers if n.strip()]
-    if full and owners and not guest:
-        lines = [texts.AUTHORIZED_SENDERS_INTRO]
-        lines += [f"- {owner_label(n, ctx.owner_display, ctx.owner_hash_secret)}" for n in owners]
-        if ctx.owner_display == "hash":
-            lines.append(texts.AUTHORIZED_SENDERS_HASH_NOTE)
-        lines.append(texts.AUTHORIZED_SENDERS_NOTE)
-        out.add("Authorized Senders", lines, "## Authorized Senders")
+    if not b.full or not owners or b.guest:
+        return
+    lines = [texts.AUTHORIZED_SENDERS_INTRO]
+    lines += [f"- {owner_label(n, ctx.owner_display, ctx.owner_hash_secret)}" for n in owners]
+    if ctx.owner_display == "hash":
+        lines.append(texts.AUTHORIZED_SENDERS_HASH_NOTE)
+    lines.append(texts.AUTHORIZED_SENDERS_NOTE)
+    b.add("Authorized Senders", lines, "## Authorized Senders")
 
-    # ---- 15. current date & time (zone only)
-    if tz:
-        out.add("Current Date & Time", [f"Time zone: {tz}"], "## Current Date & Time")
 
-    # ---- 16. workspace files header
-    out.add(
-        "Workspace Files (injected)",
-        list(texts.WORKSPACE_FILES_LINES),
-        "## Workspace Files (injected)",
-    )
+# ---- 15. current date & time (the zone only: the prompt stays cacheable)
+def _current_time(b: _Build) -> None:
+    if b.tz:
+        b.add("Current Date & Time", [f"Time zone: {b.tz}"], "## Current Date & Time")
 
-    # ---- 17/18/19 full-only conversation sections
-    if full:
-        out.add("Reply Tags", list(texts.REPLY_TAGS_LINES), "## Reply Tags")
-        lines = list(texts.MESSAGING_LINES)
-        if "message" in names:
-            lines += ["### message tool", *texts.MESSAGE_TOOL_LINES]
-        out.add("Messaging", lines, "## Messaging")
-        if ctx.tts_hint.strip():
-            out.add("Voice (TTS)", [texts.VOICE_INTRO, ctx.tts_hint.strip()], "## Voice (TTS)")
 
-    # ---- 20. group chat / subagent context
-    extra = ctx.extra_context.strip()
+# ---- 16. workspace files header
+def _workspace_files(b: _Build) -> None:
+    b.fixed("Workspace Files (injected)", texts.WORKSPACE_FILES_LINES)
+
+
+# ---- 17/18/19. reply tags, messaging, voice (full)
+def _conversation(b: _Build) -> None:
+    if not b.full:
+        return
+    b.fixed("Reply Tags", texts.REPLY_TAGS_LINES)
+    lines = list(texts.MESSAGING_LINES)
+    if "message" in b.names:
+        lines += ["### message tool", *texts.MESSAGE_TOOL_LINES]
+    b.add("Messaging", lines, "## Messaging")
+    if b.ctx.tts_hint.strip():
+        b.add("Voice (TTS)", [texts.VOICE_INTRO, b.ctx.tts_hint.strip()], "## Voice (TTS)")
+
+
+# ---- 20. group chat / subagent context
+def _extra_context(b: _Build) -> None:
+    extra = b.ctx.extra_context.strip()
     if extra:
-        heading = "Group Chat Context" if full else "Subagent Context"
-        out.add(heading, [extra], f"## {heading}")
+        heading = "Group Chat Context" if b.full else "Subagent Context"
+        b.add(heading, [extra], f"## {heading}")
 
-    # ---- 21. reactions
-    if ctx.reactions in ("minimal", "extensive"):
-        chan = ctx.channel.strip().lower() or "this channel"
-        tmpl = texts.REACTIONS_MINIMAL if ctx.reactions == "minimal" else texts.REACTIONS_EXTENSIVE
-        out.add("Reactions", [tmpl.format(channel=chan)], "## Reactions")
 
-    # ---- 22. reasoning format
-    if ctx.reasoning_tags:
-        out.add("Reasoning Format", list(texts.REASONING_LINES), "## Reasoning Format")
+# ---- 21. reactions
+def _reactions(b: _Build) -> None:
+    level = b.ctx.reactions
+    if level not in ("minimal", "extensive"):
+        return
+    chan = b.ctx.channel.strip().lower() or "this channel"
+    tmpl = texts.REACTIONS_MINIMAL if level == "minimal" else texts.REACTIONS_EXTENSIVE
+    b.add("Reactions", [tmpl.format(channel=chan)], "## Reactions")
 
-    # ---- 23. project context
-    exclude = {
-        os.path.realpath(os.path.join(workspace, n)) for n in (*BOOTSTRAP_ORDER, "memory.md")
-    }
+
+# ---- 22. reasoning format
+def _reasoning(b: _Build) -> None:
+    if b.ctx.reasoning_tags:
+        b.fixed("Reasoning Format", texts.REASONING_LINES)
+
+
+# ---- 23. project context (the bootstrap files, then the project walk)
+def _project_context(b: _Build) -> None:
+    ws = b.workspace
+    exclude = {os.path.realpath(os.path.join(ws, n)) for n in (*BOOTSTRAP_ORDER, "memory.md")}
     proj: list[LoadedFile] = []
-    if ctx.project_dir.strip() and not guest:
-        proj = project_files(
-            ctx.project_dir.strip(), per_file=per_file, exclude_real=exclude, deps=deps
-        )
-    injected = [f for f in files if f.content] + proj
+    project_dir = b.ctx.project_dir.strip()
+    if project_dir and not b.guest:
+        proj = project_files(project_dir, per_file=b.per_file, exclude_real=exclude, deps=b.deps)
+    injected = [f for f in b.files if f.content] + proj
     if injected:
         lines = ["# Project Context", texts.PROJECT_CONTEXT_LOADED]
-        if aieos is not None:
+        if b.aieos is not None:
             lines.append(texts.PROJECT_CONTEXT_AIEOS)
-        elif "SOUL.md" in by_name and by_name["SOUL.md"].content:
+        elif "SOUL.md" in b.by_name and b.by_name["SOUL.md"].content:
             lines.append(texts.PROJECT_CONTEXT_SOUL)
         for f in injected:
             lines += [f"## {f.name}", f.content]
-        result.project_context_chars = len(out.add("Project Context", lines))
-    result.files = [
-        FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars) for f in files
-    ]
-    result.project_files = [
-        FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars) for f in proj
-    ]
+        b.result.project_context_chars = len(b.add("Project Context", lines))
+    b.result.files = [_file_report(f) for f in b.files]
+    b.result.project_files = [_file_report(f) for f in proj]
 
-    # ---- 24. silent replies
-    if full:
-        out.add("Silent Replies", list(texts.SILENT_LINES), "## Silent Replies")
 
-    # ---- 25. heartbeats
-    if full and ctx.heartbeat_enabled:
-        prompt = _one_line(ctx.heartbeat_prompt) or texts.DEFAULT_HEARTBEAT_PROMPT
-        out.add(
-            "Heartbeats",
-            [ln.format(prompt=prompt) for ln in texts.HEARTBEAT_LINES],
-            "## Heartbeats",
-        )
+def _file_report(f: LoadedFile) -> FileReport:
+    return FileReport(f.name, f.path, f.status, f.raw_chars, f.injected_chars)
 
-    # ---- 25a. channel capabilities
+
+# ---- 24. silent replies
+def _silent(b: _Build) -> None:
+    if b.full:
+        b.fixed("Silent Replies", texts.SILENT_LINES)
+
+
+# ---- 25. heartbeats
+def _heartbeats(b: _Build) -> None:
+    if not b.full or not b.ctx.heartbeat_enabled:
+        return
+    prompt = _one_line(b.ctx.heartbeat_prompt) or texts.DEFAULT_HEARTBEAT_PROMPT
+    b.add("Heartbeats", [ln.format(prompt=prompt) for ln in texts.HEARTBEAT_LINES], "## Heartbeats")
+
+
+# ---- 25a. channel capabilities
+_CAPABILITY_LINES = (
+    ("reactions", texts.CHANNEL_REACTIONS),
+    ("threads", texts.CHANNEL_THREADS),
+    ("inline_buttons", texts.CHANNEL_BUTTONS),
+)
+
+
+def _channel(b: _Build) -> None:
+    ctx = b.ctx
     channel = ctx.channel.strip().lower()
-    if channel:
-        caps = {c.strip().lower() for c in ctx.capabilities}
-        kind = {"direct": " (direct chat)", "group": " (group chat)"}.get(ctx.chat_type, "")
-        lines = [
-            f"Channel: {channel}{kind}.",
-            texts.CHANNEL_FORMAT.get(channel, texts.CHANNEL_FORMAT_DEFAULT),
-        ]
-        lines.append(texts.CHANNEL_MEDIA if "media" in caps else texts.CHANNEL_NO_MEDIA)
-        if "reactions" in caps:
-            lines.append(texts.CHANNEL_REACTIONS)
-        if "threads" in caps:
-            lines.append(texts.CHANNEL_THREADS)
-        if "inline_buttons" in caps:
-            lines.append(texts.CHANNEL_BUTTONS)
-        out.add("Channel Capabilities", lines, "## Channel Capabilities")
+    if not channel:
+        return
+    caps = {c.strip().lower() for c in ctx.capabilities}
+    kind = {"direct": " (direct chat)", "group": " (group chat)"}.get(ctx.chat_type, "")
+    lines = [
+        f"Channel: {channel}{kind}.",
+        texts.CHANNEL_FORMAT.get(channel, texts.CHANNEL_FORMAT_DEFAULT),
+        texts.CHANNEL_MEDIA if "media" in caps else texts.CHANNEL_NO_MEDIA,
+    ]
+    lines += [line for cap, line in _CAPABILITY_LINES if cap in caps]
+    b.add("Channel Capabilities", lines, "## Channel Capabilities")
 
-    # ---- 26. runtime
-    out.add("Runtime", [runtime_line(ctx)], "## Runtime")
-    return _finish(result, out)
+
+# ---- 26. runtime
+def _runtime(b: _Build) -> None:
+    b.add("Runtime", [runtime_line(b.ctx)], "## Runtime")
+
+
+# The prompt's sections, in their fixed order (SPEC §2.1): each adds itself when it applies.
+SECTIONS = (
+    _identity,
+    _tooling,
+    _tool_protocol,
+    _hardware,
+    _style_and_safety,
+    _cli_reference,
+    _skills,
+    _memory_recall,
+    _self_update,
+    _model_aliases,
+    _date_time_hint,
+    _workspace,
+    _documentation,
+    _sandbox,
+    _authorized_senders,
+    _current_time,
+    _workspace_files,
+    _conversation,
+    _extra_context,
+    _reactions,
+    _reasoning,
+    _project_context,
+    _silent,
+    _heartbeats,
+    _channel,
+    _runtime,
+)
 
 
 def _finish(result: PromptResult, out: _Sections) -> PromptResult:

@@ -50,7 +50,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from .builder import PromptResult, build_prompt
+from .builder import build_prompt
+from .result import PromptResult
 from .context import PromptContext
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any, Literal
 
-from .builder import PromptResult
+from .result import PromptResult
 from .context import PromptContext
 from .workspace import COMPACT_MAX_CHARS
 
