@@ -25,7 +25,6 @@ from bot.media.audio import _upload_name, audio_duration, format_duration, trans
 from bot.media.documents import (
     is_pdf,
     is_text_like,
-    pdf_text,
     read_text_file,
     save_to_inbox,
 )
@@ -37,6 +36,7 @@ from bot.media.images import (
     sniff_image,
 )
 from bot.media.intake import Prepared, prepare_inbound
+from bot.media.pdf import pdf_text
 from bot.media.policy import (
     _BLIND,
     MediaPolicy,

@@ -1,9 +1,10 @@
-"""Text documents and PDFs: inlined as untrusted data, or saved to the inbox when long."""
+"""Text documents and PDFs: inlined as untrusted data, or saved to the inbox when long.
+
+A PDF's text is read in a child process by ``bot.media.pdf``."""
 
 from __future__ import annotations
 
 import re
-import struct
 from pathlib import Path
 
 from bot.private import private_dir, write_private
@@ -108,7 +109,6 @@ TEXT_MIMES = frozenset(
     }
 )
 MAX_TEXT_BYTES = 8 * 1024 * 1024  # a "text" file larger than this is not read into memory
-MAX_PDF_PAGES = 2000
 
 
 # ---------------------------------------------------------------------- documents
@@ -159,35 +159,6 @@ def read_text_file(path: Path) -> str | None:
     except Exception:
         pass
     return raw.decode("cp1252", "replace")
-
-
-def pdf_text(path: Path) -> tuple[str, int]:
-    """(text layer, page count) of a PDF.  Raises ``ValueError`` when it cannot be read
-    (broken, or encrypted with a password)."""
-    import logging as _logging
-
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
-    _logging.getLogger("pypdf").setLevel(_logging.ERROR)  # malformed-PDF chatter
-    try:
-        reader = PdfReader(str(path))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise ValueError("the PDF is encrypted")
-        pages = reader.pages
-        out: list[str] = []
-        for i, page in enumerate(pages):
-            if i >= MAX_PDF_PAGES:
-                out.append(f"[... {len(pages) - MAX_PDF_PAGES} more pages not read]")
-                break
-            out.append((page.extract_text() or "").strip())
-        return "\n\n".join(t for t in out if t), len(pages)
-    except ValueError:
-        raise
-    except (PdfReadError, OSError, KeyError, TypeError, AttributeError, struct.error) as e:
-        raise ValueError(f"the PDF cannot be read ({type(e).__name__})") from None
-    except Exception as e:  # pypdf raises a wide range on malformed files
-        raise ValueError(f"the PDF cannot be read ({type(e).__name__})") from None
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._ -]+")

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.media.audio import audio_duration, format_duration, transcribe
-from bot.media.documents import is_pdf, is_text_like, pdf_text, read_text_file, save_to_inbox
+from bot.media.documents import is_pdf, is_text_like, read_text_file, save_to_inbox
 from bot.media.images import NotAnImage, _image_slot, process_image, sniff_image
+from bot.media.pdf import PDF_MARGIN_CHARS, pdf_text
 from bot.media.remote import fetch_image_url
 from bot.untrusted import clean_inline, untrusted_block
 
@@ -137,7 +138,7 @@ async def _document(
     limit = cfg.media.max_document_chars
     if await asyncio.to_thread(is_pdf, path):
         try:
-            text, pages = await asyncio.to_thread(pdf_text, path)
+            text, pages = await pdf_text(path, max_chars=limit + PDF_MARGIN_CHARS)
         except ValueError as e:
             prep.notes.append(f"document {label}: {e}")
             return

@@ -115,3 +115,46 @@ def pdf_bytes(pages: list[str]) -> bytes:
         f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     )
     return out.getvalue()
+
+
+def _pdf_file(objs: list[bytes]) -> bytes:
+    """``objs`` (object 1 first, the catalog) written out with a cross-reference table."""
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(out.tell())
+        out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode())
+    for off in offsets:
+        out.write(f"{off:010d} 00000 n \n".encode())
+    out.write(
+        f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
+    return out.getvalue()
+
+
+def hostile_pdf(pages: int = 200, operators: int = 200_000) -> bytes:
+    """A small PDF that is slow to read: ``pages`` pages whose /Contents all name one
+    FlateDecode stream of ``operators`` ``(x) Tj`` text operators.  With the defaults it
+    is ~33 KB on the wire and 40 million text operators for a reader that reads every page."""
+    import zlib
+
+    stream = zlib.compress(b"BT /F1 12 Tf 72 720 Td\n" + b"(x) Tj\n" * operators + b"ET", 9)
+    # 1 catalog, 2 pages, 3 font, 4 the shared content stream, then the pages
+    kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Kids [{kids}] /Count {pages} >>".encode(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Length {len(stream)} /Filter /FlateDecode >>\nstream\n".encode()
+        + stream
+        + b"\nendstream",
+    ]
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+    )
+    objs += [page] * pages
+    return _pdf_file(objs)
