@@ -9,8 +9,9 @@ import os
 import pytest
 
 from bot.agent.tools import ToolContext
-from bot.agent.tools.web import HostRules, FetchError, make_web_fetch, search_provider, web_tools
+from bot.agent.tools.web import make_web_fetch, search_provider, web_tools
 from bot.config import ConfigError, parse_config
+from bot.net import FetchError, HostRules
 from tests.e2e import make_config, running, telegram_section
 from tests.fakes.llm import text, tool_calls
 from tests.fakes.search import BRAVE_KEY, TAVILY_KEY, FakeSearch
@@ -84,6 +85,40 @@ async def test_a_redirect_to_an_internal_address_is_refused_at_the_hop(site, tar
     out = await fetch(web_cfg(), f"{site.base}/redirect?to={target}")
     assert out.startswith("Error: blocked address") and "/secret" not in site.hits
     assert len(site.hits) == 1 and site.hits[0].startswith("/redirect?to=")
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.\U0001fbf1", "\uff11\uff12\uff17.0.0.1"],  # segmented / fullwidth digits
+)
+async def test_a_redirect_to_a_unicode_spelled_loopback_host_is_refused_at_the_hop(
+    site, host, monkeypatch
+):
+    """The Location header carries the raw UTF-8 host; a wildcard resolver answers the name
+    Python's IDNA 2003 codec makes of it, the client would dial 127.0.0.1."""
+    from aiohttp import web
+
+    from tests.fakes.dns import WildcardDNS
+
+    WildcardDNS("93.184.216.34").install(monkeypatch)
+
+    async def hop(request):
+        return web.Response(status=302, headers={"Location": f"http://{host}:{site.port}/secret"})
+
+    app = web.Application()
+    app.router.add_get("/hop", hop)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    server = web.TCPSite(runner, "127.0.0.1", 0)
+    await server.start()
+    try:
+        out = await fetch(
+            web_cfg(), f"http://localhost:{server._server.sockets[0].getsockname()[1]}/hop"
+        )
+    finally:
+        await runner.cleanup()
+    assert out.startswith("Error: blocked address") and "127.0.0.1" in out
+    assert site.hits == []
 
 
 async def test_twin_a_redirect_to_an_allowed_page_is_followed(site):

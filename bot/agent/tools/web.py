@@ -1,12 +1,8 @@
 """``web_fetch`` and ``web_search`` (SPEC §14).
 
-web_fetch follows redirects itself (``allow_redirects=False`` and a hop limit).  At every
-hop the host is resolved once, every address it resolves to is checked (loopback,
-private, link-local, shared, multicast, reserved and cloud metadata addresses are
-refused unless the owner listed the host or a covering CIDR in
-``tools.web.allow_private_hosts``; metadata addresses are refused whatever the list
-says), and the connection is made to exactly those checked addresses through a pinned
-resolver, so a second DNS answer cannot swap in an internal address.
+web_fetch fetches through ``bot.net`` (SPEC §9.5 "URLs"): the host judged as the HTTP client
+connects to it, resolved once, every address checked against ``tools.web.allow_private_hosts``,
+the connection pinned to the checked addresses, at every redirect hop.  Only text is read.
 
 HTML becomes Markdown with trafilatura when it is installed (``pip install
 'chela[web]'``), else with a small built-in converter that keeps headings, links, lists
@@ -15,73 +11,23 @@ and paragraphs.  The result is fenced as untrusted data (``bot.untrusted``).
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
+import contextlib
 import json
 import logging
 import re
-import socket
-import ssl
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import ClassVar
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
 
+from bot import net
 from bot.untrusted import untrusted_block
 
 from .base import Tool, ToolContext, ToolError, arg_int, arg_str, schema
-import contextlib
 
 log = logging.getLogger(__name__)
-
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-# Cloud metadata services: never reachable, whatever allow_private_hosts says.
-METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(a)
-    for a in (
-        "169.254.169.254",  # AWS, GCP, Azure, OpenStack, DigitalOcean, ...
-        "169.254.170.2",  # AWS ECS task metadata
-        "169.254.169.253",  # AWS DNS resolver
-        "169.254.169.123",  # AWS time sync
-        "100.100.100.200",  # Alibaba Cloud
-        "fd00:ec2::254",  # AWS IPv6 metadata
-        "fd00:ec2::253",
-    )
-)
-METADATA_HOSTS = frozenset(
-    {
-        "metadata.google.internal",
-        "metadata.goog",
-        "metadata",
-        "instance-data",
-        "instance-data.ec2.internal",
-    }
-)
-
-_SPECIAL_V4 = [
-    ipaddress.ip_network(n)
-    for n in (
-        "0.0.0.0/8",
-        "10.0.0.0/8",
-        "100.64.0.0/10",
-        "127.0.0.0/8",
-        "169.254.0.0/16",
-        "172.16.0.0/12",
-        "192.0.0.0/24",
-        "192.0.2.0/24",
-        "192.88.99.0/24",
-        "192.168.0.0/16",
-        "198.18.0.0/15",
-        "198.51.100.0/24",
-        "203.0.113.0/24",
-        "224.0.0.0/4",
-        "240.0.0.0/4",
-    )
-]
 
 TEXT_TYPES = (
     "text/",
@@ -97,124 +43,6 @@ TEXT_TYPES = (
 
 class FetchError(ToolError):
     """A web_fetch failure; the message starts with its name (DNS, TLS, timeout, ...)."""
-
-
-# ------------------------------------------------------------------------ address rules
-def _plain(ip: IPAddress) -> IPAddress:
-    """IPv4-mapped / NAT64-style IPv6 forms judged as the IPv4 address they carry."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return ip.ipv4_mapped
-        if ip in ipaddress.ip_network("64:ff9b::/96"):
-            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return ip
-
-
-def is_metadata(ip: IPAddress) -> bool:
-    return _plain(ip) in METADATA_ADDRESSES
-
-
-def is_internal(ip: IPAddress) -> bool:
-    """Anything that is not a public unicast address."""
-    ip = _plain(ip)
-    if isinstance(ip, ipaddress.IPv4Address):
-        return any(ip in n for n in _SPECIAL_V4)
-    return (
-        ip.is_loopback
-        or ip.is_private
-        or ip.is_link_local
-        or ip.is_multicast
-        or ip.is_reserved
-        or ip.is_unspecified
-        or ip.is_site_local
-        or not ip.is_global
-    )
-
-
-class HostRules:
-    """``allow_private_hosts``: exact host names (case-insensitive) and IPs / CIDRs."""
-
-    def __init__(self, allow: list[str] | tuple[str, ...] = ()) -> None:
-        self.names: set[str] = set()
-        self.nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        for entry in allow:
-            e = entry.strip().lower().rstrip(".")
-            try:
-                self.nets.append(ipaddress.ip_network(e.strip("[]"), strict=False))
-            except ValueError:
-                self.names.add(e)
-
-    def check(self, host: str, addrs: list[IPAddress]) -> None:
-        """Raise ``FetchError`` unless every address of ``host`` may be contacted."""
-        h = host.lower().rstrip(".")
-        if h in METADATA_HOSTS:
-            raise FetchError(f"blocked address: {host} is a cloud metadata service")
-        for ip in addrs:
-            if is_metadata(ip):
-                raise FetchError(
-                    f"blocked address: {host} resolves to {ip}, a cloud metadata address "
-                    "(never allowed)"
-                )
-            if not is_internal(ip):
-                continue
-            if h in self.names or any(
-                a.version == n.version and a in n for n in self.nets for a in {ip, _plain(ip)}
-            ):
-                continue
-            raise FetchError(
-                f"blocked address: {host} resolves to {ip}, a loopback, private or link-local "
-                "address (add the host or its network to tools.web.allow_private_hosts to "
-                "allow it)"
-            )
-
-
-class PinnedResolver(AbstractResolver):
-    """Answers only from the addresses checked for the current hop (no second lookup)."""
-
-    def __init__(self) -> None:
-        self.pinned: dict[str, list[IPAddress]] = {}
-
-    async def resolve(
-        self, host: str, port: int = 0, family: int = socket.AF_UNSPEC
-    ) -> list[ResolveResult]:
-        addrs = self.pinned.get(host.lower().rstrip("."))
-        if not addrs:
-            raise OSError(f"no vetted address for {host}")
-        return [
-            {
-                "hostname": host,
-                "host": str(ip),
-                "port": port,
-                "family": socket.AF_INET6 if ip.version == 6 else socket.AF_INET,
-                "proto": 0,
-                "flags": socket.AI_NUMERICHOST,
-            }
-            for ip in addrs
-        ]
-
-    async def close(self) -> None:
-        pass
-
-
-async def resolve_host(host: str, port: int) -> list[IPAddress]:
-    h = host.strip("[]")
-    try:
-        return [ipaddress.ip_address(h)]
-    except ValueError:
-        pass
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(h, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise FetchError(f"DNS: cannot resolve {host}: {e.strerror or e}") from None
-    out: list[IPAddress] = []
-    for *_, sockaddr in infos:
-        ip = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
-        if ip not in out:
-            out.append(ip)
-    if not out:
-        raise FetchError(f"DNS: {host} has no address")
-    return out
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -430,119 +258,57 @@ class Page:
 class WebFetcher:
     def __init__(self, web_cfg) -> None:
         self.cfg = web_cfg
-        self.rules = HostRules(web_cfg.allow_private_hosts)
-
-    async def fetch(self, url: str) -> Page:
-        cfg = self.cfg
-        resolver = PinnedResolver()
-        connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, force_close=True)
-        timeout = aiohttp.ClientTimeout(
-            total=cfg.timeout_seconds, connect=min(10.0, cfg.timeout_seconds)
+        self.rules = net.HostRules(web_cfg.allow_private_hosts)
+        self.limits = net.Limits(
+            max_bytes=web_cfg.max_bytes,
+            timeout=web_cfg.timeout_seconds,
+            max_redirects=web_cfg.max_redirects,
+            overflow="cut",
         )
-        headers = {
-            "User-Agent": cfg.user_agent,
+        self.headers = {
+            "User-Agent": web_cfg.user_agent,
             "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5",
             "Accept-Encoding": "gzip, deflate",
         }
-        async with aiohttp.ClientSession(
-            connector=connector, timeout=timeout, headers=headers, trust_env=False
-        ) as session:
-            current = url
-            for _hop in range(cfg.max_redirects + 1):
-                parts = _check_url(current)
-                host = parts.hostname or ""
-                port = parts.port or (443 if parts.scheme == "https" else 80)
-                addrs = await resolve_host(host, port)
-                self.rules.check(host, addrs)
-                resolver.pinned = {host.lower().rstrip("."): addrs}
-                try:
-                    async with session.get(current, allow_redirects=False) as resp:
-                        if resp.status in (301, 302, 303, 307, 308):
-                            loc = resp.headers.get("Location")
-                            if not loc:
-                                raise FetchError(
-                                    f"HTTP {resp.status}: a redirect without a Location"
-                                )
-                            current = urljoin(current, loc)
-                            continue
-                        return await self._read(current, resp)
-                except FetchError:
-                    raise
-                except TimeoutError:
-                    raise FetchError(
-                        f"timeout: {host} did not answer within {cfg.timeout_seconds:g}s"
-                    ) from None
-                except aiohttp.ClientConnectorCertificateError as e:
-                    raise FetchError(
-                        f"TLS: the certificate of {host} is not valid: {e.certificate_error}"
-                    ) from None
-                except (aiohttp.ClientSSLError, ssl.SSLError) as e:
-                    raise FetchError(f"TLS: handshake with {host} failed: {e}") from None
-                except aiohttp.ClientConnectorError as e:
-                    raise FetchError(
-                        f"connection: cannot connect to {host}:{port}: {e.os_error or e}"
-                    ) from None
-                except aiohttp.ClientPayloadError as e:
-                    raise FetchError(f"connection: the body from {host} was broken: {e}") from None
-                except aiohttp.ClientError as e:
-                    raise FetchError(f"connection: {type(e).__name__}: {e}") from None
-            raise FetchError(f"too many redirects: more than {cfg.max_redirects}")
 
-    async def _read(self, url: str, resp: aiohttp.ClientResponse) -> Page:
-        cap = self.cfg.max_bytes
-        ctype = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        is_text = not ctype or ctype.startswith(TEXT_TYPES) or ctype.endswith(("+xml", "+json"))
-        declared = resp.content_length
-        if not is_text:
-            if declared is not None and declared > cap:
-                raise FetchError(
-                    f"too large: {declared} bytes of {ctype}; only text pages are read"
-                )
-            raise FetchError(
-                f"unsupported content type {ctype!r}: web_fetch reads text and HTML pages"
+    async def fetch(self, url: str) -> Page:
+        try:
+            got = await net.fetch_url(
+                url, self.rules, self.limits, headers=self.headers, check_head=self._text_only
             )
-        buf = bytearray()
-        cut = False
-        async for chunk in resp.content.iter_chunked(65536):
-            buf += chunk
-            if len(buf) > cap:
-                del buf[cap:]
-                cut = True
-                break
-        text, charset = decode_body(bytes(buf), resp.charset, ctype)
-        title = ""
-        if "html" in ctype or (not ctype and "<html" in text[:2000].lower()):
-            title, text = html_to_markdown(text, url)
-        elif "json" in ctype:
-            with contextlib.suppress(ValueError):
-                text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        return Page(
-            url=url,
-            status=resp.status,
-            content_type=ctype or "unknown",
-            charset=charset,
-            text=text,
-            title=title,
-            truncated_bytes=cut,
-        )
+        except net.FetchError as e:
+            raise FetchError(str(e)) from None
+        return _page(got)
+
+    def _text_only(self, head: net.Head) -> None:
+        """web_fetch reads text; anything else is refused before its body is read."""
+        ctype = head.content_type
+        if not ctype or ctype.startswith(TEXT_TYPES) or ctype.endswith(("+xml", "+json")):
+            return
+        declared = head.content_length
+        if declared is not None and declared > self.limits.max_bytes:
+            raise FetchError(f"too large: {declared} bytes of {ctype}; only text pages are read")
+        raise FetchError(f"unsupported content type {ctype!r}: web_fetch reads text and HTML pages")
 
 
-def _check_url(url: str):
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        raise FetchError(f"bad URL {url!r}") from None
-    if parts.scheme not in ("http", "https"):
-        raise FetchError(f"bad URL {url!r}: only http and https are fetched")
-    if not parts.hostname:
-        raise FetchError(f"bad URL {url!r}: no host")
-    if parts.username or parts.password:
-        raise FetchError("bad URL: credentials in the URL are not sent")
-    try:
-        _ = parts.port  # urllib raises on a bad port only when it is read
-    except ValueError:
-        raise FetchError(f"bad URL {url!r}: bad port") from None
-    return parts
+def _page(got: net.Fetched) -> Page:
+    ctype = got.head.content_type
+    text, charset = decode_body(got.body, got.head.charset, ctype)
+    title = ""
+    if "html" in ctype or (not ctype and "<html" in text[:2000].lower()):
+        title, text = html_to_markdown(text, got.url)
+    elif "json" in ctype:
+        with contextlib.suppress(ValueError):
+            text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    return Page(
+        url=got.url,
+        status=got.head.status,
+        content_type=ctype or "unknown",
+        charset=charset,
+        text=text,
+        title=title,
+        truncated_bytes=got.truncated,
+    )
 
 
 def format_page(page: Page, max_chars: int) -> str:
@@ -672,10 +438,9 @@ class WebSearcher:
         import os
 
         c = self.cfg
-        timeout = aiohttp.ClientTimeout(total=c.timeout_seconds)
         headers = {"User-Agent": c.user_agent, "Accept": "application/json"}
         try:
-            async with aiohttp.ClientSession(timeout=timeout, headers=headers, trust_env=True) as s:
+            async with net.endpoint_session(c.timeout_seconds, headers) as s:
                 if self.provider == "brave":
                     url = c.brave_api_base.rstrip("/") + "/res/v1/web/search"
                     async with s.get(
