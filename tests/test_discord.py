@@ -98,11 +98,52 @@ async def test_connects_and_becomes_ready(fake, connected):
     from discord.gateway import DiscordWebSocket
     from discord.http import Route
 
-    assert fake.api_base == Route.BASE
+    # the fake's bases are this client's own: discord.py's class attributes stay as they were
+    assert Route.BASE == "https://discord.com/api/v10"
+    assert str(DiscordWebSocket.DEFAULT_GATEWAY) == "wss://gateway.discord.gg/"
     await ch.stop()
     await ch.stop()  # idempotent
-    assert Route.BASE == "https://discord.com/api/v10"  # process-global bases restored
+    assert Route.BASE == "https://discord.com/api/v10"
     assert str(DiscordWebSocket.DEFAULT_GATEWAY) == "wss://gateway.discord.gg/"
+
+
+async def test_two_accounts_with_different_bases_each_reach_their_own_server(tmp_path):
+    """Two Discord adapters in one process, each pointed at its own server: every login,
+    gateway connection, inbound message and send stays with its own server, and discord.py's
+    process-wide ``Route.BASE`` / ``DEFAULT_GATEWAY`` are never touched."""
+    from discord.gateway import DiscordWebSocket
+    from discord.http import Route
+
+    base, gateway = Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY
+    fakes = [FakeDiscord(bot_id=BOT_ID + i, bot_name=f"bot{i}", token=f"tok{i}") for i in (0, 1)]
+    adapters: list[DiscordChannel] = []
+    try:
+        for i, f in enumerate(fakes):
+            await f.start()
+            f.add_guild(GUILD_ID, "Guild", channels=[{"id": CHAN_ID, "name": "general"}])
+            adapters.append(_adapter(f, tmp_path, token=f"tok{i}", account=f"acct{i}"))
+        sinks = [Sink(), Sink()]
+        for ch, sink in zip(adapters, sinks, strict=True):
+            await ch.start(sink)
+            assert (base, gateway) == (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
+        assert [ch.bot_identity["username"] for ch in adapters] == ["bot0", "bot1"]
+        for i, (f, sink) in enumerate(zip(fakes, sinks, strict=True)):
+            dm = f.add_dm_channel(USER_ID, "alice")
+            await f.inject_message(dm, f"to bot{i}", author_id=USER_ID, username="alice")
+            [msg] = await sink.wait(1)
+            assert (msg.account, msg.text) == (f"acct{i}", f"to bot{i}")
+        for i, ch in enumerate(adapters):
+            await ch.send(OutboundMessage(chat_id=str(CHAN_ID), text=f"from bot{i}"))
+        for i, f in enumerate(fakes):
+            assert [m["content"] for m in f.sent] == [f"from bot{i}"]
+            assert [ident["token"] for ident in f.identifies] == [f"tok{i}"]
+            assert {c["path"] for c in f.calls} >= {"/users/@me", f"/channels/{CHAN_ID}/messages"}
+    finally:
+        for ch in adapters:
+            await ch.stop()
+        for f in fakes:
+            await f.stop()
+    assert (base, gateway) == (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
 
 
 async def test_dm_message(fake, connected):

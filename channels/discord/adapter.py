@@ -32,7 +32,7 @@ from channels.base import (
 )
 from channels.discord import translate
 from channels.discord import transport
-from channels.discord.transport import ApiBases, make_client
+from channels.discord.transport import make_client
 from channels.util import BoundedLRU, capped_file
 
 log = logging.getLogger("chela.channels.discord")
@@ -81,7 +81,6 @@ class DiscordChannel(Channel):
         self._task: asyncio.Task | None = None
         self._ready = asyncio.Event()
         self._identity: dict = {}
-        self._bases = ApiBases(self.api_base, self.gateway_url)
         # message id -> channel id it actually lives in (threads), for react()
         self._where = BoundedLRU(5000)
         # uncached channel id -> lookup of its thread parent id (None: not a thread)
@@ -95,7 +94,12 @@ class DiscordChannel(Channel):
         return dict(self._identity)
 
     def _make_client(self) -> discord.Client:
-        client = make_client(account=self.account, guild_ready_timeout=self.guild_ready_timeout)
+        client = make_client(
+            account=self.account,
+            guild_ready_timeout=self.guild_ready_timeout,
+            api_base=self.api_base,
+            gateway_url=self.gateway_url,
+        )
 
         @client.event
         async def on_ready() -> None:
@@ -157,7 +161,6 @@ class DiscordChannel(Channel):
     async def _login(self) -> discord.Client:
         self._ready = asyncio.Event()
         self._inbound_lock = asyncio.Lock()
-        self._bases.apply()
         client = self.client = self._make_client()
         try:
             await asyncio.wait_for(client.login(self.token), timeout=self.ready_timeout)
@@ -208,7 +211,6 @@ class DiscordChannel(Channel):
 
     async def stop(self) -> None:
         await self._close_client()
-        self._bases.restore()
 
     async def wait_closed(self) -> BaseException | None:
         return await wait_task_end(self._task)

@@ -2,14 +2,17 @@
 
 * ``make_client`` builds a ``discord.Client`` with the intents and mention rules Chela needs
   and guards its event parsers (``tolerate_bad_events``).
-* ``ApiBases`` points discord.py at another API base / gateway URL (the fakes in tests).
+* ``RoutedHTTPClient`` sends this client's REST calls to its own API base and opens its
+  gateway at its own URL (the fakes in tests), so two accounts with different bases can run
+  in one process.
 * ``message_payload`` turns the parsed ``discord.Message`` the gateway hands ``on_message``
   back into the ``MESSAGE_CREATE`` shape ``translate.py`` reads, from public attributes.
 
-Base URLs: ``discord.http.Route.BASE`` and ``discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY``
-are class attributes of discord.py, i.e. process-global, and discord.py offers no other way
-to set them: only one Discord API base per process is supported (the previous values are
-restored by ``ApiBases.restore``).
+Base URLs: discord.py keeps them in class attributes (``discord.http.Route.BASE``,
+``discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY``), which this module never sets.  Every
+REST call goes through ``HTTPClient.request`` and every gateway connection (the first, a
+resume, a reconnect after an invalidated session) through ``HTTPClient.ws_connect``, both
+methods of the client's own ``HTTPClient``: ``RoutedHTTPClient`` rewrites the URL there.
 
 Rate limits: discord.py itself honours 429 / ``retry_after`` (it sleeps and retries, up to
 5 tries per request).  Sends are therefore never wrapped in short timeouts, which would
@@ -25,12 +28,14 @@ from typing import Any
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
-from discord.http import Route
+from discord.http import HTTPClient, Route
 
 log = logging.getLogger("chela.channels.discord")
 
 
-def make_client(*, account: str, guild_ready_timeout: float) -> discord.Client:
+def make_client(
+    *, account: str, guild_ready_timeout: float, api_base: str = "", gateway_url: str = ""
+) -> discord.Client:
     # Chela never uses voice: silence discord.py's "PyNaCl/davey is not installed" warnings.
     discord.VoiceClient.warn_nacl = False
     if hasattr(discord.VoiceClient, "warn_dave"):
@@ -39,7 +44,9 @@ def make_client(*, account: str, guild_ready_timeout: float) -> discord.Client:
     intents.message_content = True
     intents.dm_messages = True
     intents.guild_messages = True
-    client = discord.Client(
+    client = _Client(
+        api_base=api_base,
+        gateway_url=gateway_url,
         intents=intents,
         guild_ready_timeout=guild_ready_timeout,
         chunk_guilds_at_startup=False,
@@ -62,7 +69,8 @@ def tolerate_bad_events(client: discord.Client, account: str) -> None:
     and ``on_socket_event_type`` only observe, and ``on_error`` covers event handlers, not
     parsers.  So this wraps each parser of *this* client (``client._connection.parsers``, a
     private attribute, but a dict built per client: nothing global is patched): a parser
-    that raises logs and skips its event.  This is the only private API the adapter uses."""
+    that raises logs and skips its event.  This and ``_Client._get_state`` are the only
+    private APIs the adapter uses."""
     parsers: dict[str, Callable[[Any], Any]] = client._connection.parsers
 
     def tolerant(event: str, parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -85,33 +93,57 @@ def tolerate_bad_events(client: discord.Client, account: str) -> None:
         parsers[event] = tolerant(event, parse)
 
 
-class ApiBases:
-    """Sets and restores discord.py's API base and default gateway URL (process-global)."""
+class RoutedHTTPClient(HTTPClient):
+    """discord.py's HTTP client with this client's own API base and gateway URL.
 
-    def __init__(self, api_base: str, gateway_url: str) -> None:
-        self.api_base = api_base
-        self.gateway_url = gateway_url
-        self._saved: tuple[str, Any] | None = None
+    ``request`` replaces the ``Route.BASE`` prefix of each route's URL (a ``Route`` is built
+    per call, so nothing shared changes) and ``ws_connect`` replaces the default gateway
+    (``DiscordWebSocket.DEFAULT_GATEWAY``, which discord.py uses for the first connection and
+    after an invalidated session) by ``gateway_url``, keeping the query (version, encoding,
+    compression).  A resume URL the gateway itself handed out is left as it is.  Empty bases
+    change nothing (the real Discord)."""
 
-    def apply(self) -> None:
-        if not (self.api_base or self.gateway_url):
-            return
-        if self._saved is None:
-            self._saved = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
-        if self.api_base:
-            Route.BASE = self.api_base
-        if self.gateway_url:
-            DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self.gateway_url)
+    def __init__(
+        self, loop: Any, *, api_base: str = "", gateway_url: str = "", **options: Any
+    ) -> None:
+        super().__init__(loop, **options)
+        self.api_base = api_base.rstrip("/")
+        self.gateway_url = yarl.URL(gateway_url) if gateway_url else None
 
-    def restore(self) -> None:
-        if self._saved is None:
-            return
-        base, gateway = self._saved
-        if self.api_base and self.api_base == Route.BASE:
-            Route.BASE = base
-        if self.gateway_url and yarl.URL(self.gateway_url) == DiscordWebSocket.DEFAULT_GATEWAY:
-            DiscordWebSocket.DEFAULT_GATEWAY = gateway
-        self._saved = None
+    def route_url(self, url: str) -> str:
+        base = Route.BASE
+        if self.api_base and url.startswith(base):
+            return self.api_base + url[len(base) :]
+        return url
+
+    def gateway_for(self, url: str) -> str:
+        given = yarl.URL(url)
+        if self.gateway_url is None or given.with_query(None) != DiscordWebSocket.DEFAULT_GATEWAY:
+            return url
+        return str(self.gateway_url.with_query(given.query))
+
+    async def request(self, route: Route, **kwargs: Any) -> Any:
+        route.url = self.route_url(route.url)
+        return await super().request(route, **kwargs)
+
+    async def ws_connect(self, url: str, *, compress: int = 0) -> Any:
+        return await super().ws_connect(self.gateway_for(url), compress=compress)
+
+
+class _Client(discord.Client):
+    """A ``discord.Client`` whose HTTP client is a ``RoutedHTTPClient``.  ``_get_state`` is
+    where discord.py hands ``self.http`` to the connection state, right after building it in
+    ``Client.__init__``: the routed client takes its place there, before anything holds the
+    stock one (Chela passes none of the connector/proxy options it would carry)."""
+
+    def __init__(self, *, api_base: str, gateway_url: str, **options: Any) -> None:
+        self._bases = (api_base, gateway_url)
+        super().__init__(**options)
+
+    def _get_state(self, **options: Any) -> Any:
+        api_base, gateway_url = self._bases
+        self.http = RoutedHTTPClient(self.http.loop, api_base=api_base, gateway_url=gateway_url)
+        return super()._get_state(**options)
 
 
 def _attachment(att: discord.Attachment) -> dict[str, Any]:

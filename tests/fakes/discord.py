@@ -1,10 +1,10 @@
 """A wire-level fake of the Discord REST API and gateway for tests.
 
 One aiohttp app on 127.0.0.1 serves the REST API under ``/api/v10`` and the gateway
-websocket at ``/gateway``.  The real discord.py client is pointed at it through
-``discord.http.Route.BASE = fake.api_base`` and
-``discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(fake.gateway_url)``
-(the Chela adapter does this from its ``api_base`` / ``gateway_url`` options).
+websocket at ``/gateway``.  The real discord.py client is pointed at it through the
+Chela adapter's ``api_base`` / ``gateway_url`` options (``fake.api_base``,
+``fake.gateway_url``), which only that client uses: several fakes can serve several
+adapters in one process.
 
     fake = FakeDiscord(bot_id=1000, bot_name="chela", token="t0k")
     await fake.start()
