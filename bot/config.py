@@ -17,7 +17,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bot.heartbeat_rules import parse_duration
 from channels.util import is_loopback, parse_listen
 from bot.channel_specs import MESSAGING
+from bot import secrets as secrets_registry
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import PrivateAttr
 
 
 class ConfigError(Exception):
@@ -569,6 +571,7 @@ class Config(_Model):
 
     # where it was loaded from (not a TOML key)
     source: Path | None = Field(default=None, exclude=True)
+    _secrets: secrets_registry.Secrets | None = PrivateAttr(default=None)
 
     # -- secrets ---------------------------------------------------------------------
     @staticmethod
@@ -585,42 +588,19 @@ class Config(_Model):
         return spec.secrets(self) if spec is not None else {}
 
     def secret_env_names(self) -> list[str]:
-        """Every environment variable the config names as a secret: the value of each ``*_env``
-        field anywhere in the config (a mapping such as ``headers_env`` gives its values)."""
-        names: list[str] = []
+        """Every environment variable the config names as a secret (bot/secrets.py)."""
+        return secrets_registry.env_names(self)
 
-        def walk(node: object) -> None:
-            if isinstance(node, BaseModel):
-                for key in type(node).model_fields:
-                    value = getattr(node, key)
-                    if key.endswith("_env"):
-                        if isinstance(value, str):
-                            names.append(value)
-                        elif isinstance(value, dict):
-                            names.extend(v for v in value.values() if isinstance(v, str))
-                    else:
-                        walk(value)
-            elif isinstance(node, (list, tuple)):
-                for item in node:
-                    walk(item)
-
-        walk(self)
-        return [n for n in dict.fromkeys(names) if n]
+    @property
+    def secrets(self) -> secrets_registry.Secrets:
+        """The secrets registry of bot/secrets.py, filled by ``parse_config``."""
+        if self._secrets is None:
+            self._secrets = secrets_registry.collect(self.secret_env_names())
+        return self._secrets
 
     def secret_values(self) -> list[str]:
-        """Every secret value that is set, for scrubbing tool output and logs and for keeping
-        out of exec's environment: the ones named by ``*_env`` keys, and every ``*_API_KEY``
-        variable (litellm reads the provider's key from one when ``agent.api_key_env`` is
-        empty, e.g. ``OPENAI_API_KEY``)."""
-        names = self.secret_env_names()
-        values = [v for v in (self.secret(n) for n in names) if len(v) >= 4]
-        # real provider keys are long; a short placeholder ("none", "test") is not scrubbed
-        values += [
-            v
-            for k, v in sorted(os.environ.items())
-            if k.upper().endswith("_API_KEY") and k not in names and len(v) >= 8 and v not in values
-        ]
-        return values
+        """Every secret value that is set: the registry's values."""
+        return list(self.secrets)
 
     @property
     def media_dir(self) -> Path:
@@ -669,6 +649,7 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
         where = f" in {source}" if source else ""
         raise ConfigError(f"invalid config{where}:\n{_format_errors(e)}") from None
     cfg.source = source
+    cfg._secrets = secrets_registry.collect(cfg.secret_env_names())  # the registry, filled now
     return cfg
 
 

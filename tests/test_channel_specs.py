@@ -64,13 +64,16 @@ def test_the_secret_list_is_every_env_field_of_the_config(monkeypatch):
     assert set(values.values()) <= set(cfg.secret_values())
 
 
-def test_twin_values_that_are_not_named_by_an_env_field_are_not_secrets(monkeypatch):
+def test_twin_values_the_config_does_not_take_from_the_environment_are_not_secrets(monkeypatch):
+    # SPEC §9.5: a ${VAR} reference in an MCP server's env is a secret; a literal is not
     monkeypatch.setenv("NOT_A_SECRET", "plain-config-value-123")
-    cfg = parse_config(
-        {"mcp": {"servers": [{"name": "s", "command": "x", "env": {"LABEL": "${NOT_A_SECRET}"}}]}}
-    )
-    assert "NOT_A_SECRET" not in cfg.secret_env_names()
-    assert "plain-config-value-123" not in cfg.secret_values()
+    monkeypatch.setenv("MCP_REF", "referenced-value-456")
+    env = {"LABEL": "literal-label-789", "KEY": "${MCP_REF}"}
+    cfg = parse_config({"mcp": {"servers": [{"name": "s", "command": "x", "env": env}]}})
+    assert "NOT_A_SECRET" not in cfg.secret_env_names() and "MCP_REF" in cfg.secret_env_names()
+    values = cfg.secret_values()
+    assert "plain-config-value-123" not in values and "literal-label-789" not in values
+    assert "referenced-value-456" in values
 
 
 def test_a_channel_needs_exactly_its_env_fields_slack_by_mode():

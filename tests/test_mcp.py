@@ -109,8 +109,9 @@ async def test_stdio_tools_are_listed_and_called_end_to_end(tmp_path, llm, tg, m
     assert "- srv__add: Add two integers." in system_prompt(req)
     results = tool_results(llm.requests[1])
     assert "\n5\n" in results[0] and "Untrusted data" in results[0]
-    # the server got its configured env but not the daemon's environment
-    assert "from-env secret-visible=False" in results[1]
+    # the server got its configured env but not the daemon's environment; a value taken
+    # from the environment with ${VAR} is a secret, so the model sees it redacted (SPEC §9.5)
+    assert "from*[REDACTED] secret-visible=False" in results[1]
 
 
 async def test_guests_get_mcp_tools_only_when_listed(tmp_path, llm, tg):

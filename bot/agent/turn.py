@@ -140,7 +140,7 @@ class Agent:
         self._web_tools = _web_tools_for(cfg)
         self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
-        self.secrets = tuple(cfg.secret_values()) + _generated_secrets(cfg)
+        self.secrets = cfg.secrets.plus(_generated_secrets(cfg))  # the registry (bot/secrets.py)
         api_key = cfg.secret(cfg.agent.api_key_env)
         if not api_key and cfg.agent.api_base:
             api_key = "sk-local"

@@ -17,7 +17,7 @@ refuses and says how to fix it.  ``sandbox=False`` is the owner's explicit opt-o
 
 Each command runs in its own process group; on timeout the whole group is killed (through
 bwrap: the group holds bwrap, whose sandbox dies with it).  Its environment is the
-daemon's without the variables holding a configured secret.
+daemon's without the secrets: no variable the config names, none holding a secret value.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ import shlex
 import shutil
 import signal
 import time
+
+from collections.abc import Iterable
+
+from bot.secrets import Secrets
 
 from . import sandbox
 from .base import Tool, ToolContext, ToolError, arg_str, schema
@@ -71,14 +75,16 @@ def check_allowlisted(command: str, allow: list[str] | tuple[str, ...]) -> list[
     return argv
 
 
-def child_env(secrets: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """The daemon's environment without the variables that hold a configured secret.
+def child_env(secrets: Iterable[str]) -> dict[str, str]:
+    """The daemon's environment without the secrets (SPEC §9.5): no variable the config names
+    (``*_env`` keys, ``${VAR}`` references, ``*_API_KEY``), none whose value is a secret.
 
     Output is scrubbed of secret values anyway, but a command could still send one
-    somewhere (``curl -d "$TELEGRAM_BOT_TOKEN" ...``); a child never gets them at all.
-    """
-    hidden = {v for v in secrets if v}
-    return {k: v for k, v in os.environ.items() if v not in hidden}
+    somewhere (``curl -d "$GITHUB_TOKEN" ...``); a child never gets them at all.
+    ``secrets`` is the registry of bot/secrets.py (``ToolContext.secrets``); a plain list of
+    values filters by value only."""
+    registry = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
+    return registry.child_env()
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

@@ -1,0 +1,126 @@
+"""The secrets registry (SPEC §9.5 "Secrets").
+
+Every value the config takes from the environment is a secret: the variables named by
+``*_env`` keys, the ``${VAR}`` references in an MCP server's ``env``, and every
+``*_API_KEY`` variable (litellm reads a provider's key from one when ``agent.api_key_env``
+is empty).  The config loader collects them into one :class:`Secrets` per config, and that
+one object feeds everything that must keep them in:
+
+* the scrubber (``channels/redact.py``): tool output and model errors, the log handler,
+  and everything the CLI prints;
+* exec's environment filter (:meth:`Secrets.child_env`): a command never inherits a
+  variable the config names, nor one whose value is a secret.
+
+A module of its own at the bottom of ``bot/`` (it imports nothing of ``bot``), so that
+config.py only fills it (``parse_config`` calls :func:`collect` with :func:`env_names`) and the agent, the CLI and exec read it without importing each
+other; it becomes ``bot/config/secrets.py`` when config turns into a package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+from pydantic import BaseModel
+
+MIN_SECRET = 4  # shorter values are not scrubbed (they would match everywhere)
+MIN_PROVIDER_KEY = 8  # a short *_API_KEY ("none", "test") is a placeholder, not a key
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def references(text: str) -> list[str]:
+    """The variable names ``text`` refers to as ``${VAR}``."""
+    return _REF.findall(text or "")
+
+
+def expand(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with each ``${VAR}`` replaced by the variable's value ("" when unset)."""
+    env = os.environ if environ is None else environ
+    return _REF.sub(lambda m: env.get(m[1], ""), text)
+
+
+def is_provider_key(name: str) -> bool:
+    return name.upper().endswith("_API_KEY")
+
+
+class Secrets(tuple[str, ...]):
+    """The secret values (each at least ``MIN_SECRET`` characters, longest first), and in
+    ``names`` the environment variables the config reads them from.
+
+    A tuple, so it goes wherever a list of secret values is taken (the scrubber, the
+    model client, ``ToolContext.secrets``)."""
+
+    names: frozenset[str]
+
+    def __new__(cls, values: Iterable[str] = (), names: Iterable[str] = ()) -> Secrets:
+        kept = sorted({v for v in values if v and len(v) >= MIN_SECRET}, key=lambda v: (-len(v), v))
+        self = super().__new__(cls, kept)
+        self.names = frozenset(n for n in names if n)
+        return self
+
+    def plus(self, values: Iterable[str]) -> Secrets:
+        """The same registry with more values (secrets Chela keeps in files, such as the
+        generated HTTP token)."""
+        return Secrets((*self, *values), self.names)
+
+    def child_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``environ`` (the daemon's environment) for a child process: without every variable
+        the config names, every ``*_API_KEY`` variable, and every variable whose value is a
+        secret."""
+        env = os.environ if environ is None else environ
+        values = set(self)
+        return {
+            k: v
+            for k, v in env.items()
+            if k not in self.names and not is_provider_key(k) and v not in values
+        }
+
+
+def env_names(config: object) -> list[str]:
+    """Every environment variable ``config`` (a pydantic model) takes a value from: the value
+    of each ``*_env`` field anywhere in it (a mapping such as ``headers_env`` gives its
+    values), and each ``${VAR}`` in the values of an ``env`` mapping (an MCP server's)."""
+    names: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, BaseModel):
+            for key in type(node).model_fields:
+                value = getattr(node, key)
+                if key.endswith("_env") and isinstance(value, str):
+                    names.append(value)
+                elif key.endswith("_env") and isinstance(value, dict):
+                    names.extend(v for v in value.values() if isinstance(v, str))
+                elif key == "env" and isinstance(value, dict):
+                    names.extend(r for v in value.values() for r in references(str(v)))
+                else:
+                    walk(value)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                walk(item)
+
+    walk(config)
+    return [n for n in dict.fromkeys(names) if n]
+
+
+def collect(names: Iterable[str], environ: Mapping[str, str] | None = None) -> Secrets:
+    """The registry for a config whose secrets come from the variables ``names``: their
+    values as they are now, plus every ``*_API_KEY`` variable of the environment."""
+    env = os.environ if environ is None else environ
+    named = [n for n in dict.fromkeys(names) if n]
+    providers = [k for k in sorted(env) if is_provider_key(k) and k not in named]
+    values = [env.get(n, "") for n in named]
+    values += [env[k] for k in providers if len(env[k]) >= MIN_PROVIDER_KEY]
+    secrets = Secrets(values, (*named, *providers))
+    _LOADED.update(secrets)
+    return secrets
+
+
+# Every secret value of every config loaded in this process: what the CLI's output filter
+# redacts (a command may load more than one config, e.g. `chela onboard` checks the one it
+# wrote).  Values are only ever added.
+_LOADED: set[str] = set()
+
+
+def loaded() -> tuple[str, ...]:
+    return tuple(_LOADED)
