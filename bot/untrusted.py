@@ -13,12 +13,24 @@ import json
 import unicodedata
 
 _DROP = {"Cc", "Cf", "Co", "Cs", "Zl", "Zp"}  # controls, format chars, private use, separators
+# invisible and bidirectional formatting characters (U+200B-U+200F, U+202A-U+202E,
+# U+2060-U+2064, U+2066-U+2069, U+FEFF, the tag characters of U+E0000...), private use and
+# lone surrogates: removed outright, so "ig\u200bnore" reads "ignore", not "ig nore"
+_INVISIBLE = {"Cf", "Co", "Cs"}
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without invisible or bidirectional formatting characters (line breaks kept):
+    for names, titles and descriptions a server or sender chose (SPEC §9.5)."""
+    return "".join(ch for ch in str(text) if unicodedata.category(ch) not in _INVISIBLE)
 
 
 def clean_inline(text: str, max_len: int = 200) -> str:
-    """One line: control/format characters dropped, whitespace runs folded, capped."""
+    """One line: invisible characters removed, control characters and line breaks made
+    spaces, whitespace runs folded, capped."""
     kept = "".join(
-        " " if unicodedata.category(ch) in _DROP or ch.isspace() else ch for ch in str(text)
+        " " if unicodedata.category(ch) in _DROP or ch.isspace() else ch
+        for ch in strip_invisible(text)
     )
     out = " ".join(kept.split())
     return out if len(out) <= max_len else out[: max_len - 1] + "…"

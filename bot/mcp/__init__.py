@@ -21,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,8 @@ from typing import Any
 from collections.abc import Callable
 
 from bot.agent.tools.base import Tool, ToolContext, ToolError
-from bot.untrusted import untrusted_block
+from bot.secrets import expand
+from bot.untrusted import clean_inline, untrusted_block
 
 from .schema import normalize_schema, tool_name
 
@@ -82,10 +82,6 @@ def describe_error(exc: BaseException) -> str:
         return f"command not found: {e.filename or e}"
     msg = str(e) or type(e).__name__
     return f"{type(e).__name__}: {msg}" if type(e).__name__ not in msg else msg
-
-
-def _expand(value: str) -> str:
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m[1], ""), value)
 
 
 class McpServer:
@@ -192,7 +188,7 @@ class McpServer:
             params = StdioServerParameters(
                 command=cfg.command,
                 args=list(cfg.args),
-                env={k: _expand(v) for k, v in cfg.env.items()} or None,
+                env={k: expand(v) for k, v in cfg.env.items()} or None,
                 cwd=cfg.cwd or None,
             )
             errlog = stack.enter_context(self._errlog())
@@ -247,11 +243,10 @@ class McpServer:
                 if t.name in self.cfg.disabled_tools:
                     continue
                 schema = getattr(t, "input_schema", None) or getattr(t, "inputSchema", None) or {}
-                desc = " ".join((t.description or t.title or "").split())
+                # the server's words: invisible and bidi characters removed (SPEC §9.5)
+                desc = clean_inline(t.description or t.title or "", 1024)
                 out.append(
-                    RemoteTool(
-                        tool_name(self.name, t.name), t.name, desc[:1024], normalize_schema(schema)
-                    )
+                    RemoteTool(tool_name(self.name, t.name), t.name, desc, normalize_schema(schema))
                 )
             cursor = getattr(res, "next_cursor", None) or getattr(res, "nextCursor", None)
             if not cursor:
@@ -302,8 +297,11 @@ class McpServer:
                     raise ToolError(
                         f"timeout: MCP tool {tool.name} did not answer within {timeout:g}s"
                     ) from None
+                fenced = untrusted_block(
+                    f"Error text of MCP tool {tool.name}", f"MCP server {self.name}", msg[:2000]
+                )
                 raise ToolError(
-                    f"MCP server {self.name!r} refused the call to {tool.remote}: {msg}"
+                    f"MCP server {self.name!r} refused the call to {tool.remote}.\n{fenced}"
                 ) from None
             self.status.error = f"connection lost during a call: {describe_error(e)}"
             self._broken.set()
@@ -312,9 +310,12 @@ class McpServer:
                 "Chela is reconnecting, try again later"
             ) from None
         text = render_result(res)
+        source = f"MCP server {self.name}"
         if getattr(res, "is_error", None) or getattr(res, "isError", None):
-            raise ToolError(f"MCP tool {tool.name} failed: {text[:2000]}")
-        return untrusted_block(f"Result of MCP tool {tool.name}", f"MCP server {self.name}", text)
+            # the error text is the server's too: data, fenced like a result (SPEC §9.5)
+            fenced = untrusted_block(f"Error text of MCP tool {tool.name}", source, text[:2000])
+            raise ToolError(f"MCP tool {tool.name} failed.\n{fenced}")
+        return untrusted_block(f"Result of MCP tool {tool.name}", source, text)
 
     def chela_tools(self) -> list[Tool]:
         out = []

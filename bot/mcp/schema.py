@@ -6,7 +6,8 @@ litellm talks to (OpenAI, Anthropic, Gemini, local servers).
 * Schemas: an object at the top with ``properties``; local ``$ref``s inlined (Gemini
   has no references); ``$schema``/``$id``/``$defs``/``title``... dropped; a type list
   such as ``["string", "null"]`` reduced to its first non-null type; arrays always carry
-  ``items``; ``required`` only names properties that exist.
+  ``items``; ``required`` only names properties that exist; invisible and bidirectional
+  formatting characters removed from descriptions (SPEC §9.5).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import Any
+
+from bot.untrusted import strip_invisible
 
 MAX_NAME = 64
 _DROP_KEYS = {
@@ -80,7 +83,9 @@ def _clean(node: Any, defs: dict[str, Any], depth: int) -> Any:
     for key, value in node.items():
         if key in _DROP_KEYS:
             continue
-        if key == "properties" and isinstance(value, dict):
+        if key == "description" and isinstance(value, str):
+            out[key] = strip_invisible(value)  # the server's words (SPEC §9.5)
+        elif key == "properties" and isinstance(value, dict):
             out[key] = {str(k): _clean(v, defs, depth + 1) for k, v in value.items()}
         elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
             out[key] = _clean(value, defs, depth + 1)
