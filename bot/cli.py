@@ -13,9 +13,13 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from channels.redact import RedactSecrets
+from channels.redact import RedactSecrets, redacted_stdio
+from bot.secrets import loaded
 from bot.channel_specs import MESSAGING
 from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
+
+# libraries whose INFO lines stay out of Chela's log
+_CHATTY = "httpx httpcore LiteLLM litellm apscheduler discord telegram slack_bolt slack_sdk aiohttp.access"
 
 
 def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None = None) -> None:
@@ -34,18 +38,7 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in (
-        "httpx",
-        "httpcore",
-        "LiteLLM",
-        "litellm",
-        "apscheduler",
-        "discord",
-        "telegram",
-        "slack_bolt",
-        "slack_sdk",
-        "aiohttp.access",
-    ):
+    for noisy in _CHATTY.split():
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -712,7 +705,8 @@ def entry() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args) or 0
+        with redacted_stdio(loaded):  # the one output path: nothing printed shows a secret
+            return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

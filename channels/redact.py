@@ -11,14 +11,18 @@ Two rules:
   ``Authorization: Bearer <token>`` style headers.
 
 A redacted value keeps its first 4 characters followed by ``*[REDACTED]``.  Scrubbing is
-idempotent.
+idempotent.  The first rule alone guards the logs (:class:`RedactSecrets`) and whatever a
+command line prints (:class:`RedactingStream`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TextIO
 
 MARK = "*[REDACTED]"
 _MIN_SECRET = 4
@@ -117,3 +121,40 @@ class RedactSecrets(logging.Filter):
             text = logging.Formatter().formatException(record.exc_info)
             record.exc_text, record.exc_info = redact_values(text, self.secrets), None
         return True
+
+
+class RedactingStream:
+    """A text stream that writes through :func:`redact_values` to ``stream``: stdout and stderr
+    of a command line, so everything it prints gets the same redaction as the logs.
+
+    ``secrets`` is called at each write, so values registered after the stream was
+    installed (a config loaded later) are redacted too.  Everything else (``fileno``,
+    ``isatty``, ``encoding``, ``buffer``...) is the wrapped stream's."""
+
+    def __init__(self, stream: TextIO, secrets: Callable[[], Iterable[str]]) -> None:
+        self.stream = stream
+        self._secrets = secrets
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact_values(text, self._secrets()))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextlib.contextmanager
+def redacted_stdio(secrets: Callable[[], Iterable[str]]) -> Iterator[None]:
+    """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`RedactingStream`s:
+    a command line's one output path (SPEC §9.5: nothing it prints shows a secret)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = RedactingStream(saved[0], secrets)
+    sys.stderr = RedactingStream(saved[1], secrets)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
