@@ -1,0 +1,118 @@
+"""``stream: true`` (SPEC §12, §13): a chat completion as server-sent events, written as the
+model writes its text.
+
+``LiveReply`` is one streamed answer.  The core feeds the adapter's live sink with visible
+text (bot.streaming.StreamText), a ``step`` when a model call follows tool calls (the next
+text starts after a blank line) and each call's usage.  The SSE response opens with the first
+text, so a turn that fails before any still answers with a JSON error (502, 429 for the
+budget); a failure after text went out ends the stream with an ``error`` event.  When the
+turn ends, what the final reply adds to the streamed text is sent (all of it, after a blank
+line, in the rare case it does not continue the streamed text), then the finish chunk and,
+with ``stream_options.include_usage``, a usage chunk with the provider's token counts."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from aiohttp import web
+
+from channels.http.responses import error, timed_out
+
+DONE = b"data: [DONE]\n\n"
+
+
+class LiveReply:
+    def __init__(self, request: web.Request, body: dict, *, rid: str, model_name: str) -> None:
+        self.request = request
+        self.rid = rid
+        self.model_name = model_name
+        opts = body.get("stream_options")
+        self.include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
+        self.created = int(time.time())
+        self.usage: dict[str, int] = {}
+        self.resp: web.StreamResponse | None = None
+        self.segment = ""  # text sent for the current model call
+        self.gap = ""  # goes before the next text: a model call after tool calls
+
+    def chunk(self, delta: dict | None, finish: str | None = None, **extra: Any) -> bytes:
+        data: dict[str, Any] = {
+            "id": f"chatcmpl-{self.rid}",
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model_name,
+            "choices": []
+            if delta is None
+            else [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+    async def opened(self) -> web.StreamResponse:
+        if self.resp is None:
+            self.resp = web.StreamResponse(
+                headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+            )
+            await self.resp.prepare(self.request)
+            await self.resp.write(self.chunk({"role": "assistant", "content": ""}))
+        return self.resp
+
+    async def event(self, kind: str, value: Any) -> None:
+        """One event of the live sink (``done`` is the caller's)."""
+        if kind == "usage":
+            for k, v in (value or {}).items():
+                if isinstance(v, int):
+                    self.usage[k] = self.usage.get(k, 0) + v
+        elif kind == "step":
+            self.gap, self.segment = ("\n\n" if self.segment or self.gap else ""), ""
+        elif kind == "text" and value:
+            out = await self.opened()
+            await out.write(self.chunk({"content": self.gap + value}))
+            self.segment += value
+            self.gap = ""
+
+    async def timed_out(self) -> web.StreamResponse:
+        if self.resp is None:
+            return timed_out()
+        err = {"message": "the assistant did not answer in time", "type": "server_error"}
+        await self.resp.write(self.chunk(None, error={**err, "code": "timeout"}))
+        await self.resp.write(DONE)
+        return self.resp
+
+    async def failed(self, kind: str, content: str) -> web.StreamResponse:
+        """A failed turn: never a 200 whose content is an error message (SPEC §13)."""
+        if self.resp is None:
+            if kind == "budget":
+                return error(429, content, "daily_cost_limit")
+            return error(502, content or "the model provider failed", "model_error")
+        code = "daily_cost_limit" if kind == "budget" else "model_error"
+        err = {"message": content or "the model provider failed", "type": "server_error"}
+        await self.resp.write(self.chunk(None, error={**err, "code": code}))
+        await self.resp.write(DONE)
+        await self.resp.write_eof()
+        return self.resp
+
+    async def finish(self, content: str) -> web.StreamResponse:
+        out = await self.opened()
+        segment = self.segment
+        rest = content[len(segment) :] if content.startswith(segment) else "\n\n" + content
+        if rest.strip():
+            await out.write(self.chunk({"content": (self.gap if not segment else "") + rest}))
+        await out.write(self.chunk({}, "stop"))
+        if self.include_usage:
+            await out.write(self.chunk(None, usage=self._usage()))
+        await out.write(DONE)
+        await out.write_eof()
+        return out
+
+    def _usage(self) -> dict[str, Any]:
+        usage = self.usage
+        u: dict[str, Any] = {
+            "prompt_tokens": usage.get("prompt_tokens", 0),
+            "completion_tokens": usage.get("completion_tokens", 0),
+            "total_tokens": usage.get("total_tokens", 0),
+        }
+        if usage.get("cached_tokens"):
+            u["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+        return u
