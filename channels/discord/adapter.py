@@ -26,14 +26,12 @@ from channels.base import (
     ChannelError,
     InboundSink,
     MediaItem,
-    MediaTooLarge,
     OutboundMessage,
     wait_task_end,
 )
-from channels.discord import translate
-from channels.discord import transport
+from channels.discord import media, outbound, translate, transport
 from channels.discord.transport import make_client
-from channels.util import BoundedLRU, capped_file
+from channels.util import BoundedLRU
 
 log = logging.getLogger("chela.channels.discord")
 
@@ -276,37 +274,7 @@ class DiscordChannel(Channel):
 
     async def fetch_media(self, item: MediaItem, dest_dir: Path, max_bytes: int) -> MediaItem:
         """Stream an attachment from the CDN (no auth needed) into ``dest_dir``, capped."""
-        import dataclasses
-        import re
-        import uuid
-
-        import aiohttp
-
-        url = item.ref
-        if not url:
-            return item
-        name = item.name or "file"
-        if item.size and item.size > max_bytes:
-            raise MediaTooLarge(f"discord: {name} is {item.size} bytes, over {max_bytes}")
-        if not url.startswith(("https://", "http://")):
-            raise ChannelError(f"discord: {name} has no download URL")
-        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name).strip("._")[:80] or "file"
-        dest = Path(dest_dir).absolute() / f"discord_{uuid.uuid4().hex[:12]}_{safe}"
-        timeout = aiohttp.ClientTimeout(total=300, sock_connect=20)
-        with capped_file(dest, max_bytes, f"discord: downloading {name}") as out:
-            async with (
-                aiohttp.ClientSession(timeout=timeout) as session,
-                session.get(url) as r,
-            ):
-                if r.status != 200:
-                    raise ChannelError(f"discord: downloading {name} answered HTTP {r.status}")
-                if r.content_length is not None and r.content_length > max_bytes:
-                    raise MediaTooLarge(
-                        f"discord: {name} is {r.content_length} bytes, over {max_bytes}"
-                    )
-                async for chunk in r.content.iter_chunked(64 * 1024):
-                    out.write(chunk)
-        return dataclasses.replace(item, target=str(dest))
+        return await media.fetch_media(item, dest_dir, max_bytes)
 
     async def _on_message(self, message: discord.Message) -> None:
         client = self.client
@@ -435,7 +403,7 @@ class DiscordChannel(Channel):
                 errors.append(f"upload failed: {', '.join(n for _, n in params['files'])}")
                 return await self._run_call(channel, call.fallback[0], errors)
         else:
-            sent = await channel.send(params["content"], **_send_options(channel, params))
+            sent = await channel.send(params["content"], **outbound.send_options(channel, params))
         self._remember(sent.id, channel.id)
         return str(sent.id)
 
@@ -454,7 +422,9 @@ class DiscordChannel(Channel):
         call = translate.preview_send(
             channel_id, text, limit=self.chunk_limit, reply_to_id=reply_to_id
         )
-        sent = await channel.send(call.params["content"], **_send_options(channel, call.params))
+        sent = await channel.send(
+            call.params["content"], **outbound.send_options(channel, call.params)
+        )
         self._remember(sent.id, channel_id)
         return str(sent.id)
 
@@ -482,43 +452,12 @@ class DiscordChannel(Channel):
     async def _replace_preview(
         self, channel: discord.PartialMessageable, message_id: int, chunk: str
     ) -> bool:
-        """Edit a live preview into the reply's first chunk.  False when Discord refuses
-        (the message is gone): the preview is deleted and the chunk goes out as a new
-        message.  Transient failures raise (the outbox retries; an edit is idempotent)."""
-        message = channel.get_partial_message(message_id)
-        try:
-            await message.edit(content=chunk)
-            return True
-        except (discord.NotFound, discord.Forbidden) as exc:
-            log.info(
-                "discord[%s]: the preview %s could not be edited (%s); sending the reply anew",
-                self.account,
-                message_id,
-                exc,
-            )
-        except discord.HTTPException as exc:
-            if exc.status >= 500 or exc.status == 429:
-                raise
-            log.info("discord[%s]: editing the preview failed (%s)", self.account, exc)
-        with contextlib.suppress(Exception):
-            await message.delete()
-        return False
+        return await outbound.replace_preview(channel, message_id, chunk, self.account)
 
     async def _send_files(
         self, channel: discord.PartialMessageable, params: dict[str, Any]
     ) -> discord.Message | None:
-        files: list[discord.File] = []
-        try:
-            for path, filename in params["files"]:
-                files.append(discord.File(path, filename=filename))
-            return await channel.send(files=files, **_send_options(channel, params))
-        except (discord.HTTPException, OSError, ValueError) as exc:
-            log.warning("discord[%s]: upload failed: %s", self.account, exc)
-            return None
-        finally:
-            for f in files:
-                with contextlib.suppress(Exception):
-                    f.close()
+        return await outbound.send_files(channel, params, self.account)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         try:
@@ -542,19 +481,3 @@ class DiscordChannel(Channel):
             log.warning(
                 "discord[%s]: reaction %r on %s failed: %s", self.account, emoji, message_id, exc
             )
-
-
-def _send_options(channel: discord.PartialMessageable, params: dict[str, Any]) -> dict[str, Any]:
-    """``Messageable.send`` keywords of a planned call: a reply reference and an idempotency
-    nonce, each only when there is one (discord.py's defaults are "not given", not None).
-    The nonce is the same on every attempt (retries, after a crash): with enforce_nonce
-    (discord.py sets it with the nonce) Discord returns the message it already created
-    instead of posting it twice."""
-    out: dict[str, Any] = {}
-    if params.get("reference") is not None:
-        out["reference"] = discord.MessageReference(
-            message_id=params["reference"], channel_id=channel.id, fail_if_not_exists=False
-        )
-    if params.get("nonce"):
-        out["nonce"] = params["nonce"]
-    return out
