@@ -11,19 +11,21 @@ earlier ``exec``, say) makes the operation fail instead of leaving the workspace
   resolved path then refuses any link it meets.
 * write and edit refuse a path that goes through any symlink.  Files are replaced
   atomically via an exclusive, randomly named ``O_NOFOLLOW`` temp file in the same
-  directory (``bot.private.write_at``); new files are 0600 and new directories 0700
+  directory (``bot.fs.write_at``); new files are 0600 and new directories 0700
   whatever the umask, an overwritten file keeps its mode.
+
+The handle walk, the no-follow read and the atomic write are ``bot.fs``'s: the one
+helper every write, read or send under a guest's directory goes through.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import os
 import stat
 from pathlib import Path
 
-from bot.private import DIR_MODE, write_at
+from bot import fs
 
 from .base import (
     Tool,
@@ -39,10 +41,6 @@ from .base import (
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 
-_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_SUBDIR_FLAGS = _ROOT_FLAGS | os.O_NOFOLLOW
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
 
 class _Target:
     """A checked path: the real file root and the components below it."""
@@ -54,45 +52,25 @@ class _Target:
         self.parts = parts
 
 
-def _lexical_parts(file_root: Path, root: Path, path: str) -> tuple[str, ...] | None:
+def _lexical_parts(file_root: Path, path: str) -> tuple[str, ...] | None:
     """Components of ``path`` below the file root, normalised without touching the
     disk; None when the path does not lexically lie inside the root."""
-    p = Path(path.strip())
-    if p.is_absolute():
-        norm = os.path.normpath(p)
-        for base in (
-            str(root),
-            os.path.normpath(os.path.abspath(os.path.expanduser(str(file_root)))),
-        ):
-            rel = os.path.relpath(norm, base)
-            if rel == "." or not (rel == ".." or rel.startswith("../")):
-                break
-        else:
-            return None
-    else:
-        rel = os.path.normpath(p)
-        if rel == ".." or rel.startswith("../"):
-            return None
-    return () if rel == "." else tuple(Path(rel).parts)
+    try:
+        return fs.parts_under(file_root, path.strip())
+    except ValueError:
+        return None
 
 
 def _target(ctx: ToolContext, path: str, *, writing: bool) -> _Target:
     resolved = resolve_in_workspace(ctx.file_root, path)
     root = Path(ctx.file_root).resolve()
     parts = tuple(resolved.relative_to(root).parts)
-    if writing and _lexical_parts(ctx.file_root, root, path) != parts:
+    if writing and _lexical_parts(ctx.file_root, path) != parts:
         raise ToolError(
             f"path {path!r} goes through a symbolic link; writing through links is not allowed"
             f" (its real path is {display_path(ctx.file_root, resolved)})"
         )
     return _Target(path, root, resolved, parts)
-
-
-def _is_link(dir_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
-    except OSError:
-        return False
 
 
 def _link_error(t: _Target, name: str) -> ToolError:
@@ -104,76 +82,36 @@ def _link_error(t: _Target, name: str) -> ToolError:
 def _open_parent(t: _Target, *, create: bool) -> int:
     """An fd for the directory holding ``t``'s last component, walked without following
     links from the file root.  With ``create`` missing directories are made 0700."""
-    fd = os.open(t.root, _ROOT_FLAGS)
+    root = fs.open_root(t.root)
     try:
-        for name in t.parts[:-1]:
-            try:
-                nfd = os.open(name, _SUBDIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, DIR_MODE, dir_fd=fd)
-                    made = True
-                except FileExistsError:
-                    made = False
-                try:
-                    nfd = os.open(name, _SUBDIR_FLAGS, dir_fd=fd)
-                except OSError as e:
-                    if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, name):
-                        raise _link_error(t, name) from None
-                    raise
-                if made:
-                    os.fchmod(nfd, DIR_MODE)
-            except OSError as e:
-                if e.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, name):
-                    raise _link_error(t, name) from None
-                raise
-            os.close(fd)
-            fd = nfd
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+        return fs.open_dir(root, t.parts[:-1], create=create)
+    except fs.LinkRefused as e:
+        raise _link_error(t, e.name) from None
+    finally:
+        os.close(root)
+
+
+def _too_large() -> ToolError:
+    return ToolError(
+        f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead"
+    )
 
 
 def _read_at(t: _Target, dir_fd: int) -> str:
     if not t.parts:
         raise ToolError("that path is a directory, not a file")
-    name = t.parts[-1]
     try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+        data = fs.read_at(dir_fd, t.parts[-1], MAX_READ_BYTES)
     except FileNotFoundError:
         raise ToolError("file not found") from None
-    except OSError as e:
-        if e.errno == errno.ELOOP and _is_link(dir_fd, name):
-            raise _link_error(t, name) from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ToolError("that path is a directory, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolError("not a regular file")
-        if st.st_size > MAX_READ_BYTES:
-            raise ToolError(
-                f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead"
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_READ_BYTES:
-            chunk = os.read(fd, 1024 * 1024)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    if size > MAX_READ_BYTES:
-        raise ToolError(
-            f"file is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB; read a slice with exec instead"
-        )
-    data = b"".join(chunks)
+    except fs.LinkRefused as e:
+        raise _link_error(t, e.name) from None
+    except IsADirectoryError:
+        raise ToolError("that path is a directory, not a file") from None
+    except fs.NotRegularFile:
+        raise ToolError("not a regular file") from None
+    except fs.FileTooLarge:
+        raise _too_large() from None
     if b"\x00" in data[:8192]:
         raise ToolError("file looks binary; not shown")
     return data.decode("utf-8", errors="replace")
@@ -237,7 +175,7 @@ def _write_file(t: _Target, content: str) -> int:
     dfd = _open_parent(t, create=True)
     try:
         _check_not_dir(t, dfd)
-        write_at(dfd, t.parts[-1], data, keep_mode=True)
+        fs.write_at(dfd, t.parts[-1], data, keep_mode=True)
     finally:
         os.close(dfd)
     return len(data)
@@ -278,7 +216,7 @@ def _edit_file(t: _Target, old: str, new: str, replace_all: bool) -> int:
                 f"old_text occurs {count} times; include more surrounding text to make it unique, or set replace_all"
             )
         text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-        write_at(dfd, t.parts[-1], text.encode("utf-8"), keep_mode=True)
+        fs.write_at(dfd, t.parts[-1], text.encode("utf-8"), keep_mode=True)
     finally:
         os.close(dfd)
     return count if replace_all else 1
