@@ -135,13 +135,17 @@ def _pdf_file(objs: list[bytes]) -> bytes:
     return out.getvalue()
 
 
-def hostile_pdf(pages: int = 200, operators: int = 200_000) -> bytes:
+def hostile_pdf(pages: int = 200, operators: int = 200_000, shown: str = "x") -> bytes:
     """A small PDF that is slow to read: ``pages`` pages whose /Contents all name one
-    FlateDecode stream of ``operators`` ``(x) Tj`` text operators.  With the defaults it
-    is ~33 KB on the wire and 40 million text operators for a reader that reads every page."""
+    FlateDecode stream of ``operators`` ``(<shown>) Tj`` text operators.  With the defaults
+    it is ~33 KB on the wire and 40 million text operators for a reader that reads every page
+    (pypdf: ~5 s of CPU a page).  ``shown=""`` makes every page cost as much and show no
+    character at all, so no character budget ends the read.  (pypdf refuses a stream of more
+    than 2 million tokens: keep ``operators`` under ~1 million.)"""
     import zlib
 
-    stream = zlib.compress(b"BT /F1 12 Tf 72 720 Td\n" + b"(x) Tj\n" * operators + b"ET", 9)
+    op = f"({shown}) Tj\n".encode("latin-1")
+    stream = zlib.compress(b"BT /F1 12 Tf 72 720 Td\n" + op * operators + b"ET", 9)
     # 1 catalog, 2 pages, 3 font, 4 the shared content stream, then the pages
     kids = " ".join(f"{5 + i} 0 R" for i in range(pages))
     objs = [
