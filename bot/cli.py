@@ -421,7 +421,7 @@ def cmd_heartbeat(args) -> int:
 
         # start only the channel the heartbeat would deliver to
         probe = Store(cfg.db_path)
-        route = resolve_target(probe, cfg.heartbeat.target, cfg.heartbeat.to)
+        route = resolve_target(probe, cfg, cfg.heartbeat.target, cfg.heartbeat.to)
         probe.close()
         channels = {}
         if route and not args.dry_run:

@@ -17,6 +17,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot import heartbeat_rules as rules
+from bot import owner_route
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
 from bot.sessions import SessionLanes, cron_key, main_key
@@ -59,15 +60,15 @@ def read_heartbeat_md(workspace: Path) -> str | None:
     return read_text(str(workspace / "HEARTBEAT.md"), {}, root_real=os.path.realpath(workspace))
 
 
-def resolve_target(store: Store, target: str, to: str) -> dict | None:
-    """Where a heartbeat or cron reply goes: ``none``; ``last`` (the last direct-message
-    route answered on a proactive channel); or a channel id with ``to`` or that channel's
-    last recipient."""
+def resolve_target(store: Store, cfg: Config, target: str, to: str) -> dict | None:
+    """Where a heartbeat or cron reply goes: ``none``; ``last`` (the owner's last direct
+    chat on a proactive channel); or a channel id with ``to`` or the owner's last direct
+    chat on that channel.  Owner routes only (bot.owner_route): never a guest's chat."""
     if target == "none":
         return None
     if target == "last":
-        return store.get("route:last")
-    route = store.get(f"route:last:{target}") or {}
+        return owner_route.last(store, cfg)
+    route = owner_route.last(store, cfg, target) or {}
     if to:
         return {
             "channel": target,
@@ -76,6 +77,14 @@ def resolve_target(store: Store, target: str, to: str) -> dict | None:
             "thread_id": None,
         }
     return route or None
+
+
+def no_target_reason(target: str) -> str:
+    """Why a heartbeat or cron reply has nowhere to go."""
+    if target == "none":
+        return "target = 'none'"
+    where = "" if target == "last" else f" on {target}"
+    return f"target = {target!r}: {owner_route.NO_ROUTE}{where}"
 
 
 class Scheduled:
@@ -90,7 +99,7 @@ class Scheduled:
 
     # ------------------------------------------------------------------------ targets
     def resolve_target(self, target: str, to: str) -> dict | None:
-        return resolve_target(self.store, target, to)
+        return resolve_target(self.store, self.cfg, target, to)
 
     def _request(
         self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None
@@ -160,7 +169,7 @@ class Scheduled:
             if rules.is_duplicate_alert(plan.text, last.get("text"), last.get("at"), time.time()):
                 out = Outcome("duplicate", "same alert already sent within 24 h", plan.text)
             elif target is None:
-                out = Outcome("no-target", f"heartbeat.target = {hb.target!r}", plan.text)
+                out = Outcome("no-target", "heartbeat." + no_target_reason(hb.target), plan.text)
             elif dry_run:
                 out = Outcome("dry-run", "", plan.text, target)
             else:
@@ -216,7 +225,7 @@ class Scheduled:
         if plan.silent:
             out = Outcome("silent")
         elif route is None:
-            out = Outcome("no-target", f"target = {target!r}", plan.text)
+            out = Outcome("no-target", no_target_reason(target), plan.text)
         else:
             status = await self._deliver(plan, route, kind="cron")
             out = Outcome(status, _DELIVERY_REASON[status], plan.text, route)

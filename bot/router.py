@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from bot import api_turn, pairing
+from bot import api_turn, owner_route, pairing
 from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
@@ -767,25 +767,15 @@ class Router:
         if api is not None and api.stateful:
             record = api_turn.remember(api, api_reply, self.store.session(key)["epoch"])
             self.store.put(api_turn.state_key(key), record)
-        if (
-            verdict.trust == "owner"
-            and msg.chat_type == "direct"
-            and ch is not None
-            and ch.capabilities.proactive
-        ):
-            # where heartbeats, cron jobs and approval requests reach the owner (never a guest)
-            route = {
-                "channel": msg.channel,
-                "chat_id": msg.chat_id,
-                "account": msg.account,
-                "thread_id": msg.thread_id,
-                "at": time.time(),
-            }
-            try:
-                self.store.put("route:last", route)
-                self.store.put(f"route:last:{msg.channel}", route)
-            except Exception as e:  # the turn is stored: never fail it (and answer twice) now
-                log.warning("could not record the last route: %s", e)
+        try:  # where heartbeats, cron jobs and approval requests reach the owner (never a guest)
+            owner_route.record(
+                self.store,
+                msg,
+                trust=verdict.trust,
+                proactive=bool(ch and ch.capabilities.proactive),
+            )
+        except Exception as e:  # the turn is stored: never fail it (and answer twice) now
+            log.warning("could not record the last route: %s", e)
         await self._deliver_stored(ids)
 
     def _api_plan(self, msg: InboundMessage, key: str, verdict: Verdict) -> api_turn.ApiTurn:
@@ -852,7 +842,7 @@ class Router:
             and ch.capabilities.proactive
         ):
             return route
-        last = self.store.get("route:last")
+        last = owner_route.last(self.store, self.cfg)
         return last if last and last.get("channel") in self.channels else None
 
     async def notify(self, route: dict, text: str) -> bool:

@@ -1,0 +1,82 @@
+"""The owner's last direct chat: the one place that records it and the one place that reads it.
+
+Heartbeats with ``target = "last"`` (the daemon's and ``chela heartbeat``), cron jobs with
+``target = "last"`` or a channel id without ``to``, exec approval requests and every other
+"reach the owner" path take their route from :func:`last`; only :func:`record` writes it
+(SPEC §6; §9: "setting the heartbeat's `last` route: owner yes, guest never").
+
+Recording is owner only: a direct message of an owner turn on a channel that can send on
+its own.  Reading checks again, so a stored route that is not the owner's *now* is never
+used: one stored by a version that recorded every direct chat, or the chat of someone who
+has since been taken off ``allow_from``.  The route's sender must be an owner id of its
+channel today (rows without a sender were stored for Telegram/Signal direct chats, whose
+chat id is the sender's id); anything else resolves to nothing, and the caller says there
+is no owner chat to deliver to rather than picking another one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from bot.admission import channel_policy, is_owner_sender
+from bot.config import Config
+from bot.store import Store
+from channels.base import InboundMessage
+
+log = logging.getLogger("chela.owner_route")
+
+KEY = "route:last"
+NO_ROUTE = "the owner has not written in a direct chat yet"
+
+
+def _key(channel: str | None) -> str:
+    return KEY if channel is None else f"{KEY}:{channel}"
+
+
+def record(store: Store, msg: InboundMessage, *, trust: str | None, proactive: bool) -> bool:
+    """Remember ``msg``'s chat as the owner's last direct chat (overall and for its channel)
+    when it is one: an owner turn, a direct message, a channel that can send on its own."""
+    if trust != "owner" or msg.chat_type != "direct" or not proactive:
+        return False
+    route = {
+        "channel": msg.channel,
+        "chat_id": msg.chat_id,
+        "account": msg.account,
+        "thread_id": msg.thread_id,
+        "sender_id": msg.sender_id,
+        "trust": "owner",
+        "at": time.time(),
+    }
+    store.put(KEY, route)
+    store.put(_key(msg.channel), route)
+    return True
+
+
+def is_owner_route(route: object, cfg: Config) -> bool:
+    """A stored route is the owner's direct chat by today's config."""
+    if not isinstance(route, dict) or route.get("trust", "owner") != "owner":
+        return False
+    channel, chat = str(route.get("channel") or ""), str(route.get("chat_id") or "")
+    if not chat or channel_policy(cfg, channel) is None:
+        return False  # only messaging channels reach the owner on their own
+    sender = str(route.get("sender_id") or chat)
+    probe = InboundMessage(channel=channel, chat_id=chat, sender_id=sender, text="")
+    return is_owner_sender(probe, cfg)
+
+
+def last(store: Store, cfg: Config, channel: str | None = None) -> dict | None:
+    """The owner's last direct chat (on ``channel`` when given), or None when there is none."""
+    route = store.get(_key(channel))
+    if route is None:
+        return None
+    if is_owner_route(route, cfg):
+        return route
+    log.warning(
+        "ignoring the stored last route %s:%s: it is not the owner's direct chat "
+        "(stored by an older version, or its sender is no longer in allow_from); "
+        "it is set again when the owner next writes",
+        route.get("channel") if isinstance(route, dict) else "?",
+        route.get("chat_id") if isinstance(route, dict) else "?",
+    )
+    return None
