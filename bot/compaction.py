@@ -23,6 +23,7 @@ the system prompt stays byte-identical across compactions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
+from bot.agent import llm as llm_mod
+from bot.model.gate import BudgetRefused, ModelGate
 from bot.store import Store, WindowRow, estimate_tokens
 
 if TYPE_CHECKING:
@@ -66,15 +69,9 @@ This is a silent housekeeping step: nobody sees your reply. When you are done, r
 
 
 # ------------------------------------------------------------------------- counting
-def _litellm():
-    from bot.agent import llm as llm_mod
-
-    return llm_mod._litellm
-
-
 def model_window(model: str) -> int:
     """The model's input window from litellm's metadata; 0 when unknown."""
-    litellm = _litellm()
+    litellm = llm_mod._litellm
     if litellm is None:
         return 0
     try:
@@ -288,6 +285,7 @@ class Compactor:
     ):
         self.cfg = cfg
         self.store = store
+        self.gate = ModelGate(cfg, store)  # every call's budget and usage (SPEC §9.5)
         self.c = cfg.agent.compaction
         self.model = cfg.agent.model
         self.summary_model = self.c.model or cfg.agent.model
@@ -298,13 +296,13 @@ class Compactor:
 
     # ------------------------------------------------------------------- counting
     async def ready(self) -> None:
-        if _litellm() is None:
+        if llm_mod._litellm is None:
             from bot.agent import preload
 
             await preload.litellm()
 
     def count_message(self, message: dict) -> int:
-        litellm = _litellm()
+        litellm = llm_mod._litellm
         if litellm is None:
             return estimate_tokens(message)
         try:
@@ -313,7 +311,7 @@ class Compactor:
             return estimate_tokens(message)
 
     def count_text(self, text: str) -> int:
-        litellm = _litellm()
+        litellm = llm_mod._litellm
         if litellm is None or not text:
             return len(text) // 4 + 1
         try:
@@ -332,7 +330,7 @@ class Compactor:
     def window(self) -> int:
         if self._window is None:
             w = self.c.context_window or model_window(self.model) or DEFAULT_WINDOW
-            if _litellm() is not None or self.c.context_window:
+            if llm_mod._litellm is not None or self.c.context_window:
                 self._window = w  # metadata known (or configured): remember it
             return w
         return self._window
@@ -380,7 +378,8 @@ class Compactor:
         used = self.view_tokens(summary, rows) + extra
         if rows and (used > b.trigger or len(rows) > b.history_limit):
             reason = "threshold" if used > b.trigger else "history_limit"
-            await self.compact(req, system, tools, ctx, registry, reason=reason)
+            with contextlib.suppress(BudgetRefused):  # over budget: the loop refuses the turn
+                await self.compact(req, system, tools, ctx, registry, reason=reason)
             summary, rows = self.view(req.session_key)
         msgs = self.view_messages(summary, rows)
         fit = _TurnFit(budget=b, history_end=1 + len(msgs))
@@ -417,6 +416,7 @@ class Compactor:
         dropped = rows[:cut]
         if not dropped:
             return None
+        self.gate.check(req.trust, "compaction")  # over budget: BudgetRefused, nothing compacted
         if req.trust == "owner" and req.kind != "subagent":
             await self._flush(req, system, ctx, registry, summary, rows, b)
         prev = summary["text"] if summary else ""
@@ -477,6 +477,7 @@ class Compactor:
                     native_tools=self.cfg.agent.native_tools,
                     max_iterations=FLUSH_MAX_STEPS,
                     reasoning_tags=self.cfg.agent.reasoning_tags,
+                    budget=lambda: self.gate.refusal(req.trust),
                 ),
                 timeout=FLUSH_TIMEOUT,
             )
@@ -488,8 +489,6 @@ class Compactor:
     async def _summarize(
         self, previous: str, dropped: list[WindowRow], b: Budget, focus: str
     ) -> tuple[str, str]:
-        from bot.agent.llm import LLMError
-
         cap = b.summary_cap
         try:
             body = self._summary_request(previous, dropped, b, focus)
@@ -511,11 +510,11 @@ class Compactor:
             )
             text = (comp.text or "").strip()
             if not text:
-                raise LLMError("empty summary")
+                raise llm_mod.LLMError("empty summary")
             return clip_to_tokens(text, cap, self.count_text), "model"
         except asyncio.CancelledError:
             raise
-        except (TimeoutError, LLMError) as e:
+        except (TimeoutError, llm_mod.LLMError) as e:
             log.warning(
                 "summary call failed (%s); summarizing without the model",
                 getattr(e, "user_message", e),

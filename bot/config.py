@@ -460,12 +460,24 @@ class MediaConfig(_Model):
     images_in_history: int = Field(2, ge=0, le=50)  # user turns that still carry image bytes
     transcription_model: str = ""  # e.g. "openai/whisper-1"; "" = voice notes are not heard
     transcription_api_base: str = ""  # "" = agent.api_base
+    # the env var holding the transcription endpoint's own key (SPEC §9.5): "" = the
+    # agent's key only when the endpoint is the agent's; another base gets a placeholder
+    transcription_api_key_env: str = ""
     tts_model: str = ""  # e.g. "openai/tts-1"; "" = no spoken replies
     tts_api_base: str = ""  # "" = transcription_api_base, else agent.api_base
+    tts_api_key_env: str = ""  # the same rule for the speech endpoint
     tts_voice: str = "alloy"
     max_download_mb: float = Field(20, gt=0)  # inbound attachments over this are not downloaded
     max_document_chars: int = Field(20000, ge=0)  # longer documents are saved, not inlined
     retention_days: float = Field(30, gt=0)  # downloaded media older than this is pruned
+
+    @field_validator("transcription_api_key_env", "tts_api_key_env")
+    @classmethod
+    def _env_name(cls, v: str) -> str:
+        # the name of a variable, never the key itself (secrets are not in the TOML)
+        if v and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", v):
+            raise ValueError("the name of an environment variable (letters, digits, '_')")
+        return v
 
 
 class McpServerConfig(_Model):

@@ -666,6 +666,7 @@ class Router:
                 dest_dir=root / "media" if root is not None else self.cfg.media_dir,
                 addressed=addressed,
                 read_tool="read" in self.agent.tool_names(verdict.trust or "guest"),
+                call=self.agent.gate.bind(verdict.trust or "guest", key),  # SPEC §9.5
             )
         except Exception:
             log.exception("attachments of %s/%s could not be prepared", msg.channel, msg.chat_id)
@@ -732,6 +733,7 @@ class Router:
                 plan,
                 file_root=root if root is not None else self.cfg.agent.workspace,
                 out_dir=root / "media" if root is not None else self.cfg.media_dir / "tts",
+                call=self.agent.gate.bind(req.trust, key, result.turn_id),  # SPEC §9.5
             )
         outs = self._plan_to_outbound(plan, msg, pol.reply_to_mode if pol else "off", req)
         for o in outs if result.error else ():  # told, marked (the HTTP API answers 502/429)

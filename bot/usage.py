@@ -2,91 +2,31 @@
 and ``chela usage``.
 
 Every model call that answered is one row of the store's ``usage`` table (tokens and the
-cost litellm's local cost map gives, 0 when the model is not in it).  A "day" is the local
+cost litellm's local cost map gives, 0 when the model is not in it), written by the model
+gate (bot/model/gate.py), which also holds the daily limits.  A "day" is the local
 calendar day in ``agent.timezone`` (the machine's zone when unset).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from bot.config import Config
+from bot.model.gate import budget_refusal, day_start
+from bot.model.gate import money as _money
 from bot.store import Store
+
+__all__ = ["budget_refusal", "day_of", "day_start", "usage_report", "usage_table", "usage_text"]
 
 
 def _zone(cfg: Config) -> ZoneInfo | None:
     return ZoneInfo(cfg.agent.timezone) if cfg.agent.timezone else None
 
 
-def day_start(cfg: Config, now: float | None = None, days_back: int = 0) -> float:
-    """Epoch seconds of the start of today (minus ``days_back`` days) in the agent's zone."""
-    tz = _zone(cfg)
-    current = datetime.fromtimestamp(now, tz) if now is not None else datetime.now(tz)
-    midnight = current.replace(hour=0, minute=0, second=0, microsecond=0)
-    if days_back:
-        # calendar days, not 24 h steps (a DST change makes one day 23 or 25 hours)
-        d = (midnight - timedelta(days=days_back)).date()
-        midnight = datetime(d.year, d.month, d.day, tzinfo=tz)
-    return midnight.timestamp()
-
-
 def day_of(cfg: Config, ts: float) -> str:
     return datetime.fromtimestamp(ts, _zone(cfg)).strftime("%Y-%m-%d")
-
-
-def recorder(store: Store, session_key: str, turn: str, *, kind: str, trust: str) -> Callable:
-    """``on_call`` for the agent loop: one usage row per model call."""
-
-    def record(comp: Any) -> None:
-        u = comp.usage
-        store.add_usage(
-            session_key,
-            turn,
-            comp.model or "",
-            prompt_tokens=u.get("prompt_tokens", 0),
-            completion_tokens=u.get("completion_tokens", 0),
-            cached_tokens=u.get("cached_tokens", 0),
-            cost_usd=comp.cost,
-            kind=kind,
-            trust=trust,
-        )
-
-    return record
-
-
-def budget_refusal(cfg: Config, store: Store, trust: str, now: float | None = None) -> str | None:
-    """Why no model call may be made now (a daily cost limit was reached), or None.
-
-    ``agent.daily_cost_limit_usd`` counts every call of the day; for a guest turn
-    ``agent.guest_daily_cost_limit_usd`` also counts the calls of all guest turns."""
-    a = cfg.agent
-    guest_limit = a.guest_daily_cost_limit_usd if trust == "guest" else 0.0
-    if not a.daily_cost_limit_usd and not guest_limit:
-        return None
-    since = day_start(cfg, now)
-    if a.daily_cost_limit_usd:
-        spent = store.usage_totals(since)["cost_usd"]
-        if spent >= a.daily_cost_limit_usd:
-            if trust == "guest":
-                return "The assistant's budget for today is used up. Please try again tomorrow."
-            return (
-                f"Today's model budget of {_money(a.daily_cost_limit_usd)} "
-                f"(agent.daily_cost_limit_usd) is used up: no more model calls until midnight."
-            )
-    if guest_limit:
-        spent = store.usage_totals(since, trust="guest")["cost_usd"]
-        if spent >= guest_limit:
-            return (
-                "The assistant's budget for guests is used up for today. Please try again tomorrow."
-            )
-    return None
-
-
-def _money(v: float) -> str:
-    return f"${v:.4f}" if v < 1 else f"${v:.2f}"
 
 
 def _line(label: str, t: dict[str, Any]) -> str:

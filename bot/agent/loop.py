@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
 
 from bot.media import MediaPolicy, has_image_parts, is_image_rejection, request_messages
+from bot.model.gate import BudgetRefused
 from bot.streaming import StreamEvent
 from .llm import Completion, LLMClient, LLMError
 from channels.redact import scrub
@@ -125,6 +126,36 @@ def _decode_args(raw: str) -> tuple[dict | None, str | None]:
     return val, None
 
 
+def _over_budget(refused: BudgetRefused) -> LLMError:
+    """The model gate's refusal (SPEC §9.5) as the turn's error: told, 429 on the API."""
+    return LLMError(refused.message, status=429, kind="budget", reason="daily cost limit")
+
+
+def _failed(
+    e: LLMError,
+    session: str,
+    new: list[dict],
+    iterations: int,
+    usage: dict,
+    calls: int,
+    cost: float,
+) -> LoopResult:
+    """The result of a turn that ended with ``e`` (its text is told, never stored)."""
+    log.warning(
+        "turn failed session=%s after %d model calls: %s", session, iterations, e.user_message
+    )
+    return LoopResult(
+        text=e.user_message,
+        new_messages=new,
+        error=e.user_message,
+        iterations=iterations,
+        usage=usage,
+        tool_calls=calls,
+        error_kind=e.kind,
+        cost=cost,
+    )
+
+
 async def run_agent_loop(
     llm: LLMClient,
     messages: list[dict],
@@ -216,7 +247,7 @@ async def run_agent_loop(
             send = request_messages(convo, media)
             refusal = budget() if budget is not None else None
             if refusal:
-                raise LLMError(refusal, status=429, kind="budget", reason="daily cost limit")
+                raise BudgetRefused(refusal, "turn")
             comp: Completion
             if on_event is None:
                 comp = await llm.complete(send, tools, params=call_params or None)
@@ -230,6 +261,10 @@ async def run_agent_loop(
             # the client's tool_choice is for the first answer: after a tool ran, the
             # model must be free to answer in text
             call_params.pop("tool_choice", None)
+        except BudgetRefused as refused:  # the turn's call, or compacting before it
+            return _failed(
+                _over_budget(refused), ctx.session_key, new, iterations, usage, n_calls, cost
+            )
         except LLMError as e:
             if media is not None and has_image_parts(send) and is_image_rejection(e):
                 media.mark_blind()  # SPEC §11: the same turn again, without images
@@ -238,25 +273,14 @@ async def run_agent_loop(
             if fit is not None and overflow_retries < 2 and is_context_overflow(e):
                 overflow_retries += 1
                 log.info("context overflow session=%s; compacting and retrying", ctx.session_key)
-                convo = await fit(convo, True)
-                iterations -= 1
-                continue
-            log.warning(
-                "turn failed session=%s after %d model calls: %s",
-                ctx.session_key,
-                iterations,
-                e.user_message,
-            )
-            return LoopResult(
-                text=e.user_message,
-                new_messages=new,
-                error=e.user_message,
-                iterations=iterations,
-                usage=usage,
-                tool_calls=n_calls,
-                error_kind=e.kind,
-                cost=cost,
-            )
+                try:
+                    convo = await fit(convo, True)
+                except BudgetRefused as refused:  # compacting is a call the budget refuses
+                    e = _over_budget(refused)
+                else:
+                    iterations -= 1
+                    continue
+            return _failed(e, ctx.session_key, new, iterations, usage, n_calls, cost)
         _add_usage(usage, comp.usage)
         cost += comp.cost
         if comp.usage:

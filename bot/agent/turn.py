@@ -23,6 +23,7 @@ from zoneinfo import ZoneInfo
 
 from bot.config import OWNER_ONLY_TOOLS, Config
 from bot.admission import Trust
+from bot.model.gate import BudgetRefused
 from bot.prompt.context import PromptContext, RuntimeInfo
 from bot.store import Store
 from bot.untrusted import clean_inline, quoted
@@ -167,6 +168,7 @@ class Agent:
             )
 
         self.compactor = Compactor(cfg, store, llm_factory=llm_factory, main_llm=self.llm)
+        self.gate = self.compactor.gate  # every model call passes it (SPEC §9.5)
         # each stored message is counted once, with the model's tokenizer (SPEC §10)
         store.token_counter = self.compactor.count_message
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
@@ -258,13 +260,10 @@ class Agent:
         """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values, SPEC
         §12): the router passes a live preview's callback; heartbeats and cron never do."""
         from bot.agent.llm import ON_CALL
-        from bot.usage import recorder
 
         # every model call of the turn is recorded with its session and turn (SPEC §12)
         turn_id = uuid.uuid4().hex
-        token = ON_CALL.set(
-            recorder(self.store, req.session_key, turn_id, kind=req.kind, trust=req.trust)
-        )
+        token = ON_CALL.set(self.gate.bind(req.trust, req.session_key, turn_id).recorder(req.kind))
         try:
             return await self._run_turn(req, turn_id, on_event)
         finally:
@@ -274,14 +273,13 @@ class Agent:
         """``/compact [focus]``: compact the session now; the reply for the user.  Its
         model calls are recorded like a turn's (kind "compaction")."""
         from bot.agent.llm import ON_CALL
-        from bot.usage import recorder
 
-        rec = recorder(
-            self.store, req.session_key, uuid.uuid4().hex, kind="compaction", trust=req.trust
-        )
-        token = ON_CALL.set(rec)
+        call = self.gate.bind(req.trust, req.session_key, uuid.uuid4().hex)
+        token = ON_CALL.set(call.recorder("compaction"))
         try:
             return await self._compact_now(req, focus)
+        except BudgetRefused as e:  # a summary is a model call: over budget, none (SPEC §9.5)
+            return e.message
         finally:
             ON_CALL.reset(token)
 
@@ -291,7 +289,6 @@ class Agent:
         from bot.agent.loop import run_agent_loop
         from bot.media import policy_for
         from bot.prompt.hooks import apply_system, apply_user
-        from bot.usage import budget_refusal
 
         started = time.perf_counter()
         a = self.cfg.agent
@@ -345,7 +342,7 @@ class Agent:
             reasoning_tags=a.reasoning_tags,
             fit=fit,
             media=policy_for(self.cfg),
-            budget=lambda: budget_refusal(self.cfg, self.store, req.trust),
+            budget=lambda: self.gate.refusal(req.trust),
             on_event=on_event,
             client_tools=req.client_tools,
             params=req.params,

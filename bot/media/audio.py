@@ -58,19 +58,96 @@ def format_duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
 
 
-def _llm_key(cfg: Any, api_base: str) -> str:
-    key = cfg.secret(cfg.agent.api_key_env) if cfg.agent.api_key_env else ""
-    return key or ("sk-local" if api_base else "")
+LOCAL_KEY = "sk-local"  # a placeholder, no secret: servers without keys want some value
 
 
-async def transcribe(cfg: Any, path: Path, name: str, mime: str) -> str:
+def endpoint_key(cfg: Any, api_base: str, key_env: str, model: str) -> str:
+    """The key a media endpoint gets: only its own (SPEC §9.5 "Secrets").
+
+    ``key_env`` (``media.transcription_api_key_env`` / ``tts_api_key_env``) names the
+    endpoint's own key.  Without one, the agent's key goes only where the agent's calls
+    go: the same ``api_base``, or (no base at all) the same provider.  Any other base gets
+    the placeholder: never the agent's key, and never litellm's provider default from the
+    environment (``OPENAI_API_KEY``), which it would send when no key is given.  With no
+    base and another provider, "" leaves the key to litellm's default for that provider."""
+    if key_env:
+        return cfg.secret(key_env) or (LOCAL_KEY if api_base else "")
+    a = cfg.agent
+    if api_base == a.api_base and (api_base or _provider(model) == _provider(a.model)):
+        key = cfg.secret(a.api_key_env) if a.api_key_env else ""
+        return key or (LOCAL_KEY if api_base else "")
+    return LOCAL_KEY if api_base else ""
+
+
+def _provider(model: str) -> str:
+    """The provider litellm routes ``model`` to ("" when it cannot tell)."""
+    from bot.agent import llm
+
+    if llm._litellm is not None:
+        try:
+            return str(llm._litellm.get_llm_provider(model)[1])
+        except Exception:
+            pass
+    return model.split("/", 1)[0] if "/" in model else ""
+
+
+def transcription_endpoint(cfg: Any) -> tuple[str, str]:
+    """(api_base, key) of the transcription endpoint."""
+    m = cfg.media
+    base = m.transcription_api_base or cfg.agent.api_base
+    return base, endpoint_key(cfg, base, m.transcription_api_key_env, m.transcription_model)
+
+
+def transcription_cost(litellm: Any, model: str, seconds: float | None, usage: dict) -> float:
+    """USD of one transcription from litellm's local price map: per second of audio
+    (whisper), else per token when the server reported tokens; 0 when unpriced."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return 0.0
+
+    def price(key: str) -> float:
+        v = info.get(key) if isinstance(info, dict) else None
+        return float(v) if isinstance(v, (int, float)) else 0.0
+
+    if price("input_cost_per_second") and seconds:
+        return price("input_cost_per_second") * seconds
+    audio_in = price("input_cost_per_audio_token") or price("input_cost_per_token")
+    return usage.get("prompt_tokens", 0) * audio_in + usage.get("completion_tokens", 0) * price(
+        "output_cost_per_token"
+    )
+
+
+def _transcription_usage(resp: Any) -> dict[str, int]:
+    """Tokens an OpenAI-style transcription answer reports (``usage.input_tokens`` /
+    ``output_tokens``, newer models); {} when it reports none."""
+    u = getattr(resp, "usage", None)
+    if u is None and isinstance(resp, dict):
+        u = resp.get("usage")
+    if u is None:
+        return {}
+    get = u.get if isinstance(u, dict) else (lambda k, d=None: getattr(u, k, d))
+    try:
+        return {
+            "prompt_tokens": int(get("input_tokens", 0) or get("prompt_tokens", 0) or 0),
+            "completion_tokens": int(get("output_tokens", 0) or get("completion_tokens", 0) or 0),
+        }
+    except (TypeError, ValueError):
+        return {}
+
+
+async def transcribe(cfg: Any, path: Path, name: str, mime: str, *, call: Any) -> str:
     """The text of a voice note or audio file (litellm ``atranscription``, any
-    OpenAI-compatible ``/audio/transcriptions``).  Raises on failure."""
+    OpenAI-compatible ``/audio/transcriptions``).  Raises on failure.
+
+    ``call`` (a ``bot.model.gate.GateCall``) is the model gate for whoever sent the audio:
+    over its budget nothing is sent (``BudgetRefused``); the call's cost is recorded."""
     from bot.agent.llm import _litellm, _load_litellm
 
+    call.check("transcription")
     litellm = _litellm or await asyncio.to_thread(_load_litellm)
     m = cfg.media
-    api_base = m.transcription_api_base or cfg.agent.api_base
+    api_base, key = transcription_endpoint(cfg)
     data = await asyncio.to_thread(path.read_bytes)
     kw: dict[str, Any] = {
         "model": m.transcription_model,
@@ -80,9 +157,17 @@ async def transcribe(cfg: Any, path: Path, name: str, mime: str) -> str:
     }
     if api_base:
         kw["api_base"] = api_base
-    if key := _llm_key(cfg, api_base):
+    if key:
         kw["api_key"] = key
     resp = await asyncio.wait_for(litellm.atranscription(**kw), cfg.agent.llm_timeout_seconds + 5)
+    usage = _transcription_usage(resp)
+    seconds = await asyncio.to_thread(audio_duration, path)
+    call.record(
+        "transcription",
+        m.transcription_model,
+        usage,
+        transcription_cost(litellm, m.transcription_model, seconds, usage),
+    )
     text = getattr(resp, "text", None)
     if text is None and isinstance(resp, dict):
         text = resp.get("text")

@@ -39,6 +39,7 @@ async def prepare_inbound(
     dest_dir: Path,
     addressed: bool = True,
     read_tool: bool = False,
+    call: Any = None,
 ) -> Prepared:
     """Turn the fetched attachments of ``msg`` into model input (see the module doc).
 
@@ -95,7 +96,7 @@ async def prepare_inbound(
                 )
                 continue
         if item.kind in ("voice", "audio"):
-            line = await _audio_line(cfg, item, path, addressed)
+            line = await _audio_line(cfg, item, path, addressed, call)
             transcripts.append(line)
             continue
         if item.kind == "document":
@@ -105,7 +106,11 @@ async def prepare_inbound(
     return prep
 
 
-async def _audio_line(cfg: Any, item: Any, path: Path, addressed: bool) -> str:
+async def _audio_line(cfg: Any, item: Any, path: Path, addressed: bool, call: Any) -> str:
+    """The user turn's line for a voice note or audio file.  ``call`` is the model gate
+    of the sender's trust level (bot/model/gate.py): transcription is a model call."""
+    from bot.model.gate import BudgetRefused
+
     what = (
         "voice note" if item.kind == "voice" else f"audio {clean_inline(item.name or 'file', 80)}"
     )
@@ -118,10 +123,14 @@ async def _audio_line(cfg: Any, item: Any, path: Path, addressed: bool) -> str:
         )
     if not addressed:
         return f"[{head}, not transcribed: it was not addressed to you]"
+    if call is None:
+        return f"[{head}, not transcribed]"
     try:
-        text = await transcribe(cfg, path, item.name, item.mime)
+        text = await transcribe(cfg, path, item.name, item.mime, call=call)
     except asyncio.CancelledError:
         raise
+    except BudgetRefused:
+        return f"[{head}, not transcribed: the budget for model calls is used up for today]"
     except Exception as e:
         log.warning("transcription failed for %s: %s", path.name, type(e).__name__)
         return f"[{head}, could not be transcribed]"

@@ -9,21 +9,46 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bot.media.audio import _llm_key
+from bot.media.audio import endpoint_key
 from bot.private import private_dir, write_private
 
 log = logging.getLogger("chela.media")
 
 
-async def speak(cfg: Any, text: str, dest_dir: Path) -> Path:
-    """Speech for ``text`` (litellm ``aspeech``) as an Ogg/Opus file in ``dest_dir``."""
+def speech_endpoint(cfg: Any) -> tuple[str, str]:
+    """(api_base, key) of the speech endpoint: ``media.tts_api_base`` with its own
+    ``tts_api_key_env``, else the transcription endpoint's, else the agent's."""
+    m = cfg.media
+    if m.tts_api_base:
+        base, env = m.tts_api_base, m.tts_api_key_env
+    elif m.transcription_api_base:
+        base, env = m.transcription_api_base, m.transcription_api_key_env
+    else:
+        base, env = cfg.agent.api_base, m.tts_api_key_env
+    return base, endpoint_key(cfg, base, env, m.tts_model)
+
+
+def speech_cost(litellm: Any, model: str, chars: int) -> float:
+    """USD of speaking ``chars`` characters (litellm's local price map; 0 when unpriced)."""
+    try:
+        per = litellm.get_model_info(model).get("input_cost_per_character")
+    except Exception:
+        return 0.0
+    return float(per) * chars if isinstance(per, (int, float)) else 0.0
+
+
+async def speak(cfg: Any, text: str, dest_dir: Path, *, call: Any) -> Path:
+    """Speech for ``text`` (litellm ``aspeech``) as an Ogg/Opus file in ``dest_dir``.
+    ``call`` (``bot.model.gate.GateCall``) is the gate of the conversation it is for:
+    over its budget nothing is sent (``BudgetRefused``); the cost is recorded."""
     import uuid
 
     from bot.agent.llm import _litellm, _load_litellm
 
+    call.check("speech")
     litellm = _litellm or await asyncio.to_thread(_load_litellm)
     m = cfg.media
-    api_base = m.tts_api_base or m.transcription_api_base or cfg.agent.api_base
+    api_base, key = speech_endpoint(cfg)
     kw: dict[str, Any] = {
         "model": m.tts_model,
         "input": text[:4000],
@@ -33,9 +58,10 @@ async def speak(cfg: Any, text: str, dest_dir: Path) -> Path:
     }
     if api_base:
         kw["api_base"] = api_base
-    if key := _llm_key(cfg, api_base):
+    if key:
         kw["api_key"] = key
     resp = await asyncio.wait_for(litellm.aspeech(**kw), cfg.agent.llm_timeout_seconds + 5)
+    call.record("speech", m.tts_model, {}, speech_cost(litellm, m.tts_model, len(kw["input"])))
     data = resp.content if hasattr(resp, "content") else bytes(resp)
     if not data:
         raise ValueError("the speech endpoint returned no audio")
@@ -44,7 +70,7 @@ async def speak(cfg: Any, text: str, dest_dir: Path) -> Path:
     return dest
 
 
-async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path) -> Any:
+async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, call: Any) -> Any:
     """Spoken replies (SPEC §11) with ``media.tts_model`` set: a ``[VOICE:<text>]`` marker
     whose target is not a URL or an existing file is text to speak, and
     ``[[audio_as_voice]]`` on a reply without audio speaks the reply's text; the speech
@@ -70,7 +96,7 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path) -> 
         words = item.target.strip()
         changed = True
         try:
-            path = await speak(cfg, words, out_dir)
+            path = await speak(cfg, words, out_dir, call=call)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -83,7 +109,7 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path) -> 
     if plan.audio_as_voice and not has_audio and plan.text.strip():
         changed = True
         try:
-            path = await speak(cfg, plan.text.strip(), out_dir)
+            path = await speak(cfg, plan.text.strip(), out_dir, call=call)
         except asyncio.CancelledError:
             raise
         except Exception as e:
