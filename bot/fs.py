@@ -339,7 +339,10 @@ def parts_under(root: Path | str, path: Path | str) -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def dir_under(root: Path | str, parts: Sequence[str], *, create: bool = False) -> Iterator[int]:
-    """A handle on ``root``/``parts`` (see ``open_dir``), closed on exit."""
+    """A handle on ``root``/``parts`` (see ``open_dir``), closed on exit.  With ``create``
+    a missing root is made too (0700; its parents are the daemon's own)."""
+    if create:
+        private_dir(root)
     top = open_root(root)
     try:
         fd = open_dir(top, parts, create=create)
@@ -382,6 +385,16 @@ def write_under(
         name = free_name_at(dfd, parts[-1]) if fresh else parts[-1]
         write_at(dfd, name, bytes(data), keep_mode=keep_mode)
     return Path(os.path.expanduser(str(root))).joinpath(*parts[:-1], name)
+
+
+def root_holding(root: Path | str, path: Path | str) -> Path | None:
+    """``root`` when ``path`` lies inside it (lexically), else None: the root whose handle
+    a write to ``path`` must go through."""
+    try:
+        parts_under(root, path)
+    except ValueError:
+        return None
+    return Path(os.path.expanduser(str(root)))
 
 
 def save(dest: Path | str, data: bytes, *, root: Path | str | None = None) -> Path:

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from bot import api_turn, owner_route, pairing
+from bot import api_turn, fs, owner_route, pairing
 from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
@@ -622,10 +622,10 @@ class Router:
         todo = [m for m in msg.attachments if m.ref and not m.target]
         if ch is None or not todo:
             return []
-        from bot.private import private_dir
-
         root = self.file_root(key, verdict)
-        dest = private_dir(root / "media" if root is not None else self.cfg.media_dir)
+        # a guest's downloads land in a private dir first, then move into its media dir
+        # through the root's handle (bot.fs, SPEC §9.5)
+        dest = fs.private_dir(self.cfg.agent.state_dir / "incoming" if root else self.cfg.media_dir)
         cap_mb = self.cfg.media.max_download_mb
         max_bytes = int(cap_mb * 1024 * 1024)
         notes: list[str] = []
@@ -636,7 +636,8 @@ class Router:
                 continue
             label = item.name or item.kind
             try:
-                fetched.append(await ch.fetch_media(item, dest, max_bytes))
+                got = await ch.fetch_media(item, dest, max_bytes)
+                fetched.append(await _move_in(got, dest, root) if root else got)
             except MediaTooLarge:
                 notes.append(
                     f"attachment not downloaded: {label} ({item.kind}) is larger than {cap_mb:g} MB"
@@ -646,6 +647,8 @@ class Router:
                     "media fetch failed channel=%s chat=%s: %s", msg.channel, msg.chat_id, e
                 )
                 notes.append(f"attachment could not be downloaded: {label} ({item.kind})")
+            except OSError as e:  # e.g. the guest's media dir is a link: refused
+                notes.append(f"attachment could not be saved: {label} ({e.strerror or e})")
         msg.attachments = fetched
         return notes
 
@@ -927,6 +930,19 @@ class Router:
         if ch is None:
             raise ChannelError(f"channel {channel!r} is not running")
         return await ch.send(out)
+
+
+async def _move_in(item: MediaItem, incoming: Path, root: Path) -> MediaItem:
+    """A guest's download, moved from the private ``incoming`` dir into its ``media/``
+    through the root's handle (no link followed); the staged file goes either way."""
+    src = Path(item.target)
+    if src.absolute().parent != incoming.absolute():
+        return item  # not downloaded by us (already a local file or a URL)
+    try:
+        moved = await asyncio.to_thread(fs.move_in, src, root, Path("media") / src.name)
+    finally:
+        src.unlink(missing_ok=True)
+    return dataclasses.replace(item, target=str(moved))
 
 
 def build_outbound(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.private import private_dir, write_private
+from bot import fs
 
 TEXT_EXTENSIONS = frozenset(
     {
@@ -164,20 +164,13 @@ def read_text_file(path: Path) -> str | None:
 _SAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
-def _inbox_name(inbox: Path, name: str) -> Path:
-    stem = _SAFE.sub("_", Path(name).name).strip(" ._")[:100] or "file"
-    p = inbox / stem
-    base, suffix = Path(stem).stem, Path(stem).suffix
-    n = 1
-    while p.exists():
-        p = inbox / f"{base}-{n}{suffix}"
-        n += 1
-    return p
+def _inbox_name(name: str) -> str:
+    """A plain file name for ``name`` (no directory, no odd characters)."""
+    return _SAFE.sub("_", Path(name).name).strip(" ._")[:100] or "file"
 
 
 def save_to_inbox(root: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` as ``<root>/inbox/<name>`` (a fresh name when taken), 0600."""
-    inbox = private_dir(root / "inbox")
-    dest = _inbox_name(inbox, name)
-    write_private(dest, data)
-    return dest
+    """Write ``data`` as ``<root>/inbox/<name>`` (a fresh name when taken), 0600, through
+    ``root``'s handle with no symbolic link followed (``bot.fs``, SPEC §9.5): a guest's
+    ``inbox`` turned into a link makes the save fail (``OSError``), not write elsewhere."""
+    return fs.write_under(root, Path("inbox") / _inbox_name(name), data, fresh=True)

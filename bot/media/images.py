@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.private import write_private
+from bot import fs
 
 log = logging.getLogger("chela.media")
 
@@ -46,10 +46,14 @@ def sniff_image(path: Path) -> str | None:
         return None
 
 
-def process_image(path: Path, max_px: int, out_dir: Path | None = None) -> ImageOut:
+def process_image(
+    path: Path, max_px: int, out_dir: Path | None = None, root: Path | None = None
+) -> ImageOut:
     """Decode ``path`` (type from the bytes), apply its EXIF orientation, fit it into
     ``max_px`` × ``max_px`` and save it as JPEG (PNG when it has transparency) next to
-    the original (or in ``out_dir``), mode 0600.  Raises ``NotAnImage``."""
+    the original (or in ``out_dir``), mode 0600.  With ``root`` (a guest's directory
+    holding the destination) the copy is written through the root's handle, no link
+    followed (``bot.fs``).  Raises ``NotAnImage``."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
@@ -94,7 +98,7 @@ def process_image(path: Path, max_px: int, out_dir: Path | None = None) -> Image
     buf = io.BytesIO()
     img.save(buf, **save)
     dest = (out_dir or path.parent) / f"{path.name}{MODEL_SUFFIX}{ext}"
-    write_private(dest, buf.getvalue())
+    dest = fs.save(dest, buf.getvalue(), root=root)
     return ImageOut(dest, mime, img.size[0], img.size[1], fmt)
 
 

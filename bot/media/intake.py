@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.fs import root_holding
 from bot.media.audio import audio_duration, format_duration, transcribe
 from bot.media.documents import is_pdf, is_text_like, read_text_file, save_to_inbox
 from bot.media.images import NotAnImage, _image_slot, process_image, sniff_image
@@ -76,7 +77,9 @@ async def prepare_inbound(
         ):
             try:
                 async with _image_slot():
-                    out = await asyncio.to_thread(process_image, path, m.image_max_px)
+                    out = await asyncio.to_thread(
+                        process_image, path, m.image_max_px, None, root_holding(file_root, path)
+                    )
             except NotAnImage as e:
                 if item.kind == "image":
                     prep.notes.append(f"image could not be read: {label} ({e})")

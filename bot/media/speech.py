@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.media.audio import endpoint_key
-from bot.private import private_dir, write_private
+from bot import fs
 
 log = logging.getLogger("chela.media")
 
@@ -37,10 +37,14 @@ def speech_cost(litellm: Any, model: str, chars: int) -> float:
     return float(per) * chars if isinstance(per, (int, float)) else 0.0
 
 
-async def speak(cfg: Any, text: str, dest_dir: Path, *, call: Any) -> Path:
+async def speak(
+    cfg: Any, text: str, dest_dir: Path, *, call: Any, root: Path | None = None
+) -> Path:
     """Speech for ``text`` (litellm ``aspeech``) as an Ogg/Opus file in ``dest_dir``.
     ``call`` (``bot.model.gate.GateCall``) is the gate of the conversation it is for:
-    over its budget nothing is sent (``BudgetRefused``); the cost is recorded."""
+    over its budget nothing is sent (``BudgetRefused``); the cost is recorded.  With
+    ``root`` (a guest's directory holding ``dest_dir``) the file is written through the
+    root's handle with no link followed (``bot.fs``, SPEC §9.5)."""
     import uuid
 
     from bot.agent.llm import _litellm, _load_litellm
@@ -65,9 +69,10 @@ async def speak(cfg: Any, text: str, dest_dir: Path, *, call: Any) -> Path:
     data = resp.content if hasattr(resp, "content") else bytes(resp)
     if not data:
         raise ValueError("the speech endpoint returned no audio")
-    dest = private_dir(dest_dir) / f"voice_{uuid.uuid4().hex[:12]}.ogg"
-    await asyncio.to_thread(write_private, dest, data)
-    return dest
+    if root is None:
+        fs.private_dir(dest_dir)
+    dest = Path(dest_dir) / f"voice_{uuid.uuid4().hex[:12]}.ogg"
+    return await asyncio.to_thread(fs.save, dest, data, root=root)
 
 
 async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, call: Any) -> Any:
@@ -78,6 +83,7 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, cal
     synthesis loses nothing: the words stay in the text."""
     if not cfg.media.tts_model or plan.silent:
         return plan
+    root = fs.root_holding(file_root, out_dir)  # a guest's directory: through its handle
     media: list[Any] = list(plan.media)
     extra_text: list[str] = []
     changed = False
@@ -96,7 +102,7 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, cal
         words = item.target.strip()
         changed = True
         try:
-            path = await speak(cfg, words, out_dir, call=call)
+            path = await speak(cfg, words, out_dir, call=call, root=root)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -109,7 +115,7 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, cal
     if plan.audio_as_voice and not has_audio and plan.text.strip():
         changed = True
         try:
-            path = await speak(cfg, plan.text.strip(), out_dir, call=call)
+            path = await speak(cfg, plan.text.strip(), out_dir, call=call, root=root)
         except asyncio.CancelledError:
             raise
         except Exception as e:
