@@ -962,8 +962,12 @@ def build_outbound(
     passes its own directory), and media the channel cannot carry turned into text."""
     from bot.replies import resolve_media
 
+    stage = None
+    if roots is not None:  # a guest's directory: send a private copy of what was checked
+        stage = cfg.agent.state_dir / "outgoing"
+        fs.prune_older_than(stage, cfg.delivery.max_age_seconds / 86400 + 1)
     media, notes = resolve_media(
-        plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir]
+        plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir], stage
     )
     text = plan.text
     if notes:
