@@ -26,6 +26,7 @@ KNOWN_IN_CYCLES: frozenset[str] = frozenset(
         "bot.daemon",
         "bot.heartbeat",
         "bot.http_token",
+        "bot.owner_route",
         "bot.router",
         "bot.status",
         "bot.usage",
