@@ -23,10 +23,10 @@ from bot import api_turn, fs, owner_route, pairing
 from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
-from bot.outbox import Outbox, out_from_json, out_json
+from bot.delivery.outbox import Outbox, out_from_json, out_json
 from bot.sessions import SessionLanes
 from bot.store import Store, storage_full
-from bot.streaming import PREVIEW_INTERVAL, Preview, StreamText
+from bot.delivery.previews import PREVIEW_INTERVAL, Preview, StreamText
 from bot.untrusted import valid_utf8
 from channels.base import (
     Capabilities,

@@ -11,7 +11,7 @@ import logging
 import re
 import sqlite3
 
-from bot.outbox import classify
+from bot.delivery import classify
 from tests.e2e import make_config, running, telegram_section
 from tests.fakes.llm import last_user_text, text
 
@@ -277,7 +277,7 @@ async def test_rows_left_by_a_one_shot_command_are_sent_by_the_running_daemon(
 ):
     # `chela heartbeat` next to a running daemon stored an alert it could not send and
     # exited; the daemon sends it (once), and never adopts rows it is sending itself
-    from bot import outbox
+    from bot.delivery import outbox
     from bot.store import Store
 
     monkeypatch.setattr(outbox, "ADOPT_EVERY", 0.2)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from bot.agent.llm import Completion, LLMClient, LLMError
-from bot.streaming import StreamEvent, StreamText, visible_text
+from bot.delivery import StreamEvent, StreamText, visible_text
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import error, streamed, text, tool_calls, usage
 

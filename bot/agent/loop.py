@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from bot.media import MediaPolicy, has_image_parts, is_image_rejection, request_messages
 from bot.model.gate import BudgetRefused
-from bot.streaming import StreamEvent
+from bot.delivery.previews import StreamEvent
 from .llm import Completion, LLMClient, LLMError
 from channels.redact import scrub
 from .textproto import format_tool_results, parse_tool_calls, split_reasoning, strip_thinking
@@ -184,7 +184,7 @@ async def run_agent_loop(
     was reached, SPEC §12) or None.  A failed turn's error text is returned as
     ``text`` and ``error``, never as a message of ``new_messages``.
 
-    ``on_event`` streams the turn (SPEC §12, bot.streaming): every model call is streamed
+    ``on_event`` streams the turn (SPEC §12, bot.delivery.previews): every model call is streamed
     and its content reported as ``text`` events as it arrives; a ``step`` event says a new
     model call begins (the text before was an intermediate step), a ``usage`` event gives
     each call's token counts.  The callback must not block; its errors are logged.
