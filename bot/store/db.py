@@ -1,0 +1,281 @@
+"""The database itself: the schema, opening (private files, pragmas, column migrations),
+the one transaction helper and the full-disk test.
+
+Data migrations that move rows between tables live with their table group and are run
+by the Store facade (bot/store/__init__.py) right after the schema is in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from bot.private import private_dir, private_file
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS inbound (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel     TEXT NOT NULL,
+    account     TEXT NOT NULL,
+    chat_id     TEXT NOT NULL,
+    message_id  TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    payload     TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'pending',   -- pending | done | skipped | history | pairing | failed
+    outbound    TEXT,                              -- unused (replies live in the outbox)
+    created     REAL NOT NULL,
+    UNIQUE (channel, account, chat_id, message_id)
+);
+CREATE INDEX IF NOT EXISTS inbound_status ON inbound(status, id);
+CREATE INDEX IF NOT EXISTS inbound_session ON inbound(session_key, status, id);
+
+CREATE TABLE IF NOT EXISTS messages (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    epoch       INTEGER NOT NULL DEFAULT 0,        -- bumped by /new and /reset
+    turn        TEXT NOT NULL DEFAULT '',          -- groups the messages of one turn
+    kind        TEXT NOT NULL DEFAULT 'chat',      -- chat | heartbeat | cron
+    role        TEXT NOT NULL,
+    data        TEXT NOT NULL,                     -- the OpenAI-format message dict
+    chars       INTEGER NOT NULL,
+    created     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_session ON messages(session_key, epoch, id);
+
+-- compaction (SPEC §10): a summary replaces a session's messages up to upto_id; those
+-- messages stay (summary_id set) for audit, out of the model's view
+CREATE TABLE IF NOT EXISTS summaries (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    epoch       INTEGER NOT NULL,
+    upto_id     INTEGER NOT NULL,                  -- last message id the summary covers
+    text        TEXT NOT NULL,
+    tokens      INTEGER NOT NULL,
+    source      TEXT NOT NULL DEFAULT 'model',     -- model | fallback
+    reason      TEXT NOT NULL DEFAULT '',
+    created     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS summaries_session ON summaries(session_key, epoch, id);
+
+CREATE TABLE IF NOT EXISTS sessions (
+    key         TEXT PRIMARY KEY,
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    activation  TEXT,                              -- NULL | mention | always
+    intro_done  INTEGER NOT NULL DEFAULT 0,        -- group activation line shown
+    usage_in    INTEGER NOT NULL DEFAULT 0,
+    usage_out   INTEGER NOT NULL DEFAULT 0,
+    created     REAL NOT NULL,
+    updated     REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS group_history (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key TEXT NOT NULL,
+    sender      TEXT NOT NULL,
+    text        TEXT NOT NULL,
+    ts          REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS group_history_session ON group_history(session_key, id);
+
+CREATE TABLE IF NOT EXISTS pairing_requests (
+    channel     TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    sender_name TEXT NOT NULL DEFAULT '',
+    code        TEXT NOT NULL,
+    created     REAL NOT NULL,
+    notified    REAL NOT NULL,
+    PRIMARY KEY (channel, sender_id)
+);
+CREATE TABLE IF NOT EXISTS approved_senders (
+    channel     TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    approved    REAL NOT NULL,
+    PRIMARY KEY (channel, sender_id)
+);
+
+-- approvals the daemon has not acted on yet (the CLI writes, the daemon tells the sender)
+CREATE TABLE IF NOT EXISTS pairing_welcome (
+    channel     TEXT NOT NULL,
+    sender_id   TEXT NOT NULL,
+    PRIMARY KEY (channel, sender_id)
+);
+
+-- every outbound message (replies, command answers, heartbeats, cron, the message tool,
+-- pairing and approval notes): queued -> sending (written just before the platform call)
+-- -> sent (with the platform's ids) | failed.  After a crash 'queued' and 'sending' rows
+-- are sent again; only 'sending' ones can have reached the user already.
+CREATE TABLE IF NOT EXISTS outbox (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel     TEXT NOT NULL,
+    account     TEXT NOT NULL,
+    chat_id     TEXT NOT NULL,
+    kind        TEXT NOT NULL,                     -- reply | heartbeat | cron | message | pairing | ...
+    payload     TEXT NOT NULL,                     -- the OutboundMessage as JSON
+    nonce       TEXT NOT NULL,                     -- idempotency key (Discord nonce)
+    inbound_id  INTEGER,                           -- the message it answers, if any
+    state       TEXT NOT NULL DEFAULT 'queued',    -- queued | sending | sent | failed
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    error       TEXT,
+    sent_ids    TEXT,                              -- JSON list of platform message ids
+    created     REAL NOT NULL,
+    updated     REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_state ON outbox(state, id);
+
+CREATE TABLE IF NOT EXISTS kv (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    name     TEXT PRIMARY KEY,
+    schedule TEXT NOT NULL,
+    prompt   TEXT NOT NULL,
+    target   TEXT NOT NULL DEFAULT 'last',
+    to_      TEXT NOT NULL DEFAULT '',
+    created  REAL NOT NULL
+);
+"""
+
+
+# SPEC §12: one row per model call (tokens and cost), for /usage, `chela usage` and the
+# daily cost limits
+USAGE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_key       TEXT NOT NULL,
+    turn              TEXT NOT NULL DEFAULT '',
+    kind              TEXT NOT NULL DEFAULT 'chat',   -- chat | heartbeat | cron | subagent | ...
+    trust             TEXT NOT NULL DEFAULT 'owner',  -- owner | guest
+    model             TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens     INTEGER NOT NULL DEFAULT 0,
+    cost_usd          REAL NOT NULL DEFAULT 0,
+    created           REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_created ON usage(created);
+CREATE INDEX IF NOT EXISTS usage_session ON usage(session_key, created);
+"""
+
+
+def storage_full(e: BaseException) -> bool:
+    """A write failed for lack of space (a full disk, or the database's page limit) or
+    because the file system refused it: worth retrying once space is back."""
+    if not isinstance(e, sqlite3.OperationalError):
+        return False
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+    text = str(e).lower()
+    return "disk is full" in text or "disk i/o error" in text
+
+
+def _unusable(path: str, e: BaseException) -> str:
+    """Why the database at ``path`` cannot be used, and what to do about it."""
+    what = getattr(e, "strerror", None) or str(e)
+    if isinstance(e, sqlite3.DatabaseError) and "not a database" in str(e):
+        return (
+            f"{path} is not a Chela database (SQLite says: {e}). Move it away, or point "
+            "agent.state_dir at another directory; Chela creates a new database there."
+        )
+    if (
+        isinstance(e, PermissionError)
+        or "readonly" in str(e).lower()
+        or "read-only" in str(e).lower()
+    ):
+        return (
+            f"cannot write the state database {path}: {what}. Chela needs a writable state directory "
+            "(agent.state_dir); fix its owner or mode, or choose another directory."
+        )
+    return (
+        f"cannot open the state database {path}: {what}. Check that agent.state_dir is a directory "
+        "Chela can create and write."
+    )
+
+
+def estimate_tokens(message: dict) -> int:
+    """A rough count (4 characters a token) for when no tokenizer is at hand."""
+    return len(json.dumps(message, ensure_ascii=False)) // 4 + 4
+
+
+class StoreError(Exception):
+    """The state database cannot be used; the message names the path and what to do."""
+
+
+class Database:
+    """The connection and what every table group shares: ``db``, ``_tx`` and ``_count``.
+    Every method reads ``self.db`` when it runs (a test may swap the connection)."""
+
+    db: sqlite3.Connection
+    # how a message's tokens are counted; the agent installs litellm's counter
+    token_counter: Callable[[dict], int]
+
+    def __init__(self, path: Path | str):
+        self.path = str(path)
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(_unusable(self.path, e)) from None
+
+    def _open(self) -> None:
+        on_disk = self.path not in (":memory:", "") and not self.path.startswith("file:")
+        if on_disk:
+            # SPEC §9.4: the state dir 0700, the database 0600.  SQLite gives the -wal,
+            # -shm and -journal files the mode of the database file, so creating (or
+            # fixing) the database as 0600 before connecting keeps them private too.
+            private_dir(Path(self.path).parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                os.fchmod(fd, 0o600)
+            finally:
+                os.close(fd)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        if on_disk:
+            # side files left by an older run (possibly created under a looser mode)
+            for suffix in ("-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    private_file(self.path + suffix)
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=5000")
+        self.db.executescript(SCHEMA)
+        self.db.executescript(USAGE_SCHEMA)
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(messages)")}
+        # databases from before compaction: the token count (cached once per message) and
+        # the summary that replaced a message
+        if "tokens" not in cols:
+            self.db.execute("ALTER TABLE messages ADD COLUMN tokens INTEGER")
+        if "summary_id" not in cols:
+            self.db.execute("ALTER TABLE messages ADD COLUMN summary_id INTEGER")
+        self.token_counter = estimate_tokens
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _count(self, message: dict) -> int:
+        try:
+            return int(self.token_counter(message))
+        except Exception:
+            return estimate_tokens(message)
+
+    def _tx(self):
+        db = self.db
+
+        class _Tx:
+            def __enter__(self):
+                db.execute("BEGIN IMMEDIATE")
+
+            def __exit__(self, exc_type, exc, tb):
+                if not exc_type:
+                    db.execute("COMMIT")
+                elif db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                return False
+
+        return _Tx()

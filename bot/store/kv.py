@@ -1,0 +1,19 @@
+"""Small named values (JSON), e.g. heartbeat state and the owner's last route."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bot.store.db import Database
+
+
+class KvMixin(Database):
+    def get(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM kv WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def put(self, key: str, value: Any) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, json.dumps(value))
+        )

@@ -1,0 +1,122 @@
+"""Outbox rows: every message to send, queued -> sending -> sent | failed (bot/outbox.py)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable
+
+from bot.store.db import Database
+from bot.store.rows import OutboxRow
+
+
+def _new_nonce() -> str:
+    return secrets.token_hex(8)
+
+
+class OutboxMixin(Database):
+    def _insert_outbox(
+        self, channel: str, outs: list[dict], kind: str, inbound_id: int | None, now: float
+    ) -> list[int]:
+        ids = []
+        for o in outs:
+            cur = self.db.execute(
+                "INSERT INTO outbox(channel, account, chat_id, kind, payload, nonce, inbound_id,"
+                " created, updated) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    channel,
+                    str(o.get("account") or "default"),
+                    str(o.get("chat_id", "")),
+                    kind,
+                    json.dumps(o, ensure_ascii=False),
+                    _new_nonce(),
+                    inbound_id,
+                    now,
+                    now,
+                ),
+            )
+            ids.append(int(cur.lastrowid or 0))
+        return ids
+
+    def add_outbox(
+        self, channel: str, outs: list[dict], *, kind: str, inbound_id: int | None = None
+    ) -> list[int]:
+        """Queue outbound messages (OutboundMessage dicts) for ``channel``; their ids."""
+        with self._tx():
+            return self._insert_outbox(channel, outs, kind, inbound_id, time.time())
+
+    def outbox_rows(self, ids: Iterable[int]) -> list[OutboxRow]:
+        ids = list(ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            "SELECT id, channel, kind, payload, nonce, state, attempts, created, updated FROM outbox"
+            f" WHERE id IN ({marks}) ORDER BY id",
+            ids,
+        ).fetchall()
+        return [OutboxRow(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+
+    def outbox_pending(self) -> list[OutboxRow]:
+        """Rows not sent yet ('queued') or whose send was in flight ('sending'), oldest first."""
+        rows = self.db.execute(
+            "SELECT id, channel, kind, payload, nonce, state, attempts, created, updated FROM outbox"
+            " WHERE state IN ('queued','sending') ORDER BY id"
+        ).fetchall()
+        return [OutboxRow(r[0], r[1], r[2], json.loads(r[3]), *r[4:]) for r in rows]
+
+    def outbox_sending(self, row_id: int) -> None:
+        """Written just before the platform call: from here on the outcome is unknown."""
+        self.db.execute(
+            "UPDATE outbox SET state='sending', attempts=attempts+1, updated=? WHERE id=?",
+            (time.time(), row_id),
+        )
+
+    def outbox_done(
+        self,
+        row_id: int,
+        state: str,
+        *,
+        sent_ids: list[str] | None = None,
+        error: str | None = None,
+    ) -> None:
+        """The outcome of an attempt: 'sent', 'failed', or 'queued' again (to be retried)."""
+        self.db.execute(
+            "UPDATE outbox SET state=?, sent_ids=?, error=?, updated=? WHERE id=?",
+            (
+                state,
+                json.dumps(sent_ids) if sent_ids is not None else None,
+                error,
+                time.time(),
+                row_id,
+            ),
+        )
+
+    def prune_outbox(self, older_than: float) -> int:
+        """Forget sent and failed rows last touched before ``older_than`` (unix time)."""
+        return self.db.execute(
+            "DELETE FROM outbox WHERE state IN ('sent','failed') AND updated<?", (older_than,)
+        ).rowcount
+
+    def outbox_counts(self) -> dict[str, int]:
+        return {
+            r[0]: r[1] for r in self.db.execute("SELECT state, COUNT(*) FROM outbox GROUP BY state")
+        }
+
+    def _migrate_delivering(self) -> None:
+        """Databases from before the outbox kept a reply to deliver on its inbound row
+        ('delivering'): move those replies to the outbox."""
+        rows = self.db.execute(
+            "SELECT id, channel, outbound FROM inbound WHERE status='delivering'"
+        ).fetchall()
+        if not rows:
+            return
+        with self._tx():
+            for inbound_id, channel, outbound in rows:
+                outs = json.loads(outbound) if outbound else []
+                if outs:
+                    self._insert_outbox(channel, outs, "reply", inbound_id, time.time())
+                self.db.execute(
+                    "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
+                )
