@@ -35,7 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent import llm as llm_mod
+from bot.model import LLMClient, lite
+from bot.model.response import _parse_response
 from bot.daemon import Daemon
 from tests.e2e import TG_TOKEN, make_config, telegram_section
 from tests.fakes.llm import FakeLLM
@@ -65,9 +66,9 @@ def direct_llm() -> None:
             headers={"Authorization": "Bearer sk-local"},
         ) as resp:
             data = await resp.json()
-        return llm_mod._parse_response(data)
+        return _parse_response(data)
 
-    llm_mod.LLMClient.complete = complete
+    LLMClient.complete = complete
 
 
 def rss_mb() -> float:
@@ -169,7 +170,7 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     t_poll = tg.first_poll - t0
     # wait for the background litellm import the daemon started, then warm the whole path
     t_imp = time.perf_counter()
-    while llm_mod._litellm is None:
+    while lite._litellm is None:
         await asyncio.sleep(0.01)
     t_imp = time.perf_counter() - t_imp
     if DIRECT:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent import llm as llm_mod
+from bot.model import LLMClient, warm_up
 from bot.compaction import SUMMARY_INSTRUCTIONS
 from bot.daemon import Daemon
 from bot.router import Router
@@ -39,7 +39,7 @@ from tests.e2e import make_config
 from tests.fakes.llm import FakeLLM, text
 
 _acc: contextvars.ContextVar[list | None] = contextvars.ContextVar("acc", default=None)
-_orig_complete = llm_mod.LLMClient.complete
+_orig_complete = LLMClient.complete
 LLM_SECONDS: dict[str, list] = {}
 
 
@@ -63,7 +63,7 @@ async def _timed_process(self, inbound_id, msg, key, verdict):
     return await _orig_process(self, inbound_id, msg, key, verdict)
 
 
-llm_mod.LLMClient.complete = _timed_complete
+LLMClient.complete = _timed_complete
 Router._process = _timed_process
 
 
@@ -143,7 +143,7 @@ async def measure(size: int, turns: int) -> dict:
             LLM_SECONDS.pop(mid, None)
             return term.done.pop(mid) - t0, acc[0], acc[1]
 
-        await asyncio.to_thread(llm_mod.warm_up)
+        await asyncio.to_thread(warm_up)
         await one("warm up")  # compacts the prefilled backlog
         compactions0 = d.store.summary_count(key)
         over, calls = [], 0

@@ -38,7 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.agent import llm as llm_mod
+from bot.model import Completion, LLMClient, warm_up
+from bot.model.response import _parse_response
 from bot.daemon import Daemon
 from bot.router import Router
 from channels.base import InboundMessage
@@ -48,7 +49,7 @@ from tests.fakes.llm import FakeLLM
 
 # ----------------------------------------------------------------------------- probes
 _turn_acc: contextvars.ContextVar[list | None] = contextvars.ContextVar("turn_acc", default=None)
-_orig_complete = llm_mod.LLMClient.complete
+_orig_complete = LLMClient.complete
 _orig_process = Router._process
 
 
@@ -70,7 +71,7 @@ async def _timed_process(self, inbound_id, msg, key, verdict):
     return await _orig_process(self, inbound_id, msg, key, verdict)
 
 
-llm_mod.LLMClient.complete = _timed_complete
+LLMClient.complete = _timed_complete
 Router._process = _timed_process
 
 LLM_BY_MID: dict[str, list] = {}
@@ -153,7 +154,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
 
     # warm-up: litellm import + one real call through the whole path (+ a few more)
     t = time.perf_counter()
-    await asyncio.to_thread(llm_mod.warm_up)
+    await asyncio.to_thread(warm_up)
     for i in range(5):
         await one(10_000 + i, "warm up")
     warm = time.perf_counter() - t
@@ -210,7 +211,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
 
     async def stub_complete(self, messages, tools=None, **kw):
         await asyncio.sleep(0)
-        return llm_mod.Completion(
+        return Completion(
             text="ok", usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
         )
 
@@ -228,7 +229,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
     _orig_complete = real_complete
 
     # ---- phase 4: PROTOTYPE (not in bot/): LLMClient.complete as one plain aiohttp POST to
-    # api_base/chat/completions (OpenAI-compatible endpoints), parsed by llm._parse_response
+    # api_base/chat/completions (OpenAI-compatible endpoints), parsed by bot.model.response._parse_response
     import aiohttp
 
     gc.collect()
@@ -244,7 +245,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
             headers={"Authorization": f"Bearer {self._api_key or 'sk-local'}"},
         ) as resp:
             data = await resp.json()
-        return llm_mod._parse_response(data)
+        return _parse_response(data)
 
     _orig_complete = direct_complete
     recs = []

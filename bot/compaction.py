@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
-from bot.agent import llm as llm_mod
+from bot.model import LLMError, lite
 from bot.model.gate import BudgetRefused, ModelGate
 from bot.store import Store, WindowRow, estimate_tokens
 
@@ -71,7 +71,7 @@ This is a silent housekeeping step: nobody sees your reply. When you are done, r
 # ------------------------------------------------------------------------- counting
 def model_window(model: str) -> int:
     """The model's input window from litellm's metadata; 0 when unknown."""
-    litellm = llm_mod._litellm
+    litellm = lite._litellm
     if litellm is None:
         return 0
     try:
@@ -296,13 +296,13 @@ class Compactor:
 
     # ------------------------------------------------------------------- counting
     async def ready(self) -> None:
-        if llm_mod._litellm is None:
+        if lite._litellm is None:
             from bot.agent import preload
 
             await preload.litellm()
 
     def count_message(self, message: dict) -> int:
-        litellm = llm_mod._litellm
+        litellm = lite._litellm
         if litellm is None:
             return estimate_tokens(message)
         try:
@@ -311,7 +311,7 @@ class Compactor:
             return estimate_tokens(message)
 
     def count_text(self, text: str) -> int:
-        litellm = llm_mod._litellm
+        litellm = lite._litellm
         if litellm is None or not text:
             return len(text) // 4 + 1
         try:
@@ -330,7 +330,7 @@ class Compactor:
     def window(self) -> int:
         if self._window is None:
             w = self.c.context_window or model_window(self.model) or DEFAULT_WINDOW
-            if llm_mod._litellm is not None or self.c.context_window:
+            if lite._litellm is not None or self.c.context_window:
                 self._window = w  # metadata known (or configured): remember it
             return w
         return self._window
@@ -510,11 +510,11 @@ class Compactor:
             )
             text = (comp.text or "").strip()
             if not text:
-                raise llm_mod.LLMError("empty summary")
+                raise LLMError("empty summary")
             return clip_to_tokens(text, cap, self.count_text), "model"
         except asyncio.CancelledError:
             raise
-        except (TimeoutError, llm_mod.LLMError) as e:
+        except (TimeoutError, LLMError) as e:
             log.warning(
                 "summary call failed (%s); summarizing without the model",
                 getattr(e, "user_message", e),

@@ -65,7 +65,7 @@ def model_strings(cfg: Config) -> list[tuple[str, str, str]]:
 def model_errors(cfg: Config) -> list[str]:
     """Model strings litellm cannot route (SPEC §12), one line each naming the TOML key.
     Imports litellm (~2 s), so ``chela check`` and ``chela doctor`` run it, not ``run``."""
-    from bot.agent.llm import routing_error
+    from bot.model import routing_error
 
     out = []
     for key, model, base in model_strings(cfg):
@@ -245,7 +245,7 @@ def state_findings(cfg: Config) -> list[Finding]:
 
 # -------------------------------------------------------------------------------- live
 async def check_model(cfg: Config) -> Finding:
-    from bot.agent.llm import LLMClient, LLMError
+    from bot.model import LLMClient, LLMError
 
     key = cfg.secret(cfg.agent.api_key_env) or ("sk-local" if cfg.agent.api_base else "")
     client = LLMClient(

@@ -9,7 +9,7 @@ import logging
 import aiohttp
 import pytest
 
-from bot.agent.llm import LLMClient, LLMError, ModelTarget
+from bot.model import LLMClient, LLMError, ModelTarget
 from tests.e2e import make_config, running, telegram_section
 from tests.fakes.llm import FakeLLM, always, drop, error, text, tool_calls
 
@@ -116,7 +116,7 @@ async def test_401_fails_over_with_an_operator_log_line(llm, backup, caplog):
         )
     )
     backup.script(text("backup answered"))
-    with caplog.at_level(logging.INFO, logger="bot.agent.llm"):
+    with caplog.at_level(logging.INFO, logger="bot.model.client"):
         assert (await c.complete(MSGS)).text == "backup answered"
     assert len(llm.requests) == 1  # a rejected key is not retried
     logged = "\n".join(r.getMessage() for r in caplog.records)

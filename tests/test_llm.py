@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent.llm import LLMClient, LLMError
+from bot.model import LLMClient, LLMError
 from tests.fakes.llm import FakeLLM, delay, drop, error, raw_tool_calls, text, tool_calls
 from tests.fakes.llm import fake_llm  # noqa: F401 - a pytest fixture used below
 
@@ -32,7 +32,7 @@ def test_import_is_lazy():
     import subprocess
 
     code = (
-        "import sys, bot.agent.llm, bot.agent.loop, bot.agent.tools, bot.agent.textproto, channels.redact\n"
+        "import sys, bot.model, bot.agent.loop, bot.agent.tools, bot.agent.textproto, channels.redact\n"
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'\n"
     )
     subprocess.run(

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from bot.agent import llm as llm_mod
-from bot.agent.llm import INLINE_PROVIDERS, LLMClient, LLMError
+from bot.model import LLMClient, LLMError, errors, lite, routing
+from bot.model.routing import INLINE_PROVIDERS
 from tests.fakes.llm import error, text, tool_calls, usage
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -20,8 +20,8 @@ MSGS = [{"role": "user", "content": "hi"}]
 def test_every_inline_provider_returns_a_coroutine_without_network(provider):
     """The sync part of these providers' calls only builds the request: it hands back a
     coroutine (nothing is sent until it is awaited; here it never is)."""
-    lit = llm_mod._load_litellm()
-    parts = llm_mod._fast_parts(lit)
+    lit = lite._load_litellm()
+    parts = routing._fast_parts(lit)
     assert parts is not None, "this litellm lacks what the fast path uses"
     kw = {
         "model": f"{provider}/some-model",
@@ -32,10 +32,10 @@ def test_every_inline_provider_returns_a_coroutine_without_network(provider):
         "num_retries": 0,
         "max_retries": 0,
     }
-    pending = llm_mod._begin(lit, parts, kw)
+    pending = routing._begin(lit, parts, kw)
     assert inspect.isawaitable(pending), f"{provider}: answered synchronously"
     pending.close()
-    route = llm_mod._resolve(lit, kw["model"], kw["api_base"])
+    route = routing._resolve(lit, kw["model"], kw["api_base"])
     assert route.provider == provider and route.inline
 
 
@@ -50,7 +50,7 @@ async def test_inline_and_acompletion_paths_agree(llm, monkeypatch):
     monkeypatch.setattr(LLMClient, "_send", spy)
     results = []
     for inline in (True, False):
-        llm_mod._routes.clear()
+        routing._routes.clear()
         monkeypatch.setenv("CHELA_LLM_INLINE", "1" if inline else "0")
         c = LLMClient("openai/gpt-4o-mini", api_base=llm.base_url, api_key="sk-x", max_retries=0)
         llm.script(
@@ -58,7 +58,7 @@ async def test_inline_and_acompletion_paths_agree(llm, monkeypatch):
             error(429, retry_after=7),
         )
         comp = await c.complete(MSGS, [{"type": "function", "function": {"name": "read"}}])
-        assert llm_mod._routes[("openai/gpt-4o-mini", llm.base_url)].inline is inline
+        assert routing._routes[("openai/gpt-4o-mini", llm.base_url)].inline is inline
         with pytest.raises(LLMError) as ei:
             await c.complete(MSGS)
         results.append(
@@ -68,10 +68,10 @@ async def test_inline_and_acompletion_paths_agree(llm, monkeypatch):
                 round(comp.cost, 12),
                 ei.value.status,
                 type(ei.value.cause).__name__,
-                llm_mod._retry_after(ei.value.cause),
+                errors._retry_after(ei.value.cause),
             )
         )
-    llm_mod._routes.clear()
+    routing._routes.clear()
     assert results[0] == results[1]
     assert results[0][1] == {
         "prompt_tokens": 100,

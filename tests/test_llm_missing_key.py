@@ -2,7 +2,7 @@
 
 import pytest
 
-from bot.agent.llm import LLMClient, LLMError
+from bot.model import LLMClient, LLMError
 
 
 async def test_missing_api_key_is_named(monkeypatch):

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from bot.agent.llm import LLMClient
+from bot.model import LLMClient
 from bot.agent.loop import run_agent_loop, truncate_output
 from bot.agent.tools import ExecPolicy, Tool, ToolContext, ToolRegistry, build_registry, schema
 from tests.fakes.llm import FakeLLM, error, raw_tool_calls, text, tool_calls

@@ -9,7 +9,7 @@ import pytest
 
 from bot import media
 import bot.media.images
-from bot.agent.llm import LLMError
+from bot.model import LLMError
 from bot.media import (
     MediaPolicy,
     NotAnImage,

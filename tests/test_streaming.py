@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from bot.agent.llm import Completion, LLMClient, LLMError
+from bot.model import Completion, LLMClient, LLMError
 from bot.delivery import StreamEvent, StreamText, visible_text
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import error, streamed, text, tool_calls, usage
@@ -224,7 +224,7 @@ async def test_llm_stream_falls_over_before_the_first_delta_but_not_after(llm):
 
 
 def _target(fake: Any) -> Any:
-    from bot.agent.llm import ModelTarget
+    from bot.model import ModelTarget
 
     return ModelTarget("openai/backup", fake.base_url, "sk-backup", "agent.fallbacks[0]")
 

@@ -19,7 +19,7 @@ PRICED = "openai/gpt-4o-mini"  # in litellm's local cost map
 
 
 def _prices() -> tuple[float, float, float]:
-    from bot.agent.llm import _load_litellm
+    from bot.model.lite import _load_litellm
 
     info = _load_litellm().get_model_info(model="gpt-4o-mini", custom_llm_provider="openai")
     return (

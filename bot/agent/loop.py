@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from bot.media import MediaPolicy, has_image_parts, is_image_rejection, request_messages
 from bot.model.gate import BudgetRefused
 from bot.delivery.previews import StreamEvent
-from .llm import Completion, LLMClient, LLMError
+from bot.model import Completion, LLMClient, LLMError
 from channels.redact import scrub
 from .textproto import format_tool_results, parse_tool_calls, split_reasoning, strip_thinking
 from .tools import ToolContext, ToolRegistry
@@ -64,7 +64,7 @@ def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
 
 def is_context_overflow(e: LLMError) -> bool:
     """The provider refused the request because it does not fit the model's window."""
-    from . import llm as llm_mod
+    from bot.model import lite as llm_mod
 
     cause = e.cause
     lit = llm_mod._litellm

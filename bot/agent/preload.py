@@ -32,7 +32,7 @@ def start() -> concurrent.futures.Future[Any]:
 
             def work() -> None:
                 try:
-                    from bot.agent.llm import _load_litellm
+                    from bot.model.lite import _load_litellm
 
                     fut.set_result(_load_litellm())
                 except BaseException as e:  # an ImportError is reported to every waiter
@@ -49,7 +49,7 @@ def loaded() -> bool:
 
 async def litellm() -> Any:
     """The litellm module, importing it first if needed (never blocks the event loop)."""
-    from bot.agent import llm
+    from bot.model import lite as llm
 
     if llm._litellm is not None:
         return llm._litellm

@@ -127,7 +127,7 @@ class Agent:
         cron_api: Any = None,
         approvals: Any = None,
     ):
-        from bot.agent.llm import LLMClient
+        from bot.model import LLMClient
         from bot.prompt.cache import PromptCache
 
         self.cfg = cfg
@@ -259,7 +259,7 @@ class Agent:
     ) -> TurnResult:
         """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values, SPEC
         §12): the router passes a live preview's callback; heartbeats and cron never do."""
-        from bot.agent.llm import ON_CALL
+        from bot.model import ON_CALL
 
         # every model call of the turn is recorded with its session and turn (SPEC §12)
         turn_id = uuid.uuid4().hex
@@ -272,7 +272,7 @@ class Agent:
     async def compact_now(self, req: TurnRequest, focus: str = "") -> str:
         """``/compact [focus]``: compact the session now; the reply for the user.  Its
         model calls are recorded like a turn's (kind "compaction")."""
-        from bot.agent.llm import ON_CALL
+        from bot.model import ON_CALL
 
         call = self.gate.bind(req.trust, req.session_key, uuid.uuid4().hex)
         token = ON_CALL.set(call.recorder("compaction"))
@@ -523,7 +523,7 @@ class Agent:
 
 def _fallback_targets(cfg: Config) -> list:
     """``agent.fallbacks`` as the model client's targets, each with its own key."""
-    from bot.agent.llm import ModelTarget
+    from bot.model import ModelTarget
 
     out = []
     for i, f in enumerate(cfg.agent.fallback_models()):

@@ -81,7 +81,7 @@ def endpoint_key(cfg: Any, api_base: str, key_env: str, model: str) -> str:
 
 def _provider(model: str) -> str:
     """The provider litellm routes ``model`` to ("" when it cannot tell)."""
-    from bot.agent import llm
+    from bot.model import lite as llm
 
     if llm._litellm is not None:
         try:
@@ -142,7 +142,7 @@ async def transcribe(cfg: Any, path: Path, name: str, mime: str, *, call: Any) -
 
     ``call`` (a ``bot.model.gate.GateCall``) is the model gate for whoever sent the audio:
     over its budget nothing is sent (``BudgetRefused``); the call's cost is recorded."""
-    from bot.agent.llm import _litellm, _load_litellm
+    from bot.model.lite import _litellm, _load_litellm
 
     call.check("transcription")
     litellm = _litellm or await asyncio.to_thread(_load_litellm)

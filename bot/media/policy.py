@@ -49,7 +49,7 @@ def model_supports_vision(model: str) -> bool:
     """litellm's local model map (never a network call: the map is loaded locally)."""
     cached = _VISION_CACHE.get(model)
     if cached is None:
-        from bot.agent.llm import _load_litellm
+        from bot.model.lite import _load_litellm
 
         try:
             cached = bool(_load_litellm().supports_vision(model=model))

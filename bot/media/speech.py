@@ -47,7 +47,7 @@ async def speak(
     root's handle with no link followed (``bot.fs``, SPEC §9.5)."""
     import uuid
 
-    from bot.agent.llm import _litellm, _load_litellm
+    from bot.model.lite import _litellm, _load_litellm
 
     call.check("speech")
     litellm = _litellm or await asyncio.to_thread(_load_litellm)

@@ -1,5 +1,37 @@
-"""The model layer (ARCHITECTURE.md): for now the gate every model call passes (SPEC §9.5)."""
+"""The model layer (ARCHITECTURE.md, L3): one client over litellm and the gate every model
+call passes (SPEC §9.5, §12).
 
+- ``lite``: litellm, imported only when needed (``warm_up`` pays for it early)
+- ``routing``: provider, prices read as data, cost; the event-loop fast path
+- ``errors``: ``LLMError`` and the classification of whatever litellm raised
+- ``response``: ``Completion``, ``ToolCall``, usage numbers
+- ``stream``: a streamed answer collected into a ``Completion``
+- ``client``: ``LLMClient`` (retries, failover, cooldown)
+- ``gate``: budget and usage for every call
+"""
+
+from bot.model.client import ON_CALL, LLMClient
+from bot.model.errors import LLMError, unroutable_message
 from bot.model.gate import BudgetRefused, GateCall, ModelGate, budget_refusal, day_start
+from bot.model.lite import warm_up
+from bot.model.response import Completion, ToolCall, usage_numbers
+from bot.model.routing import ModelTarget, cost_of, routing_error
 
-__all__ = ["BudgetRefused", "GateCall", "ModelGate", "budget_refusal", "day_start"]
+__all__ = [
+    "ON_CALL",
+    "BudgetRefused",
+    "Completion",
+    "GateCall",
+    "LLMClient",
+    "LLMError",
+    "ModelGate",
+    "ModelTarget",
+    "ToolCall",
+    "budget_refusal",
+    "cost_of",
+    "day_start",
+    "routing_error",
+    "unroutable_message",
+    "usage_numbers",
+    "warm_up",
+]

@@ -134,7 +134,7 @@ class GateCall:
         self.gate.record(self.trust, purpose, model, usage, cost, self.session, self.turn)
 
     def recorder(self, purpose: str) -> Callable[[Any], None]:
-        """A model client's per-call hook (``bot.agent.llm.ON_CALL``): records each
+        """A model client's per-call hook (``bot.model.ON_CALL``): records each
         completion (its ``model``, ``usage`` and ``cost``) for this call's purpose."""
 
         def record(comp: Any) -> None:

@@ -15,7 +15,6 @@ MAX_FUNCTION_LINES = 80
 
 # file -> its line count when the ratchet was set (may only go down)
 FILES_OVER: dict[str, int] = {
-    "bot/agent/llm.py": 1041,
     "bot/agent/tools/web.py": 556,
     "bot/agent/turn.py": 630,
     "bot/cli/__init__.py": 722,
@@ -30,8 +29,6 @@ FILES_OVER: dict[str, int] = {
 
 # "file:function" -> its line count when the ratchet was set (may only go down)
 FUNCTIONS_OVER: dict[str, int] = {
-    "bot/agent/llm.py:_attempt": 112,
-    "bot/agent/llm.py:_classify": 124,
     "bot/agent/loop.py:run_agent_loop": 203,
     "bot/agent/tools/exec_tool.py:_exec": 82,
     "bot/agent/tools/sandbox.py:wrap": 95,

@@ -1,0 +1,458 @@
+"""The model client (SPEC §12): one ``complete()`` call over litellm, with our own retries,
+a fallback chain, cooldowns, honest errors, and usage and cost per call.
+
+litellm is imported lazily (``bot.model.lite``).  Errors reach callers only as
+:class:`LLMError` (``bot.model.errors``), whose ``user_message`` is one short true
+sentence, safe to show to the user; the provider's own message goes to the log (secrets
+redacted).
+
+One retry loop owns retries (litellm's are off: ``num_retries=0``, ``max_retries=0``).  It
+retries one model call, never a turn, so a tool that already ran is never run again.
+
+Per-call overhead (issue 19): what can be resolved once per model is (routing, whether the
+key is missing, prices from litellm's local cost map: ``bot.model.routing``); the cost is
+computed from the usage numbers here, and for providers whose chat path is async the call
+goes straight to ``litellm.completion(acompletion=True)`` on the event loop.  Every other
+provider goes through ``litellm.acompletion``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.model import lite
+from bot.model.errors import LLMError, _classify, _retry_after, no_key_error, unroutable_error
+from bot.model.response import Completion, _parse_response
+from bot.model.routing import (
+    ModelTarget,
+    _begin,
+    _fast_parts,
+    _map_error,
+    _resolve,
+    _Route,
+    cost_of,
+)
+from bot.model.stream import collect
+from channels.redact import scrub
+
+log = logging.getLogger(__name__)
+
+# called with every Completion a model call returned (usage and cost, SPEC §12); the agent
+# sets it for the duration of a turn, so every call of the turn is recorded (the loop's,
+# a compaction summary's, a memory flush's) with the turn's session
+ON_CALL: contextvars.ContextVar[Callable[[Completion], None] | None] = contextvars.ContextVar(
+    "chela_llm_on_call", default=None
+)
+
+
+@dataclass
+class _State:
+    cooled_until: float = 0.0
+    last_reason: str = ""
+
+
+class LLMClient:
+    """Talks to a chain of models through litellm.  Safe to share across concurrent turns.
+
+    ``fallbacks`` are tried in order when the current model fails after its retries with
+    an error another model may not have (429, 5xx, timeout, connection, 401/403/404, a
+    model string that cannot be routed).  A model that failed is skipped for ``cooldown``
+    seconds, then tried again.  ``clock`` and ``sleep`` are injectable for tests."""
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str = "",
+        api_key: str = "",
+        timeout: float = 120,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        extra: dict | None = None,
+        *,
+        max_backoff: float = 30.0,
+        max_retry_after: float = 30.0,
+        fallbacks: Sequence[ModelTarget] = (),
+        cooldown: float = 300.0,
+        key: str = "agent.model",
+        secrets: Sequence[str] = (),
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        self.targets: list[ModelTarget] = [
+            ModelTarget(model, api_base, api_key, key),
+            *fallbacks,
+        ]
+        self._state = [_State() for _ in self.targets]
+        self.timeout = timeout
+        self.max_retries = max(0, int(max_retries))
+        self.backoff_base = backoff_base
+        self.max_backoff = max_backoff
+        self.max_retry_after = max_retry_after
+        self.cooldown = max(0.0, float(cooldown))
+        self.extra = dict(extra or {})
+        self._secrets = tuple(s for s in (*secrets, *(t.api_key for t in self.targets)) if s)
+        self.clock = clock
+        self.sleep = sleep
+        self._key_missing: dict[int, bool] = {}
+
+    # the primary model (what the rest of Chela calls "the model")
+    @property
+    def model(self) -> str:
+        return self.targets[0].model
+
+    @property
+    def api_base(self) -> str:
+        return self.targets[0].api_base
+
+    @property
+    def _api_key(self) -> str:
+        return self.targets[0].api_key
+
+    def __repr__(self) -> str:  # never show the key
+        return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, fallbacks={len(self.targets) - 1})"
+
+    # ------------------------------------------------------------------- the request
+    def _kwargs(
+        self, target: ModelTarget, messages: list[dict], tools: list[dict] | None
+    ) -> dict[str, Any]:
+        kw: dict[str, Any] = dict(self.extra)
+        kw.update(
+            model=target.model,
+            messages=messages,
+            timeout=self.timeout,
+            num_retries=0,
+            max_retries=0,
+        )
+        if target.api_base:
+            kw["api_base"] = target.api_base
+        key = target.api_key or ("sk-local" if target.api_base else "")
+        if key:
+            kw["api_key"] = key
+        if tools:
+            kw["tools"] = tools
+        return kw
+
+    def _missing_key(self, litellm: Any, i: int) -> bool:
+        """True if the provider needs an API key that is neither configured nor in the env.
+
+        Checked before the first call (then remembered), so a missing key is named at once
+        instead of surfacing as whatever the provider or the network answers without one.
+        Only ``*_API_KEY`` variables count: other credentials (cloud projects, local bases)
+        are left to the provider.
+        """
+        missing = self._key_missing.get(i)
+        if missing is None:
+            t = self.targets[i]
+            missing = False
+            if not t.api_key and not t.api_base:
+                try:
+                    found = litellm.validate_environment(model=t.model)
+                    missing = any(
+                        str(k).endswith("_API_KEY") for k in found.get("missing_keys") or []
+                    )
+                except Exception:
+                    missing = False
+            self._key_missing[i] = missing
+        return missing
+
+    def _request(
+        self,
+        litellm: Any,
+        i: int,
+        messages: list[dict],
+        tools: list[dict] | None,
+        params: dict[str, Any] | None,
+        streaming: bool,
+    ) -> tuple[_Route, dict[str, Any]]:
+        """The route and the call's keyword arguments for model ``i``; a model that cannot
+        be routed, or has no key, fails here (before any request)."""
+        t = self.targets[i]
+        route = _resolve(litellm, t.model, t.api_base)
+        if route.error:
+            raise unroutable_error(t, route.error)
+        if self._missing_key(litellm, i):
+            raise no_key_error(t, primary=i == 0)
+        kw = self._kwargs(t, messages, tools)
+        if params:
+            kw.update(params)
+            kw.setdefault("drop_params", True)
+        if streaming:
+            kw["stream"] = True
+            kw["stream_options"] = {"include_usage": True}
+        return route, kw
+
+    # ------------------------------------------------------------------------ one call
+    async def _send(self, litellm: Any, route: _Route, kw: dict[str, Any]) -> Any:
+        """One request to the provider, litellm's typed exceptions on failure."""
+        parts = _fast_parts(litellm) if route.inline else None
+        if parts is None:
+            return await litellm.acompletion(**kw)
+        pending = _begin(litellm, parts, kw)
+        if not inspect.isawaitable(pending):  # answered synchronously after all: keep it,
+            route.inline = False  # and use acompletion (a worker thread) from now on
+            return pending
+        try:
+            resp = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            raise _map_error(parts, e, route) from e
+        if hasattr(resp, "set_logging_event_loop"):  # a stream (stream=True)
+            resp.set_logging_event_loop(loop=asyncio.get_running_loop())
+        return resp
+
+    async def _try(
+        self,
+        litellm: Any,
+        t: ModelTarget,
+        route: _Route,
+        kw: dict[str, Any],
+        emit: Callable[[str], None] | None,
+    ) -> Completion | LLMError:
+        """One request and its whole answer (streamed through ``emit`` when given), or the
+        error it failed with."""
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout + 5):
+                resp = await self._send(litellm, route, kw)
+            if emit is None:
+                comp = _parse_response(resp)
+            else:
+                comp = await collect(resp, emit, self.timeout + 5)
+        except asyncio.CancelledError:
+            raise
+        except LLMError as e:
+            return e
+        except Exception as e:
+            return _classify(e, self.timeout, t)
+        comp.model = t.model
+        comp.cost = cost_of(route.prices, comp.usage)
+        log.debug("llm call ok model=%s in %.2fs", t.model, time.monotonic() - started)
+        return comp
+
+    def _give_up(self, err: LLMError, attempt: int, has_next: bool) -> bool:
+        if not err.retryable or attempt >= self.max_retries:
+            return True
+        ra = _retry_after(err.cause)
+        if ra is None:
+            return False
+        # a long Retry-After, or a repeated 429 when another model can answer
+        return ra > self.max_retry_after or (err.status == 429 and has_next and attempt >= 1)
+
+    def _delay(self, attempt: int, err: LLMError) -> float:
+        ra = _retry_after(err.cause)
+        if ra is not None:
+            return min(self.max_retry_after, max(ra, 0.0))
+        backoff = min(self.max_backoff, self.backoff_base * (2**attempt))
+        return backoff * (0.8 + 0.4 * random.random())  # jitter
+
+    def _broke_off(self, t: ModelTarget, err: LLMError) -> LLMError:
+        log.warning(
+            "llm stream broke off model=%s (%s) status=%s: %s",
+            t.model,
+            t.key,
+            err.status,
+            self._provider_message(err),
+        )
+        return LLMError(
+            f"The model's answer broke off ({err.reason}). Please try again.",
+            err.cause,
+            status=err.status,
+            kind=err.kind,
+            reason=f"stream broke off: {err.reason}",
+        )
+
+    async def _attempt(
+        self,
+        litellm: Any,
+        i: int,
+        messages: list[dict],
+        tools: list[dict] | None,
+        on_delta: Callable[[str], None] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One model of the chain with its retries.  With ``on_delta`` the answer is
+        streamed; once a delta went out, a failure is final (no retry, no fallback: the
+        user has seen part of this answer)."""
+        t = self.targets[i]
+        route, kw = self._request(litellm, i, messages, tools, params, on_delta is not None)
+        emitted = False
+
+        def emit(delta: str) -> None:
+            nonlocal emitted
+            emitted = True
+            if on_delta is not None:
+                on_delta(delta)
+
+        attempt = 0
+        while True:
+            got = await self._try(litellm, t, route, kw, emit if on_delta is not None else None)
+            if isinstance(got, Completion):
+                return got
+            if emitted:
+                raise self._broke_off(t, got)
+            if self._give_up(got, attempt, has_next=i + 1 < len(self.targets)):
+                log.warning(
+                    "llm call failed model=%s (%s) status=%s attempts=%d: %s",
+                    t.model,
+                    t.key,
+                    got.status,
+                    attempt + 1,
+                    self._provider_message(got),
+                )
+                raise got
+            wait = self._delay(attempt, got)
+            log.info(
+                "llm call failed model=%s status=%s error=%s; retry %d/%d in %.2fs",
+                t.model,
+                got.status,
+                got.reason,
+                attempt + 1,
+                self.max_retries,
+                wait,
+            )
+            attempt += 1
+            await self.sleep(wait)
+
+    def _provider_message(self, err: LLMError) -> str:
+        """The provider's own words (or the exception's), secrets redacted, for the log."""
+        cause = err.cause
+        if cause is None:
+            return err.user_message
+        text = " ".join(str(cause).split())[:1000] or type(cause).__name__
+        return f"{type(cause).__name__}: {scrub(text, self._secrets)}"
+
+    # -------------------------------------------------------------------- the chain
+    def _order(self) -> list[int]:
+        """The models to try, in order: those not cooling down (all of them if none is)."""
+        now = self.clock()
+        order = [i for i, s in enumerate(self._state) if s.cooled_until <= now]
+        if not order:  # every model is cooling down: try them all rather than none
+            order = list(range(len(self.targets)))
+        for i, s in enumerate(self._state):
+            if i not in order:
+                log.debug(
+                    "skipping model=%s: cooling down %.0fs more after %s",
+                    self.targets[i].model,
+                    s.cooled_until - now,
+                    s.last_reason,
+                )
+        return order
+
+    def _cool(self, i: int, err: LLMError, last: bool) -> None:
+        """Model ``i`` failed in a way the next may not: skip it for ``cooldown`` seconds."""
+        t = self.targets[i]
+        state = self._state[i]
+        state.cooled_until = self.clock() + self.cooldown
+        state.last_reason = err.reason
+        if len(self.targets) > 1:
+            log.warning(
+                "model %s (%s) failed (%s): skipped for %.0fs%s",
+                t.model,
+                t.key,
+                err.reason,
+                self.cooldown,
+                "" if last else "; trying the next model",
+            )
+
+    def _answered(
+        self, i: int, failed: list[tuple[ModelTarget, LLMError]], comp: Completion
+    ) -> None:
+        """Model ``i`` answered: it is warm again, and the call is recorded (ON_CALL)."""
+        t = self.targets[i]
+        state = self._state[i]
+        if state.cooled_until:
+            state.cooled_until, state.last_reason = 0.0, ""
+        if failed:
+            log.info(
+                "answered by model=%s (%s) after %s failed",
+                t.model,
+                t.key,
+                ", ".join(f.model for f, _ in failed),
+            )
+        hook = ON_CALL.get()
+        if hook is not None:
+            try:
+                hook(comp)
+            except Exception:  # recording usage must never fail the call
+                log.exception("recording the usage of a model call failed")
+
+    # ------------------------------------------------------------------------- public
+    async def complete(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        *,
+        on_delta: Callable[[str], None] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One chat completion from the first model of the chain that answers.  Raises
+        :class:`LLMError` only.
+
+        ``params`` are request parameters for this call only (``max_tokens``,
+        ``temperature``, ``tool_choice``…, e.g. from an HTTP API client); a parameter the
+        provider does not support is dropped by litellm rather than failing the call.
+
+        With ``on_delta`` the answer is streamed (``stream=True``): every piece of content
+        is passed to it as it arrives, and the Completion is the same as without (tool
+        calls assembled, usage from the provider).  A model that fails before its first
+        delta falls over to the next as usual; after it, the call fails."""
+        litellm = lite._litellm or await asyncio.to_thread(lite._load_litellm)
+        order = self._order()
+        failed: list[tuple[ModelTarget, LLMError]] = []
+        for i in order:
+            try:
+                comp = await self._attempt(litellm, i, messages, tools, on_delta, params)
+            except LLMError as err:
+                failed.append((self.targets[i], err))
+                if not err.failover:
+                    raise
+                self._cool(i, err, last=i == order[-1])
+                continue
+            self._answered(i, failed, comp)
+            return comp
+        raise _combined(failed)
+
+    async def stream(
+        self, messages: list[dict], tools: list[dict] | None = None
+    ) -> AsyncIterator[str | Completion]:
+        """The streamed call as an async iterator: text deltas (``str``) as they arrive,
+        then the :class:`Completion`.  Raises :class:`LLMError` like ``complete``."""
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        task = asyncio.create_task(self.complete(messages, tools, on_delta=queue.put_nowait))
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            yield task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+def _combined(failed: list[tuple[ModelTarget, LLMError]]) -> LLMError:
+    """The error of a call where every model of the chain failed: the only one, or one
+    sentence naming each model's reason."""
+    if len(failed) == 1:
+        return failed[0][1]
+    last = failed[-1][1]
+    reasons = "; ".join(f"{t.model}: {e.reason}" for t, e in failed)
+    kind = "config" if all(e.kind == "config" for _, e in failed) else "model"
+    return LLMError(
+        f"None of the configured models answered ({reasons}). Please try again later.",
+        last.cause,
+        status=last.status,
+        kind=kind,
+        reason="all models failed",
+    )
