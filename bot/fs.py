@@ -11,7 +11,7 @@ Two halves:
   write (a guest's own directory, through its file and exec tools) is never trusted
   by name.  Everything the daemon creates, reads or sends under it starts from an open
   handle on the root and walks each component with ``dir_fd=`` and ``O_NOFOLLOW``
-  (``open_dir``, ``write_under``, ``read_under``, ``copy_out``, ``move_in``), so a
+  (``open_dir``, ``write_under``, ``read_under``, ``read_in``, ``copy_out``, ``move_in``), so a
   symbolic link planted anywhere below the root makes the operation fail
   (``LinkRefused``) instead of redirecting it.  What leaves such a directory is
   copied out through the handle into a directory only the daemon writes
@@ -441,6 +441,13 @@ def read_under(root: Path | str, path: Path | str, max_bytes: int) -> bytes:
     parts = _file_parts(root, path)
     with dir_under(root, parts[:-1]) as dfd:
         return read_at(dfd, parts[-1], max_bytes)
+
+
+def read_in(path: Path | str, max_bytes: int, root: Path | str | None = None) -> bytes:
+    """The bytes of the file ``path``, no link followed at any component below ``root``
+    (``read_under``).  Without ``root`` it is the file's own directory, the caller's: then
+    only the file itself is checked (a link in its place is refused, not followed)."""
+    return read_under(Path(path).parent if root is None else root, path, max_bytes)
 
 
 def copy_out(root: Path | str, path: Path | str, dest_dir: Path | str, max_bytes: int) -> Path:

@@ -3,34 +3,45 @@
 from __future__ import annotations
 
 import asyncio
-import os
+import io
 import struct
 from pathlib import Path
 from typing import Any
 
+from bot import fs
+
+MAX_AUDIO_BYTES = 256 * 1024 * 1024  # a file read here by path (intake passes the bytes)
+
 
 # -------------------------------------------------------------------------- audio
-def audio_duration(path: Path) -> float | None:
+def audio_duration(src: bytes | Path) -> float | None:
     """Seconds of an Ogg (Opus or Vorbis) or WAV file, from its headers; None otherwise.
-    (Telegram, Signal and Discord voice notes are Ogg/Opus.)"""
+    (Telegram, Signal and Discord voice notes are Ogg/Opus.)  ``src`` is the file's bytes,
+    read once by the caller through ``bot.fs``, or a file read here (no link followed)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-            if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
-                import wave
+        data = src if isinstance(src, bytes) else fs.read_in(src, MAX_AUDIO_BYTES)
+    except OSError:
+        return None
+    head = data[:4096]
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        return _wav_seconds(data)
+    if head[:4] != b"OggS":
+        return None
+    return _ogg_seconds(head, data[-65536:])
 
-                with wave.open(str(path), "rb") as w:
-                    rate = w.getframerate()
-                    return w.getnframes() / rate if rate else None
-            if head[:4] != b"OggS":
-                return None
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(0, size - 65536))
-            tail = f.read()
-    except (OSError, EOFError, ValueError):
+
+def _wav_seconds(data: bytes) -> float | None:
+    import wave
+
+    try:
+        with wave.open(io.BytesIO(data), "rb") as w:
+            rate = w.getframerate()
+            return w.getnframes() / rate if rate else None
+    except Exception:  # wave.Error, EOFError and friends
         return None
-    except Exception:  # wave.Error and friends
-        return None
+
+
+def _ogg_seconds(head: bytes, tail: bytes) -> float | None:
     rate, pre_skip = 0, 0
     i = head.find(b"OpusHead")
     if i >= 0 and len(head) >= i + 16:
@@ -136,19 +147,24 @@ def _transcription_usage(resp: Any) -> dict[str, int]:
         return {}
 
 
-async def transcribe(cfg: Any, path: Path, name: str, mime: str, *, call: Any) -> str:
+async def transcribe(
+    cfg: Any, path: Path, name: str, mime: str, *, call: Any, data: bytes | None = None
+) -> str:
     """The text of a voice note or audio file (litellm ``atranscription``, any
     OpenAI-compatible ``/audio/transcriptions``).  Raises on failure.
 
     ``call`` (a ``bot.model.gate.GateCall``) is the model gate for whoever sent the audio:
-    over its budget nothing is sent (``BudgetRefused``); the call's cost is recorded."""
+    over its budget nothing is sent (``BudgetRefused``); the call's cost is recorded.
+    ``data`` is the file's bytes, read once by the caller through ``bot.fs`` (SPEC §9.5);
+    without it ``path`` is read here, no link followed."""
     from bot.model.lite import _litellm, _load_litellm
 
     call.check("transcription")
     litellm = _litellm or await asyncio.to_thread(_load_litellm)
     m = cfg.media
     api_base, key = transcription_endpoint(cfg)
-    data = await asyncio.to_thread(path.read_bytes)
+    if data is None:
+        data = await asyncio.to_thread(fs.read_in, path, MAX_AUDIO_BYTES)
     kw: dict[str, Any] = {
         "model": m.transcription_model,
         "file": (_upload_name(name, path, mime), data, mime or "application/octet-stream"),
@@ -161,7 +177,7 @@ async def transcribe(cfg: Any, path: Path, name: str, mime: str, *, call: Any) -
         kw["api_key"] = key
     resp = await asyncio.wait_for(litellm.atranscription(**kw), cfg.agent.llm_timeout_seconds + 5)
     usage = _transcription_usage(resp)
-    seconds = await asyncio.to_thread(audio_duration, path)
+    seconds = await asyncio.to_thread(audio_duration, data)
     call.record(
         "transcription",
         m.transcription_model,

@@ -112,12 +112,9 @@ MAX_TEXT_BYTES = 8 * 1024 * 1024  # a "text" file larger than this is not read i
 
 
 # ---------------------------------------------------------------------- documents
-def is_pdf(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(1024).lstrip()[:5] == b"%PDF-"
-    except OSError:
-        return False
+def is_pdf(data: bytes) -> bool:
+    """Whether the bytes (of a file read once through ``bot.fs``) start like a PDF."""
+    return data[:1024].lstrip()[:5] == b"%PDF-"
 
 
 def is_text_like(name: str, mime: str) -> bool:
@@ -131,14 +128,19 @@ def is_text_like(name: str, mime: str) -> bool:
     )
 
 
-def read_text_file(path: Path) -> str | None:
+def read_text_file(src: bytes | Path) -> str | None:
     """The text of a text-like file (UTF-8, UTF-16 with a BOM, else a detected charset);
-    None when it looks binary."""
-    try:
-        if path.stat().st_size > MAX_TEXT_BYTES:
+    None when it looks binary or is larger than ``MAX_TEXT_BYTES``.  ``src`` is the file's
+    bytes, read once by the caller through ``bot.fs``, or a file read here (no link
+    followed)."""
+    if isinstance(src, bytes):
+        raw = src
+    else:
+        try:
+            raw = fs.read_in(src, MAX_TEXT_BYTES)
+        except OSError:  # FileTooLarge included
             return None
-        raw = path.read_bytes()
-    except OSError:
+    if len(raw) > MAX_TEXT_BYTES:
         return None
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return raw.decode("utf-16", "replace")

@@ -12,8 +12,9 @@ read by ``pdf_worker.py`` in a child process:
 * cancelling the awaiting task (a shutdown cancels turns) kills the child at once;
 * at most ``PDF_SLOTS`` children at a time.
 
-The child gets the file as its standard input (opened here), a minimal environment (none of
-the daemon's secrets) and ``python -E``.
+The child gets the file's bytes on its standard input (a pipe: the bytes intake read once
+through ``bot.fs``, never a path a guest could swap), a minimal environment (none of the
+daemon's secrets) and ``python -E``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot import fs
+
 MAX_PDF_PAGES = 2000
 MAX_PDF_CHARS = 2_000_000  # when the caller names no budget
+MAX_PDF_BYTES = 256 * 1024 * 1024  # a file read here by path (intake passes the bytes)
 # what intake reads past media.max_document_chars: a long PDF's text is saved for the read
 # tool, up to this much more (~40 pages of dense text); the rest is not read
 PDF_MARGIN_CHARS = 100_000
@@ -103,48 +107,68 @@ class _Reading:
 
 
 async def pdf_text(
-    path: Path,
+    src: bytes | Path,
     *,
     max_chars: int = MAX_PDF_CHARS,
     max_pages: int = MAX_PDF_PAGES,
     timeout: float = READ_TIMEOUT,
 ) -> tuple[str, int]:
     """(text layer, page count) of a PDF, read in a child process within the bounds.
-    Raises ``ValueError`` when it cannot be read (broken, encrypted with a password, or
-    ``PdfTooSlow``: nothing read within ``timeout``)."""
+    ``src`` is the file's bytes, read once by the caller through ``bot.fs`` (SPEC §9.5),
+    or a file read here with no link followed.  Raises ``ValueError`` when it cannot be
+    read (broken, encrypted with a password, or ``PdfTooSlow``: nothing read within
+    ``timeout``)."""
+    if isinstance(src, bytes):
+        data = src
+    else:
+        try:
+            data = await asyncio.to_thread(fs.read_in, src, MAX_PDF_BYTES)
+        except OSError as e:
+            raise ValueError(f"the PDF cannot be opened ({e.strerror or e})") from None
     async with _pdf_slot():
-        reading = await _read(path, max_chars, max_pages, timeout)
+        reading = await _read(data, max_chars, max_pages, timeout)
     return reading.result(max_chars, timeout)
 
 
-async def _read(path: Path, max_chars: int, max_pages: int, timeout: float) -> _Reading:
-    try:
-        f = await asyncio.to_thread(open, path, "rb")  # the child's stdin
-    except OSError as e:
-        raise ValueError(f"the PDF cannot be opened ({e.strerror or e})") from None
-    with f:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-E",
-            str(WORKER),
-            str(max_pages),
-            str(max_chars),
-            str(CPU_SECONDS),
-            str(MEMORY_BYTES),
-            stdin=f,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            env={"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"},
-            start_new_session=True,  # a Ctrl-C in the terminal is the daemon's to handle
-        )
+async def _read(data: bytes, max_chars: int, max_pages: int, timeout: float) -> _Reading:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-E",
+        str(WORKER),
+        str(max_pages),
+        str(max_chars),
+        str(CPU_SECONDS),
+        str(MEMORY_BYTES),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"},
+        start_new_session=True,  # a Ctrl-C in the terminal is the daemon's to handle
+    )
+    feeding = asyncio.create_task(_feed(proc, data))
     reading = _Reading()
     try:
         await asyncio.wait_for(_collect(proc, reading, max_chars), timeout)
     except TimeoutError:
         reading.end = reading.end or "time"
     finally:
+        feeding.cancel()
         await _end(proc)
+        await asyncio.wait([feeding])
     return reading
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
+    """The PDF's bytes to the child's standard input, then end of file.  A child that
+    stopped reading (it died, or was killed) ends the feeding quietly."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        await proc.stdin.drain()
+    except OSError:  # BrokenPipeError, ConnectionResetError
+        return
+    finally:
+        proc.stdin.close()
 
 
 async def _collect(proc: asyncio.subprocess.Process, reading: _Reading, max_chars: int) -> None:

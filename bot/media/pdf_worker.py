@@ -4,7 +4,7 @@ Run as a script, never imported by the daemon::
 
     python -E pdf_worker.py MAX_PAGES MAX_CHARS CPU_SECONDS MEMORY_BYTES  < file.pdf
 
-It reads the PDF from standard input (a file the parent opened), limits itself (CPU seconds,
+It reads the PDF from standard input (the parent writes the bytes it read into a pipe), limits itself (CPU seconds,
 address space, a lower priority) before pypdf sees a byte, and writes one JSON object per
 line to standard output as it goes, so the parent keeps what was read when it kills it:
 

@@ -4,12 +4,13 @@ image references turned into ``image_url`` parts per request."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
-import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from bot import fs
 from bot.untrusted import clean_inline
 
 log = logging.getLogger("chela.media")
@@ -81,23 +82,25 @@ def is_image_rejection(err: BaseException) -> bool:
 
 
 # ------------------------------------------------------------------ request assembly
-_DATA_URLS: OrderedDict[str, str] = OrderedDict()  # path -> data URL (a few, for tool loops)
+_DATA_URLS: OrderedDict[str, str] = OrderedDict()  # path+digest -> data URL (for tool loops)
 _DATA_URL_CACHE = 8
+MAX_IMAGE_REF_BYTES = 32 * 1024 * 1024  # a resized copy is a few hundred KB
 
 
-def _data_url(path: str, mime: str) -> str | None:
-    try:
-        st = os.stat(path)
-    except OSError:
+def _data_url(path: str, mime: str, root: str = "") -> str | None:
+    """The stored image ``path`` as a data URL, read through ``bot.fs`` with no link
+    followed below ``root`` (the guest's directory the copy was saved in, SPEC §9.5; a ref
+    without one is the daemon's own: only the file itself is checked).  None when it is
+    gone, a link, or cannot be read."""
+    if not path:
         return None
-    key = f"{path}:{st.st_mtime_ns}:{st.st_size}"
+    try:
+        data = fs.read_in(path, MAX_IMAGE_REF_BYTES, root or None)
+    except (OSError, ValueError):
+        return None
+    key = f"{path}:{hashlib.blake2b(data, digest_size=16).hexdigest()}"
     url = _DATA_URLS.get(key)
     if url is None:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
         url = f"data:{mime or 'image/jpeg'};base64,{base64.b64encode(data).decode('ascii')}"
         _DATA_URLS[key] = url
         while len(_DATA_URLS) > _DATA_URL_CACHE:
@@ -160,7 +163,9 @@ def request_messages(messages: list[dict], policy: MediaPolicy | None) -> list[d
         else:
             parts: list[dict] = [{"type": "text", "text": text}] if text else []
             for r in images:
-                url = _data_url(str(r.get("path") or ""), str(r.get("mime") or ""))
+                url = _data_url(
+                    str(r.get("path") or ""), str(r.get("mime") or ""), str(r.get("root") or "")
+                )
                 if url is None:
                     parts.append(
                         {"type": "text", "text": f"[image: {image_label(r)}, no longer available]"}
