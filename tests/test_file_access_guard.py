@@ -14,8 +14,9 @@ sites go away; never add an entry or raise a count to make this pass: route the 
 code through ``bot/fs.py`` instead (``write_under``, ``read_under``, ``copy_out``,
 ``move_in``, ``save``, ``write_private``).  The entries below write only the daemon's
 own files (config, state dir, lock, token, workspace prompt files, downloads in
-progress); the three marked READS still read a guest's downloads by name and are the
-next to move onto ``bot/fs.py``.
+progress).  A guest's downloads are read once through ``bot/fs.py`` by media intake and
+handed on as bytes (``bot/media/intake.py``); the resized image copies later turns send
+are read through the guest's root too (``bot/media/policy.py``).
 """
 
 from __future__ import annotations
@@ -36,9 +37,6 @@ ALLOWED: dict[str, int] = {
     "bot/http_token.py": 3,
     "bot/lock.py": 2,
     "bot/mcp/__init__.py": 3,
-    "bot/media/audio.py": 1,  # READS: the download sent for transcription
-    "bot/media/documents.py": 2,  # READS: is_pdf, read_text_file of the download
-    "bot/media/policy.py": 1,  # READS: the resized image copy, for the model
     "bot/onboard.py": 2,
     "bot/prompt/init.py": 3,
     "bot/prompt/workspace.py": 1,
