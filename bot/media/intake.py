@@ -18,6 +18,8 @@ from bot.untrusted import clean_inline, untrusted_block
 
 log = logging.getLogger("chela.media")
 
+_READ_KINDS = frozenset({"image", "document", "voice", "audio"})  # what intake turns into input
+
 
 @dataclass
 class Prepared:
@@ -78,6 +80,8 @@ async def _local_file(
     gets these bytes, never the path, so a file swapped for a link to one of the owner's
     after the move-in is refused here and nothing of the owner's is read.  None (with a
     note when it matters) when there is nothing to read."""
+    if item.kind not in _READ_KINDS:
+        return None  # a video: named in the metadata, not read
     label = clean_inline(item.name or item.kind, 120)
     target = item.target
     if item.kind == "image" and target.startswith(("http://", "https://")):
