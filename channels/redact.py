@@ -136,6 +136,11 @@ class RedactingStream:
         self._secrets = secrets
 
     def write(self, text: str) -> int:
+        if getattr(self.stream, "closed", False):
+            # a logging handler made while a command ran keeps this wrapper after the command
+            # ended and its stream was closed (a test's capture): the line has nowhere to go,
+            # and raising here would make logging print a traceback from inside a finaliser
+            return len(text)
         self.stream.write(redact_values(text, self._secrets()))
         return len(text)
 

@@ -76,3 +76,20 @@ async def test_in_process_output_is_redacted_and_streams_are_restored(tmp_path, 
 async def test_twin_doctor_reports_a_working_bot_token(tmp_path, llm, tg):
     r = await chela("doctor", "--config", str(doctor_config(tmp_path, llm, tg.api_base)))
     assert "OK    channel telegram: token accepted" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_log_line_after_the_commands_stream_closed_is_dropped_not_raised():
+    """A logging handler made during a command keeps the wrapper; once the stream under it is
+    closed (a test's capture), a late log line (an aiohttp finaliser's) must not raise: the
+    'Logging error' traceback it caused, printed from inside a finaliser that ran during
+    ast.parse, crashed the whole pytest run on Python 3.11."""
+    import io
+
+    from channels.redact import RedactingStream
+
+    under = io.StringIO()
+    stream = RedactingStream(under, lambda: ["s3cret-value"])
+    assert stream.write("a s3cret-value here\n") == len("a s3cret-value here\n")
+    assert "s3cret-value" not in under.getvalue() and "here" in under.getvalue()
+    under.close()
+    assert stream.write("late line\n") == len("late line\n")  # dropped, no ValueError
