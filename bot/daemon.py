@@ -1,4 +1,4 @@
-"""Wiring and lifecycle: config → store, agent, router, channels, scheduler."""
+"""Wiring and lifecycle: config → store, channels, outbox, approvals, agent, router, scheduler."""
 
 from __future__ import annotations
 
@@ -10,13 +10,17 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
+from bot import owner_route
 from bot.agent.turn import Agent
+from bot.approvals import Approvals
 from bot.config import Config
+from bot.delivery import send
+from bot.delivery.outbox import Outbox
 from bot.heartbeat import CronService, Scheduled
 from bot.router import Router
 from bot.sessions import SessionLanes
 from bot.store import Store, StoreError
-from channels.base import Channel, ChannelError, OutboundMessage
+from channels.base import Channel, ChannelError
 
 log = logging.getLogger("chela.daemon")
 
@@ -121,6 +125,7 @@ class Daemon:
         # built by start(); None until then so stop() is safe at any point
         self.store: Store | None = None
         self.lanes: SessionLanes | None = None
+        self.outbox: Outbox | None = None
         self.agent: Agent | None = None
         self.router: Router | None = None
         self.scheduled: Scheduled | None = None
@@ -156,7 +161,17 @@ class Daemon:
             ensure_http_token(
                 cfg
             )  # before the agent reads the secrets it scrubs; ConfigError stops start()
-        self.agent = Agent(cfg, self.store, hooks=hooks, send_message=self._message_tool)
+        self.channels = self._channels()
+        # everything that sends goes through the outbox: built before any of them
+        self.outbox = Outbox(self.store, self.channels, max_age=cfg.delivery.max_age_seconds)
+        approvals = self._approvals(self.store, self.outbox)
+        self.agent = Agent(
+            cfg,
+            self.store,
+            hooks=hooks,
+            send_message=send.message_tool(self.outbox),
+            approvals=approvals,
+        )
         if cfg.mcp.servers:
             from bot.mcp import McpManager, default_log_dir
 
@@ -164,37 +179,36 @@ class Daemon:
                 cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=self.agent.refresh_tools
             )
             self.agent.mcp = self.mcp
-        if self._given_channels is not None:
-            self.channels = dict(self._given_channels)
-        else:
-            for name in enabled_channels(cfg):
-                try:
-                    self.channels[name] = build_channel(cfg, name)
-                except SecretMissing as e:
-                    log.error("channel %s not started: %s", name, e)
-        self.router = Router(cfg, self.store, self.agent, self.lanes, self.channels)
-        if cfg.tools.exec.security == "ask":
-            from bot.approvals import Approvals
-
-            self.agent.approvals = Approvals(self.router.notify, self.router.owner_route)
-        self.scheduled = Scheduled(cfg, self.store, self.agent, self.lanes, self.router)
+        self.router = Router(
+            cfg, self.store, self.agent, self.lanes, self.channels, self.outbox, approvals=approvals
+        )
+        self.scheduled = Scheduled(
+            cfg, self.store, self.agent, self.lanes, self.outbox, self.channels
+        )
         self.cron = CronService(cfg, self.store, self.scheduled)
         if "cron" in cfg.tools.enabled:
             self.agent.cron_api = self.cron
 
-    async def _message_tool(self, channel: str, to: str, text: str) -> str:
-        if channel not in self.channels:
-            return f"Error: channel {channel!r} is not running (running: {', '.join(self.channels) or 'none'})"
-        assert self.router is not None  # built by start()
-        status = await self.router.deliver_status(
-            channel, OutboundMessage(chat_id=to, text=text), kind="message"
+    def _channels(self) -> dict[str, Channel]:
+        if self._given_channels is not None:
+            return dict(self._given_channels)
+        built: dict[str, Channel] = {}
+        for name in enabled_channels(self.cfg):
+            try:
+                built[name] = build_channel(self.cfg, name)
+            except SecretMissing as e:
+                log.error("channel %s not started: %s", name, e)
+        return built
+
+    def _approvals(self, store: Store, outbox: Outbox) -> Approvals | None:
+        """Exec security "ask": held commands wait for the owner, asked in a direct chat."""
+        if self.cfg.tools.exec.security != "ask":
+            return None
+        channels = self.channels
+        return Approvals(
+            send.notifier(outbox, kind="approval"),
+            lambda route, trust: owner_route.ask_route(store, self.cfg, channels, route, trust),
         )
-        if status == "queued":
-            return (
-                f"queued: {channel} did not accept it yet; it is stored and retried until "
-                "delivered (or given up after delivery.max_age)"
-            )
-        return "sent" if status == "sent" else "Error: the message could not be delivered"
 
     # ---------------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -203,7 +217,7 @@ class Daemon:
 
         preload.start()  # no-op when the CLI already started it before reading the config
         self._build()
-        assert self.router is not None and self.cron is not None
+        assert self.router is not None and self.cron is not None and self.outbox is not None
         if self.mcp is not None:
             self.mcp.start()  # connects in the background; start-up never waits for a server
         names = ", ".join(self.channels) or "none"
@@ -217,7 +231,7 @@ class Daemon:
                 except ChannelError as e:
                     log.error("channel %s cannot send: %s", name, e)
             # this process's own messages only: what the daemon left unsent is the daemon's
-            self.router.outbox.start(recover=False)
+            self.outbox.start(recover=False)
         else:
             for name, ch in self.channels.items():
                 ev = asyncio.Event()
@@ -230,6 +244,7 @@ class Daemon:
                 await asyncio.wait(
                     [asyncio.create_task(e.wait()) for e in self._started.values()], timeout=15
                 )
+            self.outbox.start(recover=True)  # what the last run left unsent goes first
             await self.router.recover()
             self._supervisors.append(
                 asyncio.create_task(self._watch_pairing(), name="pairing-approvals")
@@ -366,8 +381,8 @@ class Daemon:
                 log.warning(
                     "some turns did not finish; their messages stay stored and are answered after restart"
                 )
-        if self.router is not None:  # sends in flight finish; unsent rows stay stored
-            await self.router.outbox.stop()
+        if self.outbox is not None:  # sends in flight finish; unsent rows stay stored
+            await self.outbox.stop()
         for t in self._supervisors:
             t.cancel()
         for name, ch in self.channels.items():

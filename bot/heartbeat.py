@@ -1,8 +1,10 @@
 """Scheduled turns: heartbeats (SPEC §6) and cron jobs.
 
 Both enter like a channel does: they build a ``TurnRequest`` for a session, run it on the
-session's lane (so they never overlap a user's turn) and hand the reply plan to the same
-delivery path as any reply.
+session's lane (so they never overlap a user's turn), and commit like a chat turn: the turn
+and its reply's outbox row are stored in ONE transaction (``Store.commit_turn``), then the
+outbox sends the row.  A crash between the two sends it after the restart, once; the turn
+is never "sent but not stored" nor "stored but never sent".
 """
 
 from __future__ import annotations
@@ -18,10 +20,15 @@ from zoneinfo import ZoneInfo
 
 from bot import heartbeat_rules as rules
 from bot import owner_route
+from bot.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
+from bot.delivery import send
+from bot.delivery.outbound import build_outbound, channel_traits
+from bot.delivery.outbox import Outbox, out_json
 from bot.sessions import SessionLanes, cron_key, main_key
 from bot.store import Store
+from channels.base import Channel
 
 log = logging.getLogger("chela.heartbeat")
 
@@ -88,14 +95,24 @@ def no_target_reason(target: str) -> str:
 
 
 class Scheduled:
-    """Runs heartbeat and cron turns and delivers their replies through the router."""
+    """Runs heartbeat and cron turns, commits each with its reply, and hands the reply's
+    stored row to the outbox."""
 
-    def __init__(self, cfg: Config, store: Store, agent: Agent, lanes: SessionLanes, router):
+    def __init__(
+        self,
+        cfg: Config,
+        store: Store,
+        agent: Agent,
+        lanes: SessionLanes,
+        outbox: Outbox,
+        channels: dict[str, Channel],
+    ):
         self.cfg = cfg
         self.store = store
         self.agent = agent
         self.lanes = lanes
-        self.router = router
+        self.outbox = outbox
+        self.channels = channels
 
     # ------------------------------------------------------------------------ targets
     def resolve_target(self, target: str, to: str) -> dict | None:
@@ -104,7 +121,13 @@ class Scheduled:
     def _request(
         self, key: str, text: str, *, kind: str, session_kind: str, route: dict | None
     ) -> TurnRequest:
-        caps, reactions = self.router.channel_traits(route["channel"]) if route else ((), "off")
+        caps, reactions = (
+            channel_traits(
+                self.channels.get(route["channel"]), channel_policy(self.cfg, route["channel"])
+            )
+            if route
+            else ((), "off")
+        )
         return TurnRequest(
             session_key=key,
             user_text=text,
@@ -158,50 +181,72 @@ class Scheduled:
             self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target)
         )
         plan = parse_reply(result.text, heartbeat=True, ack_max_chars=hb.ack_max_chars)
-        state = {"at": time.time()}
         if result.error:
             out = Outcome("failed", result.error)
         elif plan.silent:
             # an idle heartbeat leaves no trace in the session history
             out = Outcome("ack" if plan.ack else "silent")
         else:
-            last = self.store.get("heartbeat:last_alert") or {}
-            if rules.is_duplicate_alert(plan.text, last.get("text"), last.get("at"), time.time()):
-                out = Outcome("duplicate", "same alert already sent within 24 h", plan.text)
-            elif target is None:
-                out = Outcome("no-target", "heartbeat." + no_target_reason(hb.target), plan.text)
-            elif dry_run:
-                out = Outcome("dry-run", "", plan.text, target)
-            else:
-                status = await self._deliver(plan, target, kind="heartbeat")
-                out = Outcome(status, _DELIVERY_REASON[status], plan.text, target)
-                if status != "failed":  # queued: stored, it goes out when the platform is back
-                    self.store.put("heartbeat:last_alert", {"text": plan.text, "at": time.time()})
-            if not dry_run and out.status != "duplicate":
-                self.store.commit_turn(
-                    key, result.turn_id, result.to_store, kind="heartbeat", usage=result.usage
-                )
+            out = await self._alert(key, result, plan, target, dry_run)
         if not dry_run:
             self.store.put(
-                "heartbeat:last_run", {**state, "status": out.status, "reason": out.reason}
+                "heartbeat:last_run",
+                {"at": time.time(), "status": out.status, "reason": out.reason},
             )
         log.info("heartbeat session=%s status=%s ms=%.0f", key, out.status, result.duration * 1000)
         return out
 
-    async def _deliver(self, plan, target: dict, *, kind: str) -> str:
-        """Through the outbox: 'delivered', 'queued' (retried) or 'failed'."""
-        from bot.router import build_outbound
+    async def _alert(self, key: str, result, plan, target: dict | None, dry_run: bool) -> Outcome:
+        """A heartbeat with something to say: dropped when it repeats the last alert within
+        24 h; else stored with its turn (and as the last alert) and sent."""
+        hb = self.cfg.heartbeat
+        last = self.store.get("heartbeat:last_alert") or {}
+        if rules.is_duplicate_alert(plan.text, last.get("text"), last.get("at"), time.time()):
+            return Outcome("duplicate", "same alert already sent within 24 h", plan.text)
+        if target is None:
+            if not dry_run:
+                self._commit(key, result, "heartbeat")
+            return Outcome("no-target", "heartbeat." + no_target_reason(hb.target), plan.text)
+        if dry_run:
+            return Outcome("dry-run", "", plan.text, target)
+        alert = {"text": plan.text, "at": time.time()}
+        status = await self._commit_and_send(
+            key, result, plan, target, kind="heartbeat", state={"heartbeat:last_alert": alert}
+        )
+        if status == "failed":  # refused for good: the next heartbeat may say it again
+            self.store.put("heartbeat:last_alert", last)
+        return Outcome(status, _DELIVERY_REASON[status], plan.text, target)
 
-        ch = self.router.channels.get(target["channel"])
+    def _commit(self, key: str, result, kind: str) -> None:
+        self.store.commit_turn(key, result.turn_id, result.to_store, kind=kind, usage=result.usage)
+
+    async def _commit_and_send(
+        self, key: str, result, plan, route: dict, *, kind: str, state: dict | None = None
+    ) -> str:
+        """The turn, its reply's outbox row (and ``state``) in ONE transaction, as a chat
+        turn is committed; then the outbox sends the row: 'delivered', 'queued' (retried)
+        or 'failed'."""
+        channel = route["channel"]
         out = build_outbound(
             self.cfg,
-            ch,
+            self.channels.get(channel),
             plan,
-            chat_id=target["chat_id"],
-            thread_id=target.get("thread_id"),
-            account=target.get("account") or "default",
+            chat_id=route["chat_id"],
+            thread_id=route.get("thread_id"),
+            account=route.get("account") or "default",
         )
-        status = await self.router.deliver_status(target["channel"], out, kind=kind)
+        ids = self.store.commit_turn(
+            key,
+            result.turn_id,
+            result.to_store,
+            kind=kind,
+            usage=result.usage,
+            channel=channel,
+            outbound=[out_json(out)],
+            outbox_kind=kind,
+            state=state,
+        )
+        status = (await send.deliver_stored(self.outbox, ids) or ["failed"])[0]
         return "delivered" if status == "sent" else status
 
     # --------------------------------------------------------------------------- cron
@@ -218,16 +263,16 @@ class Scheduled:
         result = await self.agent.run_turn(
             self._request(key, text, kind="cron", session_kind="cron", route=route)
         )
-        self.store.commit_turn(
-            key, result.turn_id, result.to_store, kind="cron", usage=result.usage
-        )
         plan = parse_reply(result.text)
-        if plan.silent:
-            out = Outcome("silent")
-        elif route is None:
-            out = Outcome("no-target", no_target_reason(target), plan.text)
+        if plan.silent or route is None:
+            self._commit(key, result, "cron")
+            out = (
+                Outcome("silent")
+                if plan.silent
+                else Outcome("no-target", no_target_reason(target), plan.text)
+            )
         else:
-            status = await self._deliver(plan, route, kind="cron")
+            status = await self._commit_and_send(key, result, plan, route, kind="cron")
             out = Outcome(status, _DELIVERY_REASON[status], plan.text, route)
         self.store.put(f"cron:last_run:{name}", {"at": time.time(), "status": out.status})
         log.info("cron job=%s session=%s status=%s", name, key, out.status)

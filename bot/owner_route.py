@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 
 from bot.admission import channel_policy, is_owner_sender
 from bot.config import Config
 from bot.store import Store
-from channels.base import InboundMessage
+from channels.base import Channel, InboundMessage
 
 log = logging.getLogger("chela.owner_route")
 
@@ -80,3 +81,21 @@ def last(store: Store, cfg: Config, channel: str | None = None) -> dict | None:
         route.get("chat_id") if isinstance(route, dict) else "?",
     )
     return None
+
+
+def ask_route(
+    store: Store, cfg: Config, channels: Mapping[str, Channel], route: dict, trust: str
+) -> dict | None:
+    """Where to ask the owner something during a turn (exec approvals): the turn's own chat
+    when it is the owner's direct chat on a running channel that can send on its own, else
+    the owner's last direct chat (:func:`last`) when its channel is running; else None."""
+    ch = channels.get(route.get("channel", ""))
+    if (
+        trust == "owner"
+        and route.get("chat_type") == "direct"
+        and ch is not None
+        and ch.capabilities.proactive
+    ):
+        return route
+    found = last(store, cfg)
+    return found if found and found.get("channel") in channels else None

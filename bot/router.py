@@ -23,7 +23,10 @@ from bot import api_turn, fs, owner_route, pairing
 from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
-from bot.delivery.outbox import Outbox, out_from_json, out_json
+from bot.approvals import Approvals
+from bot.delivery import send
+from bot.delivery.outbound import build_outbound, channel_traits
+from bot.delivery.outbox import Outbox, out_json
 from bot.sessions import SessionLanes
 from bot.store import Store, storage_full
 from bot.delivery.previews import PREVIEW_INTERVAL, Preview, StreamText
@@ -155,12 +158,17 @@ class Router:
         agent: Agent,
         lanes: SessionLanes,
         channels: dict[str, Channel],
+        outbox: Outbox,
+        *,
+        approvals: Approvals | None = None,
     ):
         self.cfg = cfg
         self.store = store
         self.agent = agent
         self.lanes = lanes
         self.channels = channels
+        self.outbox = outbox  # every reply is a stored row it sends (built by the daemon)
+        self.approvals = approvals  # exec security "ask": /approve and /deny answer it
         self._name_re = (
             re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE)
             if cfg.agent.name
@@ -172,8 +180,6 @@ class Router:
         self._queued: set[int] = set()  # inbound ids queued or running now
         self._recovered = False  # until recover() ran, intake only stores
         self._started = time.time()
-        # every delivery goes through the outbox (stored, ordered per chat, retried)
-        self.outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds)
         # live previews (SPEC §12): the spacing of their edits, on an injectable clock
         self.preview_interval = PREVIEW_INTERVAL
         self.preview_clock: Callable[[], float] = time.monotonic
@@ -187,12 +193,6 @@ class Router:
     # ------------------------------------------------------------------------- policy
     def policy(self, channel: str) -> ChannelPolicy | None:
         return channel_policy(self.cfg, channel)
-
-    def channel_traits(self, channel: str) -> tuple[tuple[str, ...], str]:
-        """What the prompt needs to know about a channel: capability names and reactions mode."""
-        ch = self.channels.get(channel)
-        pol = self.policy(channel)
-        return (tuple(ch.capabilities.names()) if ch else ()), (pol.reactions if pol else "off")
 
     def admit(self, msg: InboundMessage) -> Verdict:
         return admit(msg, self.cfg, self.approved)
@@ -268,9 +268,8 @@ class Router:
         return True
 
     async def recover(self) -> int:
-        """Send what the last run left in the outbox, then queue stored messages that were
-        never answered (crash or restart)."""
-        self.outbox.start(recover=True)
+        """Queue stored messages that were never answered (crash or restart); the daemon
+        started the outbox, with what the last run left unsent, just before."""
         self._recovered = True  # from here on intake queues (no await before the loop below)
         queued = 0
         for row in self.store.unfinished_inbound():
@@ -305,7 +304,8 @@ class Router:
         key = self.session_key(msg, verdict)
         self.store.requeue_inbound(last.id, key)
         with contextlib.suppress(Exception):
-            await self.deliver(
+            await send.deliver(
+                self.outbox,
                 msg.channel,
                 OutboundMessage(
                     chat_id=msg.chat_id, account=msg.account, text=pairing.approved_message()
@@ -337,7 +337,8 @@ class Router:
         )
         if text:
             with contextlib.suppress(Exception):
-                await self.deliver(
+                await send.deliver(
+                    self.outbox,
                     msg.channel,
                     OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account),
                     kind="pairing",
@@ -374,7 +375,7 @@ class Router:
                         outbox_kind="command",
                     ),
                 )
-                await self._deliver_stored(ids)
+                await send.deliver_stored(self.outbox, ids)
                 return
             if msg.chat_type == "group" and not self._addressed(msg, key):
                 ch = self.channels.get(msg.channel)
@@ -407,16 +408,7 @@ class Router:
             # the apology first: it must not depend on the store (the outbox sends it from
             # memory when it cannot be stored)
             with contextlib.suppress(Exception):
-                await self.deliver(
-                    msg.channel,
-                    OutboundMessage(
-                        chat_id=msg.chat_id,
-                        thread_id=msg.thread_id,
-                        text="Sorry, something went wrong on my side. Please try again.",
-                        account=msg.account,
-                    ),
-                    kind="apology",
-                )
+                await send.deliver(self.outbox, msg.channel, _apology(msg), kind="apology")
             try:
                 self.store.set_inbound_status(inbound_id, "failed")
             except Exception:
@@ -460,7 +452,7 @@ class Router:
         name, arg = cmd
         reply = self._command_refusal(msg, name)
         if reply is None:
-            approvals = self.agent.approvals
+            approvals = self.approvals
             reply = (
                 approvals.answer(arg, approve=name == "approve")
                 if approvals is not None
@@ -475,7 +467,7 @@ class Router:
                 key, "", [], inbound_id=inbound_id, outbound=[out_json(out)], outbox_kind="command"
             ),
         )
-        await self._deliver_stored(ids)
+        await send.deliver_stored(self.outbox, ids)
         ch = self.channels.get(msg.channel)
         if ch is not None:
             with contextlib.suppress(Exception):
@@ -579,7 +571,7 @@ class Router:
         from bot.prompt.delivery import delivery_instructions
         from bot.prompt.group import group_chat_context
 
-        caps, reactions = self.channel_traits(msg.channel)
+        caps, reactions = channel_traits(self.channels.get(msg.channel), self.policy(msg.channel))
         extra = ""
         if msg.chat_type == "group":
             sess = self.store.session(key)
@@ -781,7 +773,7 @@ class Router:
             )
         except Exception as e:  # the turn is stored: never fail it (and answer twice) now
             log.warning("could not record the last route: %s", e)
-        await self._deliver_stored(ids)
+        await send.deliver_stored(self.outbox, ids)
 
     def _api_plan(self, msg: InboundMessage, key: str, verdict: Verdict) -> api_turn.ApiTurn:
         """What an HTTP API request adds to its session (SPEC §13; bot.api_turn)."""
@@ -810,7 +802,7 @@ class Router:
                 key, "", [], inbound_id=inbound_id, outbound=[out_json(out)], outbox_kind="command"
             ),
         )
-        await self._deliver_stored(ids)
+        await send.deliver_stored(self.outbox, ids)
 
     def _plan_to_outbound(
         self,
@@ -836,32 +828,6 @@ class Router:
             )
         ]
 
-    def owner_route(self, route: dict, trust: str) -> dict | None:
-        """Where to ask the owner something: this chat when it is the owner's direct chat on
-        a channel that can send on its own, else the owner's last direct chat."""
-        ch = self.channels.get(route.get("channel", ""))
-        if (
-            trust == "owner"
-            and route.get("chat_type") == "direct"
-            and ch is not None
-            and ch.capabilities.proactive
-        ):
-            return route
-        last = owner_route.last(self.store, self.cfg)
-        return last if last and last.get("channel") in self.channels else None
-
-    async def notify(self, route: dict, text: str) -> bool:
-        return await self.deliver(
-            route["channel"],
-            OutboundMessage(
-                chat_id=route["chat_id"],
-                text=text,
-                account=route.get("account", "default"),
-                thread_id=route.get("thread_id"),
-            ),
-            kind="approval",
-        )
-
     async def _keep_typing(self, ch: Channel, msg: InboundMessage) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             while True:
@@ -873,27 +839,6 @@ class Router:
                         asyncio.ensure_future(ch.typing(msg.chat_id, msg.thread_id))
                     )
                 await asyncio.sleep(TYPING_EVERY)
-
-    # ------------------------------------------------------------------------ delivery
-    async def _deliver_stored(self, ids: list[int]) -> list[str]:
-        """Hand stored outbox rows to the outbox and wait for their first attempt (a
-        request/response channel answers its caller when the turn ends; a retry does not
-        hold up the session)."""
-        if not ids:
-            return []
-        return await self.outbox.first_attempt(self.outbox.enqueue(ids))
-
-    async def deliver_status(
-        self, channel: str, out: OutboundMessage, *, kind: str = "message"
-    ) -> str:
-        """Store and send one message through the outbox: 'sent', 'queued' (the platform did
-        not take it yet; retried up to ``delivery.max_age``) or 'failed' (refused for good)."""
-        item = self.outbox.submit(channel, out, kind=kind)
-        return (await self.outbox.first_attempt([item]))[0]
-
-    async def deliver(self, channel: str, out: OutboundMessage, *, kind: str = "message") -> bool:
-        """Like ``deliver_status``; True unless the platform refused it for good."""
-        return await self.deliver_status(channel, out, kind=kind) != "failed"
 
     async def _store_write(self, what: str, fn: Callable[[], T]) -> T:
         """Run a store write; while the disk is full, retry it with backoff (logged once) so
@@ -925,11 +870,14 @@ class Router:
         if self.accepting:
             self._queue(key, inbound_id, lambda: self._process(inbound_id, msg, key, None))
 
-    async def _send(self, channel: str, out: OutboundMessage) -> list[str]:
-        ch = self.channels.get(channel)
-        if ch is None:
-            raise ChannelError(f"channel {channel!r} is not running")
-        return await ch.send(out)
+
+def _apology(msg: InboundMessage) -> OutboundMessage:
+    return OutboundMessage(
+        chat_id=msg.chat_id,
+        thread_id=msg.thread_id,
+        text="Sorry, something went wrong on my side. Please try again.",
+        account=msg.account,
+    )
 
 
 async def _move_in(item: MediaItem, incoming: Path, root: Path) -> MediaItem:
@@ -943,60 +891,3 @@ async def _move_in(item: MediaItem, incoming: Path, root: Path) -> MediaItem:
     finally:
         src.unlink(missing_ok=True)
     return dataclasses.replace(item, target=str(moved))
-
-
-def build_outbound(
-    cfg: Config,
-    ch: Channel | None,
-    plan,
-    *,
-    chat_id: str,
-    thread_id: str | None = None,
-    trigger_id: str = "",
-    reply_mode: Literal["off", "first", "all"] = "off",
-    account: str = "default",
-    roots: list[Path] | None = None,
-) -> OutboundMessage:
-    """A reply plan → one OutboundMessage: reply threading resolved, local media checked
-    against ``roots`` (default: the owner's workspace and the media dir; a guest turn
-    passes its own directory), and media the channel cannot carry turned into text."""
-    from bot.replies import resolve_media
-
-    stage = None
-    if roots is not None:  # a guest's directory: send a private copy of what was checked
-        stage = cfg.agent.state_dir / "outgoing"
-        fs.prune_older_than(stage, cfg.delivery.max_age_seconds / 86400 + 1)
-    media, notes = resolve_media(
-        plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir], stage
-    )
-    text = plan.text
-    if notes:
-        text = "\n".join([text, *notes]).strip()
-    if ch is not None and not ch.capabilities.media and media:
-        links = [
-            f"{m.kind.title()}: {m.target}" if m.is_url else f"[attachment: {m.name or m.target}]"
-            for m in media
-        ]
-        text = "\n".join([text, *links]).strip()
-        media = []
-    reply_to = None
-    if plan.reply_to == "current":
-        reply_to = trigger_id or None
-    elif plan.reply_to:
-        reply_to = plan.reply_to
-    elif reply_mode in ("first", "all") and trigger_id:
-        reply_to = trigger_id
-    return OutboundMessage(
-        chat_id=chat_id,
-        text=text,
-        thread_id=thread_id,
-        reply_to_id=reply_to,
-        reply_mode=reply_mode if reply_mode != "off" else "first",
-        media=media,
-        audio_as_voice=plan.audio_as_voice,
-        account=account,
-    )
-
-
-_out_json = out_json  # the names older code and tests use
-_out_from_json = out_from_json

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from bot.store.outbox import OutboxMixin
 from bot.store.sessions import SessionsMixin
@@ -22,10 +23,14 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         outbound: list | None = None,
         usage: dict | None = None,
         outbox_kind: str = "reply",
+        channel: str | None = None,
+        state: dict[str, Any] | None = None,
     ) -> list[int]:
         """Store a whole turn atomically; with ``inbound_id`` the inbound row becomes
-        'done' and the reply (``outbound``: OutboundMessage dicts) is queued in the outbox
-        in the same transaction.  Returns the new outbox row ids."""
+        'done'.  The reply (``outbound``: OutboundMessage dicts) is queued in the outbox in
+        the same transaction, for ``channel`` (default: the inbound row's channel; a
+        scheduled turn has none and names it), and so are the ``state`` values (kv: the
+        heartbeat's last alert).  Returns the new outbox row ids."""
         now = time.time()
         epoch = self.session(key)["epoch"]
         rows = [
@@ -50,16 +55,19 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
                 ),
             )
             out_ids: list[int] = []
+            if outbound and channel is None and inbound_id is not None:
+                row = self.db.execute(
+                    "SELECT channel FROM inbound WHERE id=?", (inbound_id,)
+                ).fetchone()
+                channel = row[0] if row is not None else None
+            if outbound and channel is not None:
+                out_ids = self._insert_outbox(channel, outbound, outbox_kind, inbound_id, now)
             if inbound_id is not None:
-                if outbound:
-                    channel = self.db.execute(
-                        "SELECT channel FROM inbound WHERE id=?", (inbound_id,)
-                    ).fetchone()
-                    if channel is not None:
-                        out_ids = self._insert_outbox(
-                            channel[0], outbound, outbox_kind, inbound_id, now
-                        )
                 self.db.execute(
                     "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
                 )
+            self.db.executemany(
+                "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)",
+                [(k, json.dumps(v)) for k, v in (state or {}).items()],
+            )
         return out_ids

@@ -53,6 +53,9 @@ Behaviour switches and failure injection:
   fail (403 defaults to "Forbidden: bot was blocked by the user").
 * ``send_delay = seconds`` – sendMessage records the message, then waits that long before
   answering (a send in flight: the user has it, the bot does not know yet).
+* ``hold_sends(predicate)`` / ``refuse_held()`` – sendMessage calls whose params match
+  ``predicate`` wait, unrecorded, until ``refuse_held()``; then they are refused (502): a
+  send in flight that never reached the user (a process killed while it waits).
 * ``stall_next_poll(seconds)`` – the next getUpdates hangs that long without answering (then
   answers ``[]``), like a dead TCP connection.
 * ``validate_html = True`` (default) – ``parse_mode=HTML`` text is checked like Telegram does
@@ -312,6 +315,8 @@ class FakeTelegram:
         self.downloads: list[str] = []
         self.chunked_downloads = False
         self.send_delay = 0.0  # seconds sendMessage waits, after recording, before answering
+        self._hold: Callable[[dict], bool] | None = None  # hold_sends()
+        self._held = asyncio.Event()  # set by refuse_held()
         # seconds each of the next editMessageText calls waits before it is applied, in
         # order (a slow request in flight: one sent earlier may land after one sent later)
         self.edit_delays: list[float] = []
@@ -643,6 +648,16 @@ class FakeTelegram:
             _ApiError(status, desc) for _ in range(times)
         )
 
+    def hold_sends(self, predicate: Callable[[dict], bool]) -> None:
+        """Hold the sendMessage calls matching ``predicate`` (unrecorded) until refuse_held()."""
+        self._hold = predicate
+        self._held.clear()
+
+    def refuse_held(self) -> None:
+        """Refuse (502) the held sendMessage calls and hold no more."""
+        self._hold = None
+        self._held.set()
+
     def stall_next_poll(self, seconds: float) -> None:
         """The next getUpdates hangs ``seconds`` without answering (then answers ``[]``)."""
         self._stalls.append(seconds)
@@ -749,6 +764,9 @@ class FakeTelegram:
         per_chat = self._chat_failures.get(str(params.get("chat_id")))
         if per_chat and key == "sendmessage":
             return self._error(per_chat.pop(0))
+        if key == "sendmessage" and self._hold is not None and self._hold(params):
+            await self._held.wait()  # never recorded: the user does not get it
+            return self._error(_ApiError(502, "Bad Gateway"))
         if self.edit_delays and key == "editmessagetext":
             await asyncio.sleep(self.edit_delays.pop(0))
         try:
