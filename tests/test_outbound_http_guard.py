@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # file -> why it may open outbound connections itself.  MAY ONLY SHRINK.
 ALLOWED: dict[str, str] = {
     "bot/net/fetch.py": "the guarded fetch itself, and endpoint_session for configured endpoints",
-    "bot/doctor.py": "`chela doctor` probes the channel APIs and model endpoints in the config",
+    "bot/cli/doctor.py": "`chela doctor` probes the channel APIs and model endpoints in the config",
     "bot/mcp/__init__.py": "MCP over HTTP, to the server URL the owner configured (§9.5 excepts it)",
-    "channels/discord/adapter.py": "attachment downloads from the Discord API's own message payloads",
+    "channels/discord/media.py": "attachment downloads from the Discord API's own message payloads",
     "channels/signal/rpc.py": "JSON-RPC to the configured signal-cli daemon",
     "channels/slack/adapter.py": "file downloads from Slack hosts only, with the bot token",
     "channels/telegram/request.py": "python-telegram-bot's transport to the configured Bot API",
