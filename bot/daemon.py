@@ -17,6 +17,7 @@ from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
 from bot.heartbeat import CronService, Scheduled
+from bot.media import pdf
 from bot.router import Router
 from bot.sessions import SessionLanes
 from bot.store import Store, StoreError
@@ -373,6 +374,8 @@ class Daemon:
         )
         if self.router is not None:
             self.router.accepting = False
+        if killed := pdf.stop_all():  # bounded work never delays shutdown (SPEC §9.5)
+            log.info("stopping: %d document read(s) cut short", killed)
         if self.cron:
             self.cron.shutdown()
         if self.lanes is not None:

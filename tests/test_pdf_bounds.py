@@ -119,3 +119,50 @@ async def test_sigterm_while_a_pdf_is_being_read_exits_within_10_seconds(tmp_pat
     assert took <= 10, f"SIGTERM → exit took {took:.1f} s"
     out = log.read_text()
     assert "Traceback" not in out and out.rstrip().endswith("stopped"), out[-2000:]
+
+
+async def test_stopping_the_daemon_cuts_a_document_read_short(tmp_path, llm, tg, monkeypatch):
+    """Whatever the read's own time bound, a stop does not wait for it: the daemon kills the
+    reading child at once and the turn ends with a note (before, stop() waited the whole
+    10 s turn grace, so SIGTERM → exit hung on the PDF bound fitting inside the grace)."""
+    import bot.media.pdf as pdf_mod
+
+    monkeypatch.setattr(pdf_mod, "READ_TIMEOUT", 120.0)
+    monkeypatch.setattr(pdf_mod, "CPU_SECONDS", 120)
+    from bot.daemon import Daemon
+
+    daemon = Daemon(cfg_for(tmp_path, llm, tg))
+    await daemon.start()
+    try:
+        tg.inject_message(
+            OWNER,
+            "read this",
+            from_id=OWNER,
+            document=hostile_pdf(**SLOW_PAGE),
+            document_name="slow.pdf",
+        )
+        await eventually(lambda: pdf_mod._RUNNING, timeout=30)
+        children = list(pdf_mod._RUNNING)
+    finally:
+        t0 = time.monotonic()
+        await daemon.stop()
+        took = time.monotonic() - t0
+    assert took < 5, f"stop() waited {took:.1f} s for a document read"
+    assert all(p.returncode is not None for p in children)
+
+
+async def test_twin_without_a_stop_the_read_runs_to_its_bound(tmp_path, llm, tg, monkeypatch):
+    import bot.media.pdf as pdf_mod
+
+    monkeypatch.setattr(pdf_mod, "READ_TIMEOUT", 1.5)
+    cfg = cfg_for(tmp_path, llm, tg)
+    async with running(cfg):
+        tg.inject_message(
+            OWNER,
+            "read this",
+            from_id=OWNER,
+            document=hostile_pdf(**SLOW_PAGE),
+            document_name="slow.pdf",
+        )
+        await tg.wait_for_sent(1, timeout=30)
+    assert "it took too long to read (over 2 s)" in _turn_with(llm, "read this")

@@ -111,7 +111,7 @@ async def pdf_text(
     *,
     max_chars: int = MAX_PDF_CHARS,
     max_pages: int = MAX_PDF_PAGES,
-    timeout: float = READ_TIMEOUT,
+    timeout: float | None = None,
 ) -> tuple[str, int]:
     """(text layer, page count) of a PDF, read in a child process within the bounds.
     ``src`` is the file's bytes, read once by the caller through ``bot.fs`` (SPEC §9.5),
@@ -125,12 +125,34 @@ async def pdf_text(
             data = await asyncio.to_thread(fs.read_in, src, MAX_PDF_BYTES)
         except OSError as e:
             raise ValueError(f"the PDF cannot be opened ({e.strerror or e})") from None
+    bound = READ_TIMEOUT if timeout is None else timeout
     async with _pdf_slot():
-        reading = await _read(data, max_chars, max_pages, timeout)
-    return reading.result(max_chars, timeout)
+        reading = await _read(data, max_chars, max_pages, bound)
+    return reading.result(max_chars, bound)
+
+
+_RUNNING: set[asyncio.subprocess.Process] = set()  # the children reading now
+_STOPPED: list[Any] = []  # [the loop] whose daemon is stopping: no new child starts there
+
+
+def stop_all() -> int:
+    """Kill every child reading a PDF now, and start none after it on this loop (the daemon
+    is stopping: SIGTERM → exit stays within its bound whatever is being read).  Their turns
+    go on at once with a note that the document could not be read.  Returns how many were
+    killed."""
+    _STOPPED[:] = [asyncio.get_running_loop()]
+    killed = 0
+    for proc in list(_RUNNING):
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+                killed += 1
+    return killed
 
 
 async def _read(data: bytes, max_chars: int, max_pages: int, timeout: float) -> _Reading:
+    if _STOPPED and _STOPPED[0] is asyncio.get_running_loop():
+        raise ValueError("it was not read: the assistant is shutting down")
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-E",
@@ -147,11 +169,13 @@ async def _read(data: bytes, max_chars: int, max_pages: int, timeout: float) -> 
     )
     feeding = asyncio.create_task(_feed(proc, data))
     reading = _Reading()
+    _RUNNING.add(proc)
     try:
         await asyncio.wait_for(_collect(proc, reading, max_chars), timeout)
     except TimeoutError:
         reading.end = reading.end or "time"
     finally:
+        _RUNNING.discard(proc)
         feeding.cancel()
         await _end(proc)
         await asyncio.wait([feeding])
