@@ -1,55 +1,61 @@
-"""One descriptor per channel: its config section, its secrets, its adapter and how the adapter
-is built from the section.  The rest of the core asks this table instead of spelling channel
-names, so adding a channel is one adapter package, one config member and one entry here.
+"""One descriptor per channel: its config section, its adapter and how the adapter is built
+from the section.  The rest of the core asks this table instead of spelling channel names, so
+adding a channel is one adapter package, one config section and one entry here.
 
-Secrets are derived from the section's ``*_env`` fields (the config names environment variables,
-never values); a descriptor only says which of them a mode can do without.
+What is pure data about a channel lives with its section in the config (bot/config/channels.py:
+the channel names, which are messaging channels, titles, the secrets a section needs, whether
+the platform edits messages) and is imported from there; this table adds the adapters.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from bot.config.channels import CONFIGURED, MESSAGING, env_fields, title
 
 if TYPE_CHECKING:
     from bot.config import Config
     from channels.base import Channel
 
-
-def env_fields(section: Any) -> dict[str, str]:
-    """``{key: environment variable}`` for every ``*_env`` field of a config section."""
-    return {
-        key: getattr(section, key)
-        for key in type(section).model_fields
-        if key.endswith("_env") and isinstance(getattr(section, key), str)
-    }
+__all__ = [
+    "CONFIGURED",
+    "MESSAGING",
+    "SPECS",
+    "TERMINAL_ADAPTER",
+    "ChannelSpec",
+    "env_fields",
+    "title",
+]
 
 
 @dataclass(frozen=True)
 class ChannelSpec:
     name: str  # the channel id, its config member (`[channels.<name>]`) and session-key part
-    title: str  # how people write it
     adapter: str  # "module:Class", imported only when the channel is built (SDKs are heavy)
     # adapter keyword arguments from (config, its section, secrets by key, media dir)
     kwargs: Callable[[Config, Any, dict[str, str], Path], dict[str, Any]]
-    messaging: bool = True  # a chat platform (heartbeat/cron target, pairing, group rules)
     owner_id_hint: str = ""  # what `chela onboard` asks for as the owner's id
-    # *_env keys a section can do without (given the section): Slack's mode picks one of two
-    optional_secrets: Callable[[Any], set[str]] = field(default=lambda _s: set())
+
+    @property
+    def title(self) -> str:
+        """How people write it (the section's TITLE)."""
+        return title(self.name)
+
+    @property
+    def messaging(self) -> bool:
+        """A chat platform (heartbeat/cron target, pairing, group rules)."""
+        return self.name in MESSAGING
 
     def section(self, cfg: Config) -> Any:
         return getattr(cfg.channels, self.name)
 
     def secrets(self, cfg: Config) -> dict[str, str]:
         """The secrets this channel cannot start without, as ``{key: env var}``."""
-        if not self.messaging:
-            return {}
-        section = self.section(cfg)
-        skip = self.optional_secrets(section)
-        return {k: v for k, v in env_fields(section).items() if k not in skip}
+        return cfg.channel_secrets(self.name)
 
     def adapter_class(self) -> type[Channel]:
         module, _, attr = self.adapter.partition(":")
@@ -126,44 +132,30 @@ SPECS: dict[str, ChannelSpec] = {
     for s in (
         ChannelSpec(
             "telegram",
-            "Telegram",
             "channels.telegram:TelegramChannel",
             _telegram,
             owner_id_hint="your numeric Telegram user id",
         ),
         ChannelSpec(
             "discord",
-            "Discord",
             "channels.discord:DiscordChannel",
             _discord,
             owner_id_hint="your numeric Discord user id (Developer Mode > Copy User ID)",
         ),
         ChannelSpec(
             "slack",
-            "Slack",
             "channels.slack:SlackChannel",
             _slack,
             owner_id_hint="your Slack member id (U...)",
-            optional_secrets=lambda s: (
-                {"signing_secret_env"} if s.mode == "socket" else {"app_token_env"}
-            ),
         ),
         ChannelSpec(
             "signal",
-            "Signal",
             "channels.signal:SignalChannel",
             _signal,
             owner_id_hint="your phone number (+...) or Signal UUID",
         ),
-        ChannelSpec("http", "HTTP API", "channels.http:HttpChannel", _http, messaging=False),
+        ChannelSpec("http", "channels.http:HttpChannel", _http),
     )
 }
 
-MESSAGING = tuple(n for n, s in SPECS.items() if s.messaging)  # telegram, discord, slack, signal
-CONFIGURED = tuple(SPECS)  # every channel with a [channels.<name>] section
 TERMINAL_ADAPTER = "channels.terminal:TerminalChannel"  # `chela chat`: no config section
-
-
-def title(name: str) -> str:
-    spec = SPECS.get(name)
-    return spec.title if spec else name.capitalize()

@@ -11,7 +11,7 @@ Public API:
 * :func:`parse_hhmm` / :func:`in_active_hours` -- the ``active_hours`` window.
 * :class:`HeartbeatDecision` / :func:`decide` -- run now, or skip and why.
 * :func:`parse_duration` -- ``"30m"``, ``"1h30m"``, ``"250ms"`` ... to seconds
-  (also used by the config loader).
+  (defined with the config that validates every duration key: ``bot.config.durations``).
 * :func:`is_duplicate_alert` -- the 24 h "same alert again" suppression.
 * :func:`heartbeat_user_message` -- the user message of a heartbeat turn.
 """
@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
+
+from bot.config.durations import parse_duration
 
 __all__ = [
     "DUPLICATE_ALERT_WINDOW",
@@ -211,50 +213,6 @@ def decide(
     if heartbeat_md is None:
         return HeartbeatDecision(True, REASON_MISSING)
     return HeartbeatDecision(True, REASON_DUE)
-
-
-# --------------------------------------------------------------------------
-# Durations
-# --------------------------------------------------------------------------
-
-# Longest unit names first so "ms" wins over "m".
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-_UNIT_ORDER = ["d", "h", "m", "s", "ms"]
-
-
-def parse_duration(s: str) -> float:
-    """Parse a duration such as ``"30m"``, ``"1h30m"``, ``"90s"`` or ``"250ms"``.
-
-    Returns seconds as a float. Units are ``d``, ``h``, ``m``, ``s`` and
-    ``ms``; each may appear once, largest first; numbers may have a decimal
-    part (``"1.5h"``). ``"0m"`` gives 0 (heartbeats use that for "off").
-    A bare number, an empty string, a negative value or an unknown unit
-    raises :class:`ValueError` naming the bad value.
-    """
-    if not isinstance(s, str):
-        raise ValueError(f"invalid duration {s!r}: expected a string such as '30m'")
-    text = s.strip()
-    if not text:
-        raise ValueError(f"invalid duration {s!r}: empty (use e.g. '30m', '1h30m', '90s')")
-    pos = 0
-    total = 0.0
-    last_rank = -1
-    while pos < len(text):
-        m = _DURATION_PART.match(text, pos)
-        if not m:
-            raise ValueError(
-                f"invalid duration {s!r}: expected <number><unit> parts with units "
-                "d, h, m, s, ms (e.g. '30m', '1h30m', '250ms')"
-            )
-        unit = m.group(2)
-        rank = _UNIT_ORDER.index(unit)
-        if rank <= last_rank:
-            raise ValueError(f"invalid duration {s!r}: each unit may appear once, largest first")
-        last_rank = rank
-        total += float(m.group(1)) * _UNIT_SECONDS[unit]
-        pos = m.end()
-    return total
 
 
 # --------------------------------------------------------------------------

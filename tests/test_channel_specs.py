@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bot.channel_specs import CONFIGURED, MESSAGING, SPECS, env_fields
-from bot.config import ChannelsConfig, parse_config
+from bot.config import ChannelPolicy, ChannelsConfig, parse_config
+from bot.config.channels import SECTIONS, title
 from bot.daemon import SecretMissing, build_channel, enabled_channels
 from channels.base import Channel
 
@@ -20,6 +21,16 @@ def test_every_config_section_has_a_descriptor_and_back():
 def test_each_adapter_is_a_channel_with_the_descriptors_name(name):
     cls = SPECS[name].adapter_class()
     assert issubclass(cls, Channel) and cls.name == name
+
+
+@pytest.mark.parametrize("name", list(MESSAGING))
+def test_the_config_knows_which_platforms_edit_messages_as_their_adapters_do(name):
+    # the config (the bottom of bot/) warns about streaming = "partial" without importing the
+    # adapters, from the section's EDITS; this keeps that data equal to the adapter's capability
+    section = SECTIONS[name]
+    assert issubclass(section, ChannelPolicy)
+    assert section.EDITS is SPECS[name].adapter_class().capabilities.edit
+    assert SPECS[name].title == title(name) == section.TITLE != ""
 
 
 def _all_env_config(monkeypatch) -> tuple[dict, dict[str, str]]:

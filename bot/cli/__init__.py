@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from channels.redact import RedactSecrets, redacted_stdio
-from bot.secrets import loaded
+from bot.config.secrets import loaded
 from bot.channel_specs import MESSAGING
 from bot.config import ChannelPolicy, Config, ConfigError, config_warnings, load_config
 

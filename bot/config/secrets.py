@@ -11,9 +11,9 @@ one object feeds everything that must keep them in:
 * exec's environment filter (:meth:`Secrets.child_env`): a command never inherits a
   variable the config names, nor one whose value is a secret.
 
-A module of its own at the bottom of ``bot/`` (it imports nothing of ``bot``), so that
-config.py only fills it (``parse_config`` calls :func:`collect` with :func:`env_names`) and the agent, the CLI and exec read it without importing each
-other; it becomes ``bot/config/secrets.py`` when config turns into a package.
+Part of the config package, the bottom of ``bot/``: ``parse_config`` fills it (it calls
+:func:`collect` with :func:`env_names`), and the agent, the CLI and exec read it without
+importing each other.
 """
 
 from __future__ import annotations

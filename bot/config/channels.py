@@ -1,0 +1,191 @@
+"""``[channels.<name>]``: one section per channel, and what the rest of Chela reads from them.
+
+The names of the channels, which of them are messaging channels (heartbeat and cron targets,
+pairing, group rules), their titles and their secrets are derived from the sections here;
+``bot/channel_specs.py`` (the app's descriptors: adapters and how to build them) imports them.
+Secrets are the sections' ``*_env`` fields (the config names environment variables, never
+values); a section only says which of them its settings can do without.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from channels.util import parse_listen
+
+from .base import Model, as_strs, ids_only
+
+
+def env_fields(section: Any) -> dict[str, str]:
+    """``{key: environment variable}`` for every ``*_env`` field of a config section."""
+    return {
+        key: getattr(section, key)
+        for key in type(section).model_fields
+        if key.endswith("_env") and isinstance(getattr(section, key), str)
+    }
+
+
+class ChannelPolicy(Model):
+    """What every messaging channel's section has: who may talk, where, and how it replies."""
+
+    TITLE: ClassVar[str] = ""  # how people write the channel's name
+    # the platform can edit the bot's own messages (its adapter's Capabilities.edit, checked
+    # by tests/test_channel_specs.py): what a live preview (streaming = "partial") needs
+    EDITS: ClassVar[bool] = False
+
+    enabled: bool = False
+    dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
+    allow_from: list[str] = Field(default_factory=list)  # the owner's user ids on this channel
+    group_policy: Literal["open", "allowlist", "disabled"] = "allowlist"
+    groups: list[str] = Field(default_factory=list)
+    owner_groups: list[str] = Field(
+        default_factory=list
+    )  # groups whose turns run as the owner (§9)
+    require_mention: bool = True
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
+    reply_to_mode: Literal["off", "first", "all"] = "off"
+    text_chunk_limit: int = Field(4000, ge=100)
+    # "partial": a live preview of the reply while the model writes it, one message edited
+    # at most once a second, replaced by the final reply (SPEC §12; Telegram, Discord, Slack)
+    streaming: Literal["off", "partial"] = "off"
+
+    @field_validator("allow_from", "groups", "owner_groups", mode="before")
+    @classmethod
+    def _strs(cls, v: Any) -> Any:
+        return as_strs(v)
+
+    @field_validator("allow_from", "owner_groups")
+    @classmethod
+    def _ids(cls, v: list[str]) -> list[str]:
+        return ids_only(v, "allow_from and owner_groups")
+
+    def optional_secrets(self) -> set[str]:
+        """The ``*_env`` keys this section can do without (given its other settings)."""
+        return set()
+
+    def required_secrets(self) -> dict[str, str]:
+        """The secrets the channel cannot start without, as ``{key: env var}``."""
+        skip = self.optional_secrets()
+        return {k: v for k, v in env_fields(self).items() if k not in skip}
+
+
+class TelegramConfig(ChannelPolicy):
+    TITLE: ClassVar[str] = "Telegram"
+    EDITS: ClassVar[bool] = True
+
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    api_base: str = "https://api.telegram.org"
+    poll_timeout: int = Field(30, ge=1, le=120)
+    text_chunk_limit: int = Field(4000, ge=100, le=4096)
+
+
+class DiscordConfig(ChannelPolicy):
+    TITLE: ClassVar[str] = "Discord"
+    EDITS: ClassVar[bool] = True
+
+    token_env: str = "DISCORD_BOT_TOKEN"
+    api_base: str = ""
+    gateway_url: str = ""
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
+    text_chunk_limit: int = Field(2000, ge=100, le=2000)
+
+
+class SlackConfig(ChannelPolicy):
+    TITLE: ClassVar[str] = "Slack"
+    EDITS: ClassVar[bool] = True
+
+    mode: Literal["socket", "http"] = "socket"
+    bot_token_env: str = "SLACK_BOT_TOKEN"
+    app_token_env: str = "SLACK_APP_TOKEN"
+    signing_secret_env: str = "SLACK_SIGNING_SECRET"
+    api_base: str = "https://slack.com/api/"
+    listen: str = "127.0.0.1:3000"
+    reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str) -> str:
+        parse_listen(v)
+        return v
+
+    def optional_secrets(self) -> set[str]:
+        """Socket mode needs no signing secret, HTTP mode no app token."""
+        return {"signing_secret_env"} if self.mode == "socket" else {"app_token_env"}
+
+
+class SignalConfig(ChannelPolicy):
+    TITLE: ClassVar[str] = "Signal"
+
+    account: str = ""
+    http_url: str = "http://127.0.0.1:8080"
+    api_base: str = ""  # alias of http_url, for symmetry with the other channels
+
+    @model_validator(mode="after")
+    def _account(self) -> SignalConfig:
+        if self.enabled and not self.account:
+            raise ValueError("channels.signal.account must be set when the channel is enabled")
+        return self
+
+
+class HttpConfig(Model):
+    """``[channels.http]``: the OpenAI-compatible HTTP API (not a messaging channel)."""
+
+    TITLE: ClassVar[str] = "HTTP API"
+
+    enabled: bool = False
+    listen: str = "127.0.0.1:8787"
+    token_env: str = ""  # "" = a generated token in <state_dir>/http-token
+    allowed_origins: list[str] = Field(
+        default_factory=list
+    )  # browser origins allowed to call (§9.4)
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str) -> str:
+        parse_listen(v)
+        return v
+
+
+class ChannelsConfig(Model):
+    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
+    discord: DiscordConfig = Field(default_factory=DiscordConfig)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
+    signal: SignalConfig = Field(default_factory=SignalConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+
+    def required_secrets(self, name: str) -> dict[str, str]:
+        """The secrets channel ``name`` cannot start without, as ``{key: env var}`` (for
+        Slack only the ones its mode uses; none for the HTTP API or an unknown name)."""
+        section = getattr(self, name) if name in SECTIONS else None
+        return section.required_secrets() if isinstance(section, ChannelPolicy) else {}
+
+
+def _sections() -> dict[str, type[ChannelPolicy] | type[HttpConfig]]:
+    out: dict[str, type[ChannelPolicy] | type[HttpConfig]] = {}
+    for name, info in ChannelsConfig.model_fields.items():
+        cls = info.annotation
+        if not (isinstance(cls, type) and issubclass(cls, (ChannelPolicy, HttpConfig))):
+            raise TypeError(f"channels.{name}: not a channel section")
+        out[name] = cls
+    return out
+
+
+SECTIONS = _sections()  # every [channels.<name>] section's class, in the order of the schema
+CONFIGURED = tuple(SECTIONS)  # telegram, discord, slack, signal, http
+MESSAGING = tuple(n for n, c in SECTIONS.items() if issubclass(c, ChannelPolicy))  # not http
+TARGETS = ("none", "last", *MESSAGING)  # where a heartbeat or a cron job's output may go
+
+
+def title(name: str) -> str:
+    """How people write channel ``name`` ("HTTP API"); an unknown name capitalised."""
+    cls = SECTIONS.get(name)
+    return cls.TITLE if cls is not None else name.capitalize()
+
+
+def check_target(value: str) -> str:
+    """``value`` when it is a heartbeat/cron target, else ValueError."""
+    if value not in TARGETS:
+        raise ValueError(f"unknown target {value!r}: use one of {', '.join(TARGETS)}")
+    return value
