@@ -98,7 +98,7 @@ def usage_report(cfg: Config, store: Store, days: int) -> dict[str, Any]:
 
 
 def usage_table(report: dict[str, Any]) -> str:
-    from bot.status import table
+    from bot.reports.tables import table
 
     head = ["DAY", "MODEL", "CALLS", "PROMPT", "CACHED", "COMPLETION", "COST USD"]
     body = [

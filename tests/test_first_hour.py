@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.doctor import doctor
+from bot.cli.doctor import doctor
 from bot.lock import LockHeld, StateLock, running_daemon
 from bot.sessions import SessionLanes
 from tests.e2e import TG_TOKEN, config_file, eventually, make_config, running, telegram_section
@@ -420,7 +420,7 @@ async def test_status_lists_sessions_with_usage_and_survives_a_closed_pipe(tmp_p
 
 def test_version_and_help_for_every_option(capsys):
     from bot import __version__
-    from bot.cli import build_parser
+    from bot.cli.main import build_parser
 
     with pytest.raises(SystemExit):
         main(["--version"])

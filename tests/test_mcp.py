@@ -385,7 +385,7 @@ async def test_twin_chat_message_without_mcp_servers_answers_at_once(tmp_path, l
 
 
 async def test_doctor_reports_each_mcp_server_and_the_search_provider(tmp_path, llm, monkeypatch):
-    from bot.doctor import doctor
+    from bot.cli.doctor import doctor
 
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     broken = {"name": "gone", "command": str(tmp_path / "no-such-server")}

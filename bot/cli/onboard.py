@@ -9,8 +9,10 @@ written, so onboarding can never leave a config the daemon refuses.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 import tomllib
@@ -117,6 +119,37 @@ def validate(text: str, path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ flags
+def _channels_from(flags: list[str] | None) -> list[str]:
+    """``--channel a --channel b,c`` → the named channels in order, once each."""
+    chans: list[str] = []
+    for item in flags or []:
+        for part in item.split(","):
+            name = part.strip().lower()
+            if name and name not in chans:
+                if name not in CHANNELS:
+                    raise ConfigError(
+                        f"--channel {name}: unknown channel (choose from {', '.join(CHANNELS)})"
+                    )
+                chans.append(name)
+    return chans
+
+
+def _owners_from(flags: list[str] | None, channels: list[str]) -> dict[str, list[str]]:
+    """``--owner CHANNEL:ID`` (repeatable) → channel -> ids, each on an enabled channel."""
+    owners: dict[str, list[str]] = {}
+    for item in flags or []:
+        name, sep, ident = item.partition(":")
+        name = name.strip().lower()
+        if not sep or name not in ID_HINTS or not ident.strip():
+            raise ConfigError(f"--owner {item!r}: use CHANNEL:ID, e.g. --owner telegram:123456789")
+        owners.setdefault(name, []).append(ident.strip())
+        if name not in channels:
+            raise ConfigError(
+                f"--owner {item!r}: channel {name} is not enabled (add --channel {name})"
+            )
+    return owners
+
+
 def from_args(args) -> Answers:
     a = Answers()
     a.model = args.model or a.model
@@ -128,17 +161,7 @@ def from_args(args) -> Answers:
     a.workspace = args.workspace or a.workspace
     a.state_dir = args.state_dir or a.state_dir
     a.timezone = args.timezone or ""
-    chans: list[str] = []
-    for item in args.channel or []:
-        for part in item.split(","):
-            name = part.strip().lower()
-            if name and name not in chans:
-                if name not in CHANNELS:
-                    raise ConfigError(
-                        f"--channel {name}: unknown channel (choose from {', '.join(CHANNELS)})"
-                    )
-                chans.append(name)
-    a.channels = chans
+    chans = a.channels = _channels_from(args.channel)
     flag_vars = {
         "telegram": {"token_env": args.telegram_token_env},
         "discord": {"token_env": args.discord_token_env},
@@ -150,16 +173,7 @@ def from_args(args) -> Answers:
     for name in chans:
         if name in TOKEN_VARS:
             a.tokens[name] = {k: flag_vars[name][k] or d for k, d in TOKEN_VARS[name].items()}
-    for item in args.owner or []:
-        name, sep, ident = item.partition(":")
-        name = name.strip().lower()
-        if not sep or name not in ID_HINTS or not ident.strip():
-            raise ConfigError(f"--owner {item!r}: use CHANNEL:ID, e.g. --owner telegram:123456789")
-        a.owners.setdefault(name, []).append(ident.strip())
-        if name not in a.channels:
-            raise ConfigError(
-                f"--owner {item!r}: channel {name} is not enabled (add --channel {name})"
-            )
+    a.owners = _owners_from(args.owner, chans)
     a.signal_account = args.signal_account or ""
     a.signal_url = args.signal_url or a.signal_url
     a.telegram_api_base = args.telegram_api_base or ""
@@ -239,10 +253,104 @@ def ask(a: Answers, path: Path) -> Answers:
     return a
 
 
+# ------------------------------------------------------------------------------ parser
+def add_parser(sub) -> None:
+    sp = sub.add_parser(
+        "onboard", help="set up: write config.toml and the workspace, check the model"
+    )
+    sp.add_argument(
+        "--config",
+        metavar="PATH",
+        help="where to write the config (default: $CHELA_CONFIG, else ~/.chela/config.toml)",
+    )
+    sp.add_argument(
+        "--non-interactive",
+        action="store_true",
+        help="ask nothing: take every answer from the flags",
+    )
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="with --non-interactive: replace an existing config file",
+    )
+    sp.add_argument(
+        "--model", metavar="MODEL", help="litellm model string (default: openai/gpt-4o-mini)"
+    )
+    sp.add_argument(
+        "--api-base",
+        metavar="URL",
+        help="a local OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1",
+    )
+    sp.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the model's API key (default: the provider's usual one; "
+        "none with --api-base)",
+    )
+    _add_channel_flags(sp)
+    sp.add_argument(
+        "--workspace", metavar="DIR", help="workspace directory (default ~/.chela/workspace)"
+    )
+    sp.add_argument("--state-dir", metavar="DIR", help="state directory (default ~/.chela)")
+    sp.add_argument("--timezone", metavar="ZONE", help="IANA time zone (default: this machine's)")
+    sp.add_argument(
+        "--skip-model-check", action="store_true", help="do not send the one-token test request"
+    )
+    sp.set_defaults(func=run)
+
+
+def _add_channel_flags(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--channel",
+        action="append",
+        metavar="NAME",
+        help="enable a channel: telegram, discord, slack, signal or http (repeat, or comma separated)",
+    )
+    sp.add_argument(
+        "--telegram-token-env",
+        metavar="VAR",
+        help="variable with the Telegram bot token (default TELEGRAM_BOT_TOKEN)",
+    )
+    sp.add_argument(
+        "--telegram-api-base",
+        metavar="URL",
+        help="a self-hosted Telegram Bot API server (default https://api.telegram.org)",
+    )
+    sp.add_argument(
+        "--discord-token-env",
+        metavar="VAR",
+        help="variable with the Discord bot token (default DISCORD_BOT_TOKEN)",
+    )
+    sp.add_argument(
+        "--slack-bot-token-env",
+        metavar="VAR",
+        help="variable with the Slack xoxb- token (default SLACK_BOT_TOKEN)",
+    )
+    sp.add_argument(
+        "--slack-app-token-env",
+        metavar="VAR",
+        help="variable with the Slack xapp- token (default SLACK_APP_TOKEN)",
+    )
+    sp.add_argument(
+        "--signal-account", metavar="NUMBER", help="the bot's Signal number (needed for signal)"
+    )
+    sp.add_argument(
+        "--signal-url",
+        metavar="URL",
+        help="signal-cli daemon --http address (default http://127.0.0.1:8080)",
+    )
+    sp.add_argument(
+        "--owner",
+        action="append",
+        metavar="CHANNEL:ID",
+        help="your own user id on a channel, e.g. telegram:123456789 (repeatable)",
+    )
+
+
 # ----------------------------------------------------------------------------- command
 def _check_model(path: Path) -> tuple[bool, str]:
     from bot.config import load_config
-    from bot.doctor import check_model
+    from bot.cli.doctor import check_model
 
     f = asyncio.run(check_model(load_config(str(path))))
     return f.level == "OK", f.line()
@@ -268,6 +376,11 @@ def next_steps(a: Answers, path: Path) -> list[str]:
         f"  chela run{flag}       # start the daemon with every enabled channel",
     ]
     return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.getLogger().setLevel(logging.CRITICAL)
+    return run_onboard(args)
 
 
 def run_onboard(args) -> int:

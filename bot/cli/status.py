@@ -6,20 +6,29 @@ running it next to a live daemon changes nothing.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sqlite3
 import time
 from datetime import datetime, UTC
 
+from bot.cli.common import add_common, load
 from bot.config import Config
+from bot.reports.tables import table
 
 
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    """Plain aligned columns with a header line (no trailing spaces)."""
-    cells = [headers] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells]
-    return "\n".join(lines)
+def add_parser(sub) -> None:
+    add_common(
+        sub.add_parser(
+            "status",
+            help="the running daemon, its channels, sessions, next heartbeat and cron runs",
+        )
+    ).set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(status_text(load(args)))
+    return 0
 
 
 def ago(ts: float, now: float) -> str:

@@ -7,13 +7,16 @@ exit 1 and ``chela run`` refuse to start, so the two always agree.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import logging
 import socket
 import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.cli.common import add_common, load
 from bot.config import Config, config_warnings
 from bot.channel_specs import CONFIGURED, MESSAGING
 from channels.util import parse_listen
@@ -279,82 +282,91 @@ async def _http(session, method: str, url: str, **kw) -> tuple[int, dict | None]
         return r.status, body if isinstance(body, dict) else None
 
 
+async def _telegram(s, cfg: Config, subject: str) -> Finding:
+    t = cfg.channels.telegram
+    status, body = await _http(
+        s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe"
+    )
+    if status == 200 and body and body.get("ok"):
+        return Finding("OK", subject, f"token accepted (@{body['result'].get('username', '?')})")
+    return Finding(
+        "FAIL",
+        subject,
+        f"token rejected by getMe (HTTP {status})",
+        f"put the token from @BotFather in ${t.token_env}",
+    )
+
+
+async def _discord(s, cfg: Config, subject: str) -> Finding:
+    d = cfg.channels.discord
+    base = (d.api_base or DEFAULT_DISCORD_API).rstrip("/")
+    status, body = await _http(
+        s,
+        "GET",
+        f"{base}/users/@me",
+        headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"},
+    )
+    if status == 200 and body:
+        return Finding("OK", subject, f"token accepted ({body.get('username', '?')})")
+    return Finding(
+        "FAIL",
+        subject,
+        f"token rejected by /users/@me (HTTP {status})",
+        f"put the bot token from the Discord developer portal in ${d.token_env}",
+    )
+
+
+async def _slack(s, cfg: Config, subject: str) -> Finding:
+    sl = cfg.channels.slack
+    status, body = await _http(
+        s,
+        "POST",
+        f"{sl.api_base.rstrip('/')}/auth.test",
+        headers={"Authorization": f"Bearer {cfg.secret(sl.bot_token_env)}"},
+    )
+    if status == 200 and body and body.get("ok"):
+        return Finding(
+            "OK", subject, f"token accepted ({body.get('team', '?')} / {body.get('user', '?')})"
+        )
+    err = (body or {}).get("error", f"HTTP {status}")
+    return Finding(
+        "FAIL",
+        subject,
+        f"auth.test refused the bot token ({err})",
+        f"put the xoxb- bot token in ${sl.bot_token_env}",
+    )
+
+
+async def _signal(s, cfg: Config, subject: str) -> Finding:
+    g = cfg.channels.signal
+    url = f"{(g.api_base or g.http_url).rstrip('/')}/api/v1/rpc"
+    status, body = await _http(
+        s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1}
+    )
+    if status == 200 and body and "result" in body:
+        return Finding("OK", subject, f"signal-cli {body['result'].get('version', '?')} at {url}")
+    return Finding(
+        "FAIL",
+        subject,
+        f"signal-cli at {url} did not answer `version` (HTTP {status})",
+        "start `signal-cli -a ACCOUNT daemon --http 127.0.0.1:8080` or fix channels.signal.http_url",
+    )
+
+
+# channel -> the one authenticated request that shows its token (or server) works
+_PROBES = {"telegram": _telegram, "discord": _discord, "slack": _slack, "signal": _signal}
+
+
 async def check_channel(cfg: Config, name: str) -> Finding:
     import aiohttp
 
-    ch = cfg.channels
+    probe = _PROBES.get(name)
+    if probe is None:
+        raise ValueError(name)
     subject = f"channel {name}"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as s:
-            if name == "telegram":
-                t = ch.telegram
-                status, body = await _http(
-                    s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe"
-                )
-                if status == 200 and body and body.get("ok"):
-                    return Finding(
-                        "OK", subject, f"token accepted (@{body['result'].get('username', '?')})"
-                    )
-                return Finding(
-                    "FAIL",
-                    subject,
-                    f"token rejected by getMe (HTTP {status})",
-                    f"put the token from @BotFather in ${t.token_env}",
-                )
-            if name == "discord":
-                d = ch.discord
-                base = (d.api_base or DEFAULT_DISCORD_API).rstrip("/")
-                status, body = await _http(
-                    s,
-                    "GET",
-                    f"{base}/users/@me",
-                    headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"},
-                )
-                if status == 200 and body:
-                    return Finding("OK", subject, f"token accepted ({body.get('username', '?')})")
-                return Finding(
-                    "FAIL",
-                    subject,
-                    f"token rejected by /users/@me (HTTP {status})",
-                    f"put the bot token from the Discord developer portal in ${d.token_env}",
-                )
-            if name == "slack":
-                sl = ch.slack
-                status, body = await _http(
-                    s,
-                    "POST",
-                    f"{sl.api_base.rstrip('/')}/auth.test",
-                    headers={"Authorization": f"Bearer {cfg.secret(sl.bot_token_env)}"},
-                )
-                if status == 200 and body and body.get("ok"):
-                    return Finding(
-                        "OK",
-                        subject,
-                        f"token accepted ({body.get('team', '?')} / {body.get('user', '?')})",
-                    )
-                err = (body or {}).get("error", f"HTTP {status}")
-                return Finding(
-                    "FAIL",
-                    subject,
-                    f"auth.test refused the bot token ({err})",
-                    f"put the xoxb- bot token in ${sl.bot_token_env}",
-                )
-            if name == "signal":
-                g = ch.signal
-                url = f"{(g.api_base or g.http_url).rstrip('/')}/api/v1/rpc"
-                status, body = await _http(
-                    s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1}
-                )
-                if status == 200 and body and "result" in body:
-                    return Finding(
-                        "OK", subject, f"signal-cli {body['result'].get('version', '?')} at {url}"
-                    )
-                return Finding(
-                    "FAIL",
-                    subject,
-                    f"signal-cli at {url} did not answer `version` (HTTP {status})",
-                    "start `signal-cli -a ACCOUNT daemon --http 127.0.0.1:8080` or fix channels.signal.http_url",
-                )
+            return await probe(s, cfg, subject)
     except (TimeoutError, aiohttp.ClientError, OSError) as e:
         return Finding(
             "FAIL",
@@ -362,7 +374,6 @@ async def check_channel(cfg: Config, name: str) -> Finding:
             f"cannot reach the server ({type(e).__name__}: {e})",
             f"check channels.{name}.api_base and the network",
         )
-    raise ValueError(name)
 
 
 def check_http_port(cfg: Config, daemon: dict | None) -> Finding:
@@ -413,3 +424,19 @@ def run_doctor(cfg: Config) -> int:
     warns = sum(f.level == "WARN" for f in findings)
     print(f"{len(findings)} checks: {fails} failed, {warns} warning(s)")
     return 1 if fails else 0
+
+
+def add_parser(sub) -> None:
+    add_common(
+        sub.add_parser(
+            "doctor",
+            help="check the config plus live checks: model, channel tokens, sandbox, "
+            "permissions, HTTP port",
+        )
+    ).set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = load(args)
+    logging.getLogger().setLevel(logging.CRITICAL)  # findings only; litellm's own chatter stays out
+    return run_doctor(cfg)

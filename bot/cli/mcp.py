@@ -3,13 +3,16 @@ from this process and show their state and tools (SPEC §14)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
 
+from bot.cli.common import add_common, load
 
-def add_parser(sub, common) -> None:
-    sp = common(
+
+def add_parser(sub) -> None:
+    sp = add_common(
         sub.add_parser("mcp", help="MCP servers: list them with their state and tools, or test one")
     )
     sp.add_argument("action", choices=["list", "test"], help="list every server, or test one")
@@ -21,13 +24,11 @@ def add_parser(sub, common) -> None:
         metavar="SECONDS",
         help="how long to wait for each server to connect (default: its connect_timeout_seconds)",
     )
-    sp.set_defaults(func=cmd_mcp)
+    sp.set_defaults(func=run)
 
 
-def cmd_mcp(args) -> int:
-    from bot.cli import _load
-
-    cfg = _load(args)
+def run(args: argparse.Namespace) -> int:
+    cfg = load(args)
     servers = list(cfg.mcp.servers)
     if args.action == "test":
         if not args.name:

@@ -1,0 +1,54 @@
+"""``chela heartbeat``: run one heartbeat now, through the channel it would deliver to."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from bot.cli.common import add_common, daemon_stopped, load, setup_logging
+from bot.config import Config
+
+
+def add_parser(sub) -> None:
+    sp = add_common(sub.add_parser("heartbeat", help="run one heartbeat now"), log=True)
+    sp.add_argument(
+        "--dry-run", action="store_true", help="print what would be sent without sending it"
+    )
+    sp.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.agent import preload
+
+    preload.start()
+    cfg = load(args)
+    setup_logging(cfg, args.log_level or "INFO")
+    rc = asyncio.run(_heartbeat(cfg, args.dry_run))
+    daemon_stopped()
+    return rc
+
+
+async def _heartbeat(cfg: Config, dry_run: bool) -> int:
+    from bot.daemon import Daemon, build_channel
+    from bot.heartbeat import resolve_target
+    from bot.store import Store
+
+    # start only the channel the heartbeat would deliver to
+    probe = Store(cfg.db_path)
+    route = resolve_target(probe, cfg, cfg.heartbeat.target, cfg.heartbeat.to)
+    probe.close()
+    channels = {}
+    if route and not dry_run:
+        channels[route["channel"]] = build_channel(cfg, route["channel"])
+    # send-only: a running daemon keeps its updates and its stored messages
+    daemon = Daemon(cfg, channels=channels, scheduler=False, receive=False)
+    await daemon.start()
+    if daemon.mcp is not None:  # the heartbeat's one turn gets the same tools as the daemon's
+        await daemon.mcp.settled()
+    try:
+        assert daemon.scheduled is not None  # built by start()
+        out = await daemon.scheduled.heartbeat(dry_run=dry_run)
+    finally:
+        await daemon.stop()
+    print(out.describe())
+    return 0 if out.status != "failed" else 1

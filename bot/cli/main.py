@@ -1,0 +1,95 @@
+"""The ``chela`` command line (SPEC §1): the parser built from one module per subcommand,
+the global options, and the one output path (:func:`main`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from channels.redact import redacted_stdio
+from bot.cli import (
+    chat,
+    check,
+    context,
+    doctor,
+    heartbeat,
+    init,
+    mcp,
+    onboard,
+    pairing,
+    prompt,
+    run,
+    status,
+    usage,
+)
+from bot.cli.common import quick_exit, stopped_cleanly
+from bot.config.secrets import loaded
+
+# the subcommands, in the order `chela --help` lists them; each has add_parser(sub) and run(args)
+COMMANDS = (
+    onboard,
+    run,
+    chat,
+    doctor,
+    status,
+    usage,
+    prompt,
+    context,
+    init,
+    check,
+    pairing,
+    heartbeat,
+    mcp,
+)
+
+
+def _version() -> str:
+    from bot import __version__
+
+    return f"chela {__version__}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="chela",
+        description="Self-hosted personal AI assistant daemon. "
+        "New here? Run `chela onboard`, then `chela doctor`, then `chela chat`.",
+    )
+    p.add_argument(
+        "--version", action="version", version=_version(), help="print the version and exit"
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return p
+
+
+def entry() -> None:
+    """The `chela` console script and `python -m bot`: :func:`main`, then a fast exit when a
+    daemon has stopped (SPEC: after "stopped" the process is gone within 0.5 s)."""
+    rc = main()
+    if stopped_cleanly():
+        quick_exit(rc)
+    raise SystemExit(rc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with redacted_stdio(loaded):  # the one output path: nothing printed shows a secret
+            return args.func(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # the reader went away (`chela status | head -1`): stop quietly, and keep the
+        # interpreter's final flush of stdout from failing again
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,42 @@
+"""``chela run``: the daemon, with every enabled channel (SPEC §1)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from bot.cli.common import add_common, daemon_stopped, load, setup_logging
+from bot.config import ConfigError
+
+
+def add_parser(sub) -> None:
+    add_common(sub.add_parser("run", help="run the daemon"), log=True).set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.agent import preload
+
+    preload.start()  # litellm's ~2 s import overlaps reading the config and opening channels
+    from bot.cli.doctor import config_errors
+    from bot.daemon import Daemon
+    from bot.lock import LockHeld
+
+    cfg = load(args)
+    setup_logging(cfg, args.log_level or "INFO")
+    errors = config_errors(cfg)  # the same list that makes `chela check` exit 1
+    if errors:
+        for e in errors:
+            print(f"chela: {e}", file=sys.stderr)
+        return 1
+    os.umask(0o077)  # whatever Chela or its commands create is private (SPEC §9.4)
+    from bot.store import StoreError
+
+    try:
+        rc = asyncio.run(Daemon(cfg).run())
+    except (ConfigError, StoreError, LockHeld) as e:  # named and explained; never a traceback
+        print(f"chela: {e}", file=sys.stderr)
+        return 1
+    daemon_stopped()
+    return rc

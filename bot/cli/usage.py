@@ -1,0 +1,46 @@
+"""``chela usage``: tokens and cost of the model calls, per day and model (SPEC §12)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from bot.cli.common import add_common, load, positive_int
+
+
+def add_parser(sub) -> None:
+    sp = add_common(
+        sub.add_parser("usage", help="tokens and cost of the model calls, per day and model")
+    )
+    sp.add_argument(
+        "--days",
+        type=positive_int,
+        default=7,
+        metavar="N",
+        help="the last N days, today included (default 7)",
+    )
+    sp.add_argument("--json", action="store_true", help="print the report as JSON")
+    sp.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.store import Store
+    from bot.usage import usage_report, usage_table
+
+    cfg = load(args)
+    if not cfg.db_path.exists():  # nothing recorded yet; do not create a database for that
+        report = usage_report(cfg, Store(":memory:"), args.days)
+    else:
+        store = Store(cfg.db_path)
+        try:
+            report = usage_report(cfg, store, args.days)
+        finally:
+            store.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"model calls since {report['since']} ({args.days} day{'s' if args.days != 1 else ''})"
+        )
+        print(usage_table(report))
+    return 0
