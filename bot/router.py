@@ -14,16 +14,18 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from bot import api_turn, fs, owner_route, pairing
-from bot.admission import Verdict, admit, channel_policy, guest_dir, is_owner_sender, session_key
+from bot.admission import Verdict, admit, channel_policy, guest_dir, session_key
 from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import ChannelPolicy, Config
 from bot.approvals import Approvals
+from bot.conversation.commands import COMMANDS, CommandPorts, command_call, run_command
+from bot.conversation.commands.help import help_text as _help_text
+from bot.conversation.commands.runner import parse_command  # noqa: F401 (old name)
+from bot.conversation.types import CommandCall
 from bot.delivery import send
 from bot.delivery.outbound import build_outbound, channel_traits
 from bot.delivery.outbox import Outbox, out_json
@@ -49,39 +51,9 @@ ACK_EMOJI = "👀"
 STORE_RETRY_MAX = 30.0  # the longest wait between two tries of a store write on a full disk
 
 
-# --------------------------------------------------------------------------- commands
-@dataclass(frozen=True)
-class Command:
-    """A chat command: handled by the core without calling the model (SPEC §4.4)."""
-
-    usage: str
-    help: str
-    owner_only: bool = False  # the *sender* must be the owner (by id)
-    where: str = "any"  # any | group | direct
-    immediate: bool = False  # answered on arrival, outside the session lane
-
-
-COMMANDS: dict[str, Command] = {
-    "new": Command("/new", "start a fresh conversation"),
-    "reset": Command("/reset", "start a fresh conversation"),
-    "status": Command("/status", "model, session and usage"),
-    "context": Command("/context [list|detail|json]", "what the system prompt is made of"),
-    "compact": Command("/compact [focus]", "summarize the older part of this conversation now"),
-    "activation": Command(
-        "/activation mention|always",
-        "in a group, answer only when mentioned, or to everything",
-        owner_only=True,
-        where="group",
-    ),
-    "approve": Command(
-        "/approve CODE", "run a held command once", owner_only=True, where="direct", immediate=True
-    ),
-    "deny": Command(
-        "/deny CODE", "refuse a held command", owner_only=True, where="direct", immediate=True
-    ),
-    "usage": Command("/usage", "tokens and cost of today's model calls"),
-    "help": Command("/help", "this list"),
-}
+def help_text(owner: bool) -> str:
+    """The /help text (kept here while callers move to bot.conversation.commands)."""
+    return _help_text(COMMANDS.values(), owner)
 
 
 def valid_text(msg: InboundMessage) -> InboundMessage:
@@ -117,26 +89,6 @@ def _valid_data(v: Any) -> Any:
     return v
 
 
-def parse_command(text: str) -> tuple[str, str] | None:
-    """``/name@bot arg`` → (name, arg) when it is one of ours; None for ordinary text."""
-    text = (text or "").strip()
-    if not text.startswith("/"):
-        return None
-    first, _, rest = text.partition(" ")
-    name = first[1:].split("@", 1)[0].lower()
-    return (name, rest.strip()) if name in COMMANDS else None
-
-
-def help_text(owner: bool) -> str:
-    lines = ["Commands:"]
-    for name, c in COMMANDS.items():
-        if name == "reset" or (c.owner_only and not owner):
-            continue
-        usage = "/new or /reset" if name == "new" else c.usage
-        lines.append(f"{usage}: {c.help}" + (" (owner only)" if c.owner_only else ""))
-    return "\n".join(lines)
-
-
 class _Approved:
     """The stored pairing approvals, as the container ``admit`` looks in."""
 
@@ -168,7 +120,10 @@ class Router:
         self.lanes = lanes
         self.channels = channels
         self.outbox = outbox  # every reply is a stored row it sends (built by the daemon)
-        self.approvals = approvals  # exec security "ask": /approve and /deny answer it
+        # the command table's reach (/approve and /deny answer held exec commands)
+        self.command_ports = CommandPorts(
+            cfg, store, agent, turn_request=self._command_request, approvals=approvals
+        )
         self._name_re = (
             re.compile(rf"(?<!\w){re.escape(cfg.agent.name)}(?!\w)", re.IGNORECASE)
             if cfg.agent.name
@@ -243,11 +198,11 @@ class Router:
             # stored; processed after restart, or (during start-up) by recover(), in arrival
             # order behind the messages the last run left unanswered
             return
-        cmd = parse_command(msg.text)
-        if cmd and COMMANDS[cmd[0]].immediate:
+        call = command_call(msg, self.cfg, key, verdict, on_arrival=True)
+        if call and COMMANDS[call.name].immediate:
             # answered now (a turn waiting for it may hold this session's lane); the reply
             # is delivered in the background so the platform's intake never waits on it
-            self._background(self._immediate(inbound_id, msg, key, cmd))
+            self._background(self._immediate(inbound_id, call))
             return
         self._queue(key, inbound_id, lambda: self._process(inbound_id, msg, key, verdict))
 
@@ -358,24 +313,9 @@ class Router:
                     "not served channel=%s session=%s reason=%s", msg.channel, key, verdict.reason
                 )
                 return
-            cmd = parse_command(msg.text)
-            if cmd is not None:
-                reply = await self._command(msg, key, cmd, verdict)
-                out = OutboundMessage(
-                    chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account
-                )
-                ids = await self._store_write(
-                    "storing a command answer",
-                    lambda: self.store.commit_turn(
-                        key,
-                        "",
-                        [],
-                        inbound_id=inbound_id,
-                        outbound=[out_json(out)],
-                        outbox_kind="command",
-                    ),
-                )
-                await send.deliver_stored(self.outbox, ids)
+            call = command_call(msg, self.cfg, key, verdict, on_arrival=False)
+            if call is not None:
+                await self._command(inbound_id, call)
                 return
             if msg.chat_type == "group" and not self._addressed(msg, key):
                 ch = self.channels.get(msg.channel)
@@ -436,99 +376,46 @@ class Router:
         return bool(self._name_re and self._name_re.search(msg.text or ""))
 
     # ----------------------------------------------------------------------- commands
-    def _command_refusal(self, msg: InboundMessage, name: str) -> str | None:
-        c = COMMANDS[name]
-        if c.where == "group" and msg.chat_type != "group":
-            return f"/{name} only applies in group chats."
-        if c.where == "direct" and msg.chat_type != "direct":
-            return f"/{name} only works in a direct chat with me."
-        if c.owner_only and not is_owner_sender(msg, self.cfg):
-            return f"Only the owner can use /{name}."
-        return None
-
-    async def _immediate(
-        self, inbound_id: int, msg: InboundMessage, key: str, cmd: tuple[str, str]
-    ) -> None:
-        name, arg = cmd
-        reply = self._command_refusal(msg, name)
-        if reply is None:
-            approvals = self.approvals
-            reply = (
-                approvals.answer(arg, approve=name == "approve")
-                if approvals is not None
-                else "No command is waiting for approval."
+    async def _command(self, inbound_id: int, call: CommandCall) -> None:
+        """Answer a command (bot.conversation.commands), store the answer, deliver it."""
+        replies = await run_command(call, self.command_ports)
+        msg = call.msg
+        outs = [
+            OutboundMessage(
+                chat_id=msg.chat_id, text=text, thread_id=msg.thread_id, account=msg.account
             )
-        out = OutboundMessage(
-            chat_id=msg.chat_id, text=reply, thread_id=msg.thread_id, account=msg.account
-        )
+            for text in replies.texts
+        ]
+        await self._answer(inbound_id, call.key, outs, "storing a command answer")
+
+    async def _immediate(self, inbound_id: int, call: CommandCall) -> None:
+        await self._command(inbound_id, call)
+        ch = self.channels.get(call.msg.channel)
+        if ch is not None:
+            with contextlib.suppress(Exception):
+                await ch.turn_done(call.msg.chat_id, call.msg.message_id)
+
+    async def _answer(
+        self, inbound_id: int, key: str, outs: list[OutboundMessage], what: str
+    ) -> None:
+        """Store an answer that is not a model turn with its message, then deliver it."""
         ids = await self._store_write(
-            "storing a command answer",
+            what,
             lambda: self.store.commit_turn(
-                key, "", [], inbound_id=inbound_id, outbound=[out_json(out)], outbox_kind="command"
+                key,
+                "",
+                [],
+                inbound_id=inbound_id,
+                outbound=[out_json(o) for o in outs],
+                outbox_kind="command",
             ),
         )
         await send.deliver_stored(self.outbox, ids)
-        ch = self.channels.get(msg.channel)
-        if ch is not None:
-            with contextlib.suppress(Exception):
-                await ch.turn_done(msg.chat_id, msg.message_id)
-
-    async def _command(
-        self, msg: InboundMessage, key: str, cmd: tuple[str, str], verdict: Verdict
-    ) -> str:
-        name, raw_arg = cmd
-        refusal = self._command_refusal(msg, name)
-        if refusal:
-            return refusal
-        arg = raw_arg.lower()
-        if name in ("new", "reset"):
-            self.store.reset_session(key)
-            return "Started a fresh conversation."
-        if name == "help":
-            return help_text(is_owner_sender(msg, self.cfg))
-        if name == "usage":
-            from bot.usage import usage_text
-
-            return usage_text(self.cfg, self.store, key, verdict.trust or "guest")
-        if name == "status":
-            s = self.store.session(key)
-            now = datetime.now(zone(self.cfg)).strftime("%Y-%m-%d %H:%M %Z")
-            u = await self.agent.context_usage(
-                self._turn_request(msg, key, "", verdict, include_intro=False)
-            )
-            return (
-                f"Model: {self.cfg.agent.model}\nSession: {key}\nMessages: {self.store.message_count(key)}\n"
-                f"Tokens: {s['usage_in']} in / {s['usage_out']} out\n"
-                f"Context: {u['used']} / {u['budget']} tokens of history (window {u['window']}, "
-                f"compactions {u['compactions']})\nTime: {now}"
-            )
-        if name == "compact":
-            req = self._turn_request(msg, key, "", verdict, include_intro=False)
-            return await self.agent.compact_now(req, raw_arg)
-        if name == "context":
-            from bot.prompt.report import context_report
-
-            kind: Literal["list", "detail", "json"] = (
-                arg if arg in ("list", "detail", "json") else "list"  # type: ignore[assignment]
-            )
-            req = self._turn_request(msg, key, "", verdict, include_intro=False)
-            ctx = self.agent.prompt_context(req)
-            return context_report(
-                self.agent.cache.get(ctx), ctx, kind, usage=await self.agent.context_usage(req)
-            )
-        if name == "activation":
-            if arg not in ("mention", "always"):
-                return "Usage: /activation mention|always"
-            self.store.set_activation(key, arg)
-            return (
-                "I'll answer here only when mentioned."
-                if arg == "mention"
-                else "I'll read everything here and answer when it's useful."
-            )
-        # approve/deny reach here only from a recovered message: the wait they answered is gone
-        return "That approval code is no longer waiting."
 
     # --------------------------------------------------------------------------- turns
+    def _command_request(self, call: CommandCall) -> TurnRequest:
+        return self._turn_request(call.msg, call.key, "", call.verdict, include_intro=False)
+
     def file_root(self, key: str, verdict: Verdict) -> Path | None:
         return guest_dir(self.cfg, key) if verdict.trust == "guest" else None
 
@@ -796,13 +683,7 @@ class Router:
         out = OutboundMessage(
             chat_id=msg.chat_id, text=text, account=msg.account, error="invalid_request"
         )
-        ids = await self._store_write(
-            "storing an answer",
-            lambda: self.store.commit_turn(
-                key, "", [], inbound_id=inbound_id, outbound=[out_json(out)], outbox_kind="command"
-            ),
-        )
-        await send.deliver_stored(self.outbox, ids)
+        await self._answer(inbound_id, key, [out], "storing an answer")
 
     def _plan_to_outbound(
         self,

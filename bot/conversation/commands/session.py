@@ -1,0 +1,68 @@
+"""The conversation's own commands: /new and /reset, /status, /context, /compact, /activation."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from bot.agent.turn import zone
+from bot.conversation.commands.ports import CommandPorts
+from bot.conversation.types import CommandCall
+
+ContextKind = Literal["list", "detail", "json"]
+
+
+async def new_conversation(call: CommandCall, ports: CommandPorts) -> str:
+    ports.store.reset_session(call.key)
+    return "Started a fresh conversation."
+
+
+async def status(call: CommandCall, ports: CommandPorts) -> str:
+    cfg, store = ports.cfg, ports.store
+    s = store.session(call.key)
+    now = datetime.now(zone(cfg)).strftime("%Y-%m-%d %H:%M %Z")
+    u = await ports.agent.context_usage(ports.turn_request(call))
+    return (
+        f"Model: {cfg.agent.model}\nSession: {call.key}\nMessages: {store.message_count(call.key)}\n"
+        f"Tokens: {s['usage_in']} in / {s['usage_out']} out\n"
+        f"Context: {u['used']} / {u['budget']} tokens of history (window {u['window']}, "
+        f"compactions {u['compactions']})\nTime: {now}"
+    )
+
+
+async def compact(call: CommandCall, ports: CommandPorts) -> str:
+    return await ports.agent.compact_now(ports.turn_request(call), call.args)
+
+
+def context_kind(args: str) -> ContextKind:
+    arg = args.lower()
+    if arg == "detail":
+        return "detail"
+    if arg == "json":
+        return "json"
+    return "list"
+
+
+async def context(call: CommandCall, ports: CommandPorts) -> str:
+    from bot.prompt.report import context_report
+
+    req = ports.turn_request(call)
+    ctx = ports.agent.prompt_context(req)
+    return context_report(
+        ports.agent.cache.get(ctx),
+        ctx,
+        context_kind(call.args),
+        usage=await ports.agent.context_usage(req),
+    )
+
+
+async def activation(call: CommandCall, ports: CommandPorts) -> str:
+    arg = call.args.lower()
+    if arg not in ("mention", "always"):
+        return "Usage: /activation mention|always"
+    ports.store.set_activation(call.key, arg)
+    return (
+        "I'll answer here only when mentioned."
+        if arg == "mention"
+        else "I'll read everything here and answer when it's useful."
+    )

@@ -1,0 +1,88 @@
+"""The chat commands (SPEC §4.4): answered by the core, never by the model.
+
+One row per command; the router's parser, the refusals (``runner``), /help and the Telegram
+command menu are all read from this table, in its order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.conversation.commands import approvals, session, usage
+from bot.conversation.commands.help import help_text
+from bot.conversation.commands.ports import CommandPorts, Handler
+from bot.conversation.types import CommandCall
+
+Where = Literal["any", "group", "direct"]
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    help: str
+    handler: Handler
+    where: Where = "any"  # the kind of chat it applies in
+    owner_only: bool = False  # the *sender* must be the owner (by id)
+    immediate: bool = False  # answered on arrival, outside the session lane
+    alias_of: str = ""  # another name of that command (shown on its line in /help)
+
+
+async def _help(call: CommandCall, ports: CommandPorts) -> str:
+    return help_text(COMMANDS.values(), call.owner)
+
+
+TABLE: tuple[CommandSpec, ...] = (
+    CommandSpec("new", "/new", "start a fresh conversation", session.new_conversation),
+    CommandSpec(
+        "reset", "/reset", "start a fresh conversation", session.new_conversation, alias_of="new"
+    ),
+    CommandSpec("status", "/status", "model, session and usage", session.status),
+    CommandSpec(
+        "context",
+        "/context [list|detail|json]",
+        "what the system prompt is made of",
+        session.context,
+    ),
+    CommandSpec(
+        "compact",
+        "/compact [focus]",
+        "summarize the older part of this conversation now",
+        session.compact,
+    ),
+    CommandSpec(
+        "activation",
+        "/activation mention|always",
+        "in a group, answer only when mentioned, or to everything",
+        session.activation,
+        where="group",
+        owner_only=True,
+    ),
+    CommandSpec(
+        "approve",
+        "/approve CODE",
+        "run a held command once",
+        approvals.approve,
+        where="direct",
+        owner_only=True,
+        immediate=True,
+    ),
+    CommandSpec(
+        "deny",
+        "/deny CODE",
+        "refuse a held command",
+        approvals.deny,
+        where="direct",
+        owner_only=True,
+        immediate=True,
+    ),
+    CommandSpec("usage", "/usage", "tokens and cost of today's model calls", usage.usage),
+    CommandSpec("help", "/help", "this list", _help),
+)
+
+COMMANDS: dict[str, CommandSpec] = {c.name: c for c in TABLE}
+
+
+def menu() -> list[tuple[str, str]]:
+    """The chat's command menu (Telegram ``setMyCommands``): every command, in table order."""
+    return [(c.name, c.help) for c in TABLE]
