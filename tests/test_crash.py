@@ -249,7 +249,7 @@ async def main():
     await d.start()
     hb = await d.scheduled.heartbeat()
     cron = await d.scheduled.run_cron("plants", "remind me to water the plants", "telegram", "42")
-    tool = await d._message_tool("telegram", "42", "a note from the message tool")
+    tool = await d.agent.send_message("telegram", "42", "a note from the message tool")
     print(hb.status, cron.status, tool.split(":")[0], flush=True)
     os.kill(os.getpid(), signal.SIGKILL)  # stored, not sent: the platform is down
 
