@@ -101,20 +101,7 @@ def pdf_bytes(pages: list[str]) -> bytes:
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {5 + 2 * i} 0 R >>".encode()
         )
         objs.append(f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objs, 1):
-        offsets.append(out.tell())
-        out.write(f"{i} 0 obj\n".encode() + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode())
-    for off in offsets:
-        out.write(f"{off:010d} 00000 n \n".encode())
-    out.write(
-        f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    )
-    return out.getvalue()
+    return _pdf_file(objs)
 
 
 def _pdf_file(objs: list[bytes]) -> bytes:
