@@ -25,7 +25,7 @@ from bot.cli import (
     usage,
 )
 from bot.cli.common import quick_exit, stopped_cleanly
-from bot.config.secrets import loaded
+from bot.config.env_values import loaded
 
 # the subcommands, in the order `chela --help` lists them; each has add_parser(sub) and run(args)
 COMMANDS = (

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .schema import Config
-from .secrets import collect
+from .env_values import collect
 
 
 class ConfigError(Exception):

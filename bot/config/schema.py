@@ -16,7 +16,7 @@ from .base import Model, as_strs, ids_only
 from .channels import ChannelsConfig, check_target
 from .clock import check_hhmm, check_zone
 from .durations import parse_duration
-from .secrets import Secrets, collect, env_names
+from .env_values import Secrets, collect, env_names
 from .tools import McpConfig, ToolsConfig
 
 
@@ -196,12 +196,12 @@ class Config(Model):
         return self.channels.required_secrets(name)
 
     def secret_env_names(self) -> list[str]:
-        """Every environment variable the config names as a secret (bot/config/secrets.py)."""
+        """Every environment variable the config names as a secret (bot/config/env_values.py)."""
         return env_names(self)
 
     @property
     def secrets(self) -> Secrets:
-        """The secrets registry of bot/config/secrets.py, filled by ``parse_config``."""
+        """The secrets registry of bot/config/env_values.py, filled by ``parse_config``."""
         if self._secrets is None:
             self._secrets = collect(self.secret_env_names())
         return self._secrets

@@ -28,7 +28,7 @@ from typing import Any
 from collections.abc import Callable
 
 from bot.agent.tools.base import Tool, ToolContext, ToolError
-from bot.config.secrets import expand
+from bot.config.env_values import expand
 from bot.untrusted import clean_inline, untrusted_block
 
 from .schema import normalize_schema, tool_name

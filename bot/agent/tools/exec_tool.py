@@ -31,7 +31,7 @@ import time
 
 from collections.abc import Iterable
 
-from bot.config.secrets import Secrets
+from bot.config.env_values import Secrets
 
 from . import sandbox
 from .base import Tool, ToolContext, ToolError, arg_str, schema
@@ -81,7 +81,7 @@ def child_env(secrets: Iterable[str]) -> dict[str, str]:
 
     Output is scrubbed of secret values anyway, but a command could still send one
     somewhere (``curl -d "$GITHUB_TOKEN" ...``); a child never gets them at all.
-    ``secrets`` is the registry of bot/config/secrets.py (``ToolContext.secrets``); a plain
+    ``secrets`` is the registry of bot/config/env_values.py (``ToolContext.secrets``); a plain
     list of values filters by value only."""
     registry = secrets if isinstance(secrets, Secrets) else Secrets(secrets)
     return registry.child_env()
