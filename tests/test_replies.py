@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.delivery.attachments import resolve_media
 from bot.replies import (
     HEARTBEAT_TOKEN,
     REPLY_TO_CURRENT,
@@ -17,7 +18,6 @@ from bot.replies import (
     chunk_markdown,
     is_silent,
     parse_reply,
-    resolve_media,
     strip_heartbeat_token,
     strip_silent_token,
 )

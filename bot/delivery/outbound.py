@@ -38,7 +38,7 @@ def build_outbound(
     """A reply plan → one OutboundMessage: reply threading resolved, local media checked
     against ``roots`` (default: the owner's workspace and the media dir; a guest turn
     passes its own directory), and media the channel cannot carry turned into text."""
-    from bot.replies import resolve_media
+    from bot.delivery.attachments import resolve_media
 
     stage = None
     if roots is not None:  # a guest's directory: send a private copy of what was checked
