@@ -55,9 +55,18 @@ _ELLIPSIS = "…"
 
 @dataclass(frozen=True)
 class StreamEvent:
-    kind: Literal["text", "step", "usage"]
+    """One step of a turn as it happens.  ``text``: content as it arrives; ``step``: a new
+    model call begins; ``usage``: one call's token counts; ``tool_start``/``tool_end``: a
+    tool call (``tool`` its name, ``summary`` a short scrubbed view of its arguments;
+    ``duration`` in seconds and ``ok`` on ``tool_end``).  Previews ignore the tool kinds."""
+
+    kind: Literal["text", "step", "usage", "tool_start", "tool_end"]
     text: str = ""
     usage: dict[str, int] = field(default_factory=dict)
+    tool: str = ""
+    summary: str = ""
+    duration: float = 0.0
+    ok: bool = True
 
 
 OnEvent = Callable[[StreamEvent], None]
@@ -312,6 +321,8 @@ class StreamText:
             if self.sent:
                 self.sink("step", "")
             self._raw, self.sent = "", ""
+            return
+        if ev.kind != "text":
             return
         self._raw += ev.text
         if self._timer is not None:
