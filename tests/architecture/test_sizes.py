@@ -19,7 +19,7 @@ FILES_OVER: dict[str, int] = {
     "bot/agent/turn.py": 630,
     "bot/compaction.py": 678,
     "bot/delivery/outbox.py": 503,
-    "bot/router.py": 774,
+    "bot/conversation/pipeline.py": 774,
     "channels/signal/translate.py": 525,
     "channels/telegram/translate.py": 623,
 }
@@ -29,7 +29,7 @@ FUNCTIONS_OVER: dict[str, int] = {
     "bot/agent/loop.py:run_agent_loop": 203,
     "bot/agent/tools/exec_tool.py:_exec": 82,
     "bot/agent/tools/sandbox.py:wrap": 95,
-    "bot/router.py:_turn": 107,
+    "bot/conversation/pipeline.py:_turn": 107,
     "channels/signal/translate.py:inbound_message": 88,
 }
 
