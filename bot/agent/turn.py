@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
@@ -30,7 +30,6 @@ from bot.untrusted import clean_inline, quoted
 
 if TYPE_CHECKING:
     from bot.agent.tools.base import Tool
-    from bot.mcp import McpManager
 
 log = logging.getLogger("chela.turn")
 
@@ -116,7 +115,22 @@ class TurnResult:
     duration: float = 0.0
 
 
+class McpTools(Protocol):
+    """The port to the MCP servers (SPEC §14): the tools they offer right now."""
+
+    def tools(self) -> list[Tool]: ...
+
+
 class Agent:
+    """The channel-independent brain, built with its ports (no attribute is set from outside):
+
+    - ``send_message``: the message tool's sender (the outbox);
+    - ``approvals``: ``bot.approvals.Approvals`` for exec security "ask";
+    - ``mcp``: the MCP tools (``McpManager``); its ``on_change`` should call ``refresh_tools``;
+    - ``cron_api``: the cron service, or ``cron``: a callable returning it — for the cycle
+      agent → cron → scheduled → agent, the cron service is built after the agent.
+    """
+
     def __init__(
         self,
         cfg: Config,
@@ -126,6 +140,8 @@ class Agent:
         send_message: Callable[[str, str, str], Awaitable[str]] | None = None,
         cron_api: Any = None,
         approvals: Any = None,
+        mcp: McpTools | None = None,
+        cron: Callable[[], Any] | None = None,
     ):
         from bot.model import LLMClient
         from bot.prompt.cache import PromptCache
@@ -134,10 +150,11 @@ class Agent:
         self.store = store
         self.hooks = hooks
         self.send_message = send_message
-        self.cron_api = cron_api
+        self._cron_api = cron_api
+        self._cron = cron
         self.approvals = approvals  # bot.approvals.Approvals, for exec security "ask"
         self.cache = PromptCache()
-        self.mcp: McpManager | None = None  # attached by the daemon (SPEC §14)
+        self.mcp = mcp
         self._web_tools = _web_tools_for(cfg)
         self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
@@ -174,6 +191,17 @@ class Agent:
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
+
+    @property
+    def cron_api(self) -> Any:
+        """The cron service for owner turns' cron tool, or None (cron not enabled)."""
+        if self._cron is not None:
+            return self._cron()
+        return self._cron_api
+
+    @cron_api.setter
+    def cron_api(self, value: Any) -> None:  # old callers; prefer the constructor's ports
+        self._cron_api = value
 
     # ------------------------------------------------------------------------- tools
     def refresh_tools(self) -> None:
