@@ -93,24 +93,6 @@ def _limit_text(n: int) -> str:
     )
 
 
-async def _run_call(
-    registry: ToolRegistry, ctx: ToolContext, name: str, args: dict | None, error: str | None
-) -> str:
-    if error is not None:
-        out = f"Error: {error}"
-    else:
-        started = time.monotonic()
-        out = await registry.execute(name, args or {}, ctx)
-        log.info(
-            "tool %s session=%s %.2fs%s",
-            name,
-            ctx.session_key,
-            time.monotonic() - started,
-            " (error)" if out.startswith("Error:") else "",
-        )
-    return _prepare_output(out, ctx)
-
-
 def _decode_args(raw: str) -> tuple[dict | None, str | None]:
     if raw is None or not raw.strip():
         return {}, None
@@ -156,6 +138,256 @@ def _failed(
     )
 
 
+MAX_SUMMARY = 80  # characters of a tool call's one-line view in tool events
+
+
+def summarize_args(args: dict | None, secrets: tuple[str, ...] = ()) -> str:
+    """A short one-line view of a tool call's arguments for tool events: the registered
+    secrets scrubbed (before cutting: half a secret would no longer match), ≤ 80 chars."""
+    if not args:
+        return ""
+    line = " ".join(scrub(json.dumps(args, ensure_ascii=False), secrets).split())
+    if len(line) > MAX_SUMMARY:
+        line = line[: MAX_SUMMARY - 1] + "…"
+    return line
+
+
+@dataclass
+class _Turn:
+    """The state of one turn of the loop; the step functions below move it on."""
+
+    llm: LLMClient
+    registry: ToolRegistry
+    ctx: ToolContext
+    native_tools: bool
+    reasoning_tags: bool
+    fit: Callable[[list[dict], bool], Awaitable[list[dict]]] | None
+    media: MediaPolicy | None
+    budget: Callable[[], str | None] | None
+    on_event: Callable[[StreamEvent], None] | None
+    tools: list[dict] | None
+    client_names: set[str]
+    call_params: dict
+    convo: list[dict]
+    new: list[dict] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float = 0.0
+    n_calls: int = 0
+    iterations: int = 0
+    overflow_retries: int = 0
+    streamed_calls: int = 0
+    sent: list[dict] = field(default_factory=list)  # the messages of the last model request
+
+    def tell(self, ev: StreamEvent) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(ev)
+        except Exception:  # a preview must never fail the turn
+            log.exception("stream consumer failed session=%s", self.ctx.session_key)
+
+    def emit(self, msg: dict) -> None:
+        self.convo.append(msg)
+        self.new.append(msg)
+
+    def final(self, text: str) -> LoopResult:
+        return LoopResult(
+            text=text,
+            new_messages=self.new,
+            error=None,
+            iterations=self.iterations,
+            usage=self.usage,
+            tool_calls=self.n_calls,
+            cost=self.cost,
+        )
+
+    def failed(self, e: LLMError) -> LoopResult:
+        s = self
+        return _failed(e, s.ctx.session_key, s.new, s.iterations, s.usage, s.n_calls, s.cost)
+
+
+def _start(
+    llm: LLMClient,
+    messages: list[dict],
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    native_tools: bool,
+    client_tools: list[dict] | None,
+    params: dict | None,
+    **rest,
+) -> _Turn:
+    tools = registry.openai_tools() if native_tools and len(registry) else None
+    # the HTTP API client's own tools (SPEC §13): offered beside Chela's, never run here;
+    # a call of one ends the loop so the client can run it
+    client_names = {t["function"]["name"] for t in client_tools or ()}
+    if client_tools and native_tools:
+        tools = [*(tools or []), *client_tools]
+    call_params = dict(params or {})
+    if not tools:
+        call_params.pop("tool_choice", None)
+    return _Turn(
+        llm=llm,
+        registry=registry,
+        ctx=ctx,
+        native_tools=native_tools,
+        tools=tools,
+        client_names=client_names,
+        call_params=call_params,
+        convo=list(messages),
+        **rest,
+    )
+
+
+async def _run_call(t: _Turn, name: str, args: dict | None, error: str | None) -> str:
+    """One tool call, told as tool_start/tool_end events; its output scrubbed and cut."""
+    ctx = t.ctx
+    t.tell(StreamEvent("tool_start", tool=name, summary=summarize_args(args, ctx.secrets)))
+    started = time.monotonic()
+    out = ""
+    try:
+        if error is not None:
+            out = f"Error: {error}"
+        else:
+            out = await t.registry.execute(name, args or {}, ctx)
+            log.info(
+                "tool %s session=%s %.2fs%s",
+                name,
+                ctx.session_key,
+                time.monotonic() - started,
+                " (error)" if out.startswith("Error:") else "",
+            )
+    finally:  # a cancelled call ends too (ok False)
+        ok = bool(out) and not out.startswith("Error:")
+        t.tell(StreamEvent("tool_end", tool=name, duration=time.monotonic() - started, ok=ok))
+    return _prepare_output(out, ctx)
+
+
+async def _call_model(t: _Turn) -> Completion:
+    """One model request (fitted, budget-checked, streamed when someone listens)."""
+    t.sent = t.convo
+    if t.fit is not None:
+        t.convo = await t.fit(t.convo, False)
+    t.sent = send = request_messages(t.convo, t.media)
+    refusal = t.budget() if t.budget is not None else None
+    if refusal:
+        raise BudgetRefused(refusal, "turn")
+    params = t.call_params or None
+    if t.on_event is None:
+        comp = await t.llm.complete(send, t.tools, params=params)
+    else:
+        if t.streamed_calls:
+            t.tell(StreamEvent("step"))
+        t.streamed_calls += 1
+        on_delta = lambda text: t.tell(StreamEvent("text", text))  # noqa: E731
+        comp = await t.llm.complete(send, t.tools, on_delta=on_delta, params=params)
+    # the client's tool_choice is for the first answer: after a tool ran, the model must
+    # be free to answer in text
+    t.call_params.pop("tool_choice", None)
+    return comp
+
+
+async def _after_model_error(t: _Turn, e: LLMError) -> LoopResult | None:
+    """A failed model call: None = try the same step again (without images, or after
+    compacting an overflowing context), else the failed turn's result."""
+    media = t.media
+    if media is not None and has_image_parts(t.sent) and is_image_rejection(e):
+        media.mark_blind()  # SPEC §11: the same turn again, without images
+        return None
+    if t.fit is not None and t.overflow_retries < 2 and is_context_overflow(e):
+        t.overflow_retries += 1
+        log.info("context overflow session=%s; compacting and retrying", t.ctx.session_key)
+        try:
+            t.convo = await t.fit(t.convo, True)
+        except BudgetRefused as refused:  # compacting is a call the budget refuses
+            return t.failed(_over_budget(refused))
+        return None
+    return t.failed(e)
+
+
+async def _ask(t: _Turn) -> Completion | LoopResult | None:
+    """The step's model call: its completion, a failed result, or None (step again)."""
+    try:
+        comp = await _call_model(t)
+    except BudgetRefused as refused:  # the turn's call, or compacting before it
+        return t.failed(_over_budget(refused))
+    except LLMError as e:
+        return await _after_model_error(t, e)
+    _add_usage(t.usage, comp.usage)
+    t.cost += comp.cost
+    if comp.usage:
+        t.tell(StreamEvent("usage", usage=dict(comp.usage)))
+    return comp
+
+
+def _wire_calls(calls) -> list[dict]:
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in calls
+    ]
+
+
+async def _native_tools_step(t: _Turn, comp: Completion) -> LoopResult | None:
+    """Run the native tool calls of an answer; a result when the client's tools end it."""
+    calls = comp.tool_calls
+    t.emit({"role": "assistant", "content": comp.text or None, "tool_calls": _wire_calls(calls)})
+    own = [c for c in calls if c.name not in t.client_names]
+    jobs = [_run_call(t, c.name, *_decode_args(c.arguments)) for c in own]
+    t.n_calls += len(own)
+    results = await asyncio.gather(*jobs)
+    for c, out in zip(own, results, strict=True):
+        t.emit({"role": "tool", "tool_call_id": c.id, "content": out})
+    if len(own) == len(calls):
+        return None
+    # the client runs the rest and continues the turn
+    result = t.final(comp.text or "")
+    result.client_calls = _wire_calls(c for c in calls if c.name in t.client_names)
+    result.finish_reason = "tool_calls"
+    return result
+
+
+async def _text_tools_step(t: _Turn, comp: Completion) -> bool:
+    """Run the <tool_call> blocks of a text-mode answer; False when there are none."""
+    # a <tool_call> the model only thought about (inside <think>) is not executed
+    _visible, parsed = parse_tool_calls(
+        strip_thinking(comp.text) if t.reasoning_tags else comp.text
+    )
+    if not parsed:
+        return False
+    t.emit({"role": "assistant", "content": comp.text})
+    t.n_calls += len(parsed)
+    results = await asyncio.gather(*(_run_call(t, p.name, p.arguments, p.error) for p in parsed))
+    names = [p.name or "unknown" for p in parsed]
+    t.emit({"role": "user", "content": format_tool_results(list(zip(names, results, strict=True)))})
+    return True
+
+
+def _answer(t: _Turn, comp: Completion) -> LoopResult:
+    text = comp.text or ""
+    if t.reasoning_tags:
+        text, _thinking = split_reasoning(text)
+    t.emit({"role": "assistant", "content": text})
+    result = t.final(text)
+    if comp.raw_finish_reason == "length":
+        result.finish_reason = "length"
+    return result
+
+
+async def _step(t: _Turn) -> LoopResult | None:
+    """One model call and what follows it: a result ends the turn, None goes on."""
+    t.iterations += 1
+    comp = await _ask(t)
+    if comp is None:  # the same step again
+        t.iterations -= 1
+        return None
+    if isinstance(comp, LoopResult):
+        return comp
+    if t.native_tools and comp.tool_calls:
+        return await _native_tools_step(t, comp)
+    if not t.native_tools and await _text_tools_step(t, comp):
+        return None
+    return _answer(t, comp)
+
+
 async def run_agent_loop(
     llm: LLMClient,
     messages: list[dict],
@@ -187,178 +419,37 @@ async def run_agent_loop(
     ``on_event`` streams the turn (SPEC §12, bot.delivery.previews): every model call is streamed
     and its content reported as ``text`` events as it arrives; a ``step`` event says a new
     model call begins (the text before was an intermediate step), a ``usage`` event gives
-    each call's token counts.  The callback must not block; its errors are logged.
+    each call's token counts, ``tool_start``/``tool_end`` events frame each tool call (its
+    arguments summarized with secrets scrubbed; its duration, ok False when it failed).
+    The callback must not block; its errors are logged.
 
     ``client_tools`` (an HTTP API client's own tools, SPEC §13) are offered beside the
     registry's; when the model calls one, Chela's own calls of that answer run and the
     loop ends with ``client_calls`` set.  ``params`` go to every model call (their
     ``tool_choice`` to the first only)."""
-    convo: list[dict] = list(messages)
-    new: list[dict] = []
-    usage: dict[str, int] = {}
-    cost = 0.0
-    n_calls = 0
-    iterations = 0
+    t = _start(
+        llm,
+        messages,
+        registry,
+        ctx,
+        native_tools,
+        client_tools,
+        params,
+        reasoning_tags=reasoning_tags,
+        fit=fit,
+        media=media,
+        budget=budget,
+        on_event=on_event,
+    )
     max_iterations = max(1, int(max_iterations))
-    tools = registry.openai_tools() if native_tools and len(registry) else None
-    # the HTTP API client's own tools (SPEC §13): offered beside Chela's, never run here;
-    # a call of one ends the loop so the client can run it
-    client_names = {t["function"]["name"] for t in client_tools or ()}
-    if client_tools and native_tools:
-        tools = [*(tools or []), *client_tools]
-    call_params = dict(params or {})
-    if not tools:
-        call_params.pop("tool_choice", None)
-    overflow_retries = 0
-    streamed_calls = 0
-
-    def tell(ev: StreamEvent) -> None:
-        if on_event is None:
-            return
-        try:
-            on_event(ev)
-        except Exception:  # a preview must never fail the turn
-            log.exception("stream consumer failed session=%s", ctx.session_key)
-
-    def on_delta(text: str) -> None:
-        tell(StreamEvent("text", text))
-
-    def emit(msg: dict) -> None:
-        convo.append(msg)
-        new.append(msg)
-
-    def final(text: str) -> LoopResult:
-        return LoopResult(
-            text=text,
-            new_messages=new,
-            error=None,
-            iterations=iterations,
-            usage=usage,
-            tool_calls=n_calls,
-            cost=cost,
-        )
-
-    while iterations < max_iterations:
-        iterations += 1
-        send = convo
-        try:
-            if fit is not None:
-                convo = await fit(convo, False)
-            send = request_messages(convo, media)
-            refusal = budget() if budget is not None else None
-            if refusal:
-                raise BudgetRefused(refusal, "turn")
-            comp: Completion
-            if on_event is None:
-                comp = await llm.complete(send, tools, params=call_params or None)
-            else:
-                if streamed_calls:
-                    tell(StreamEvent("step"))
-                streamed_calls += 1
-                comp = await llm.complete(
-                    send, tools, on_delta=on_delta, params=call_params or None
-                )
-            # the client's tool_choice is for the first answer: after a tool ran, the
-            # model must be free to answer in text
-            call_params.pop("tool_choice", None)
-        except BudgetRefused as refused:  # the turn's call, or compacting before it
-            return _failed(
-                _over_budget(refused), ctx.session_key, new, iterations, usage, n_calls, cost
-            )
-        except LLMError as e:
-            if media is not None and has_image_parts(send) and is_image_rejection(e):
-                media.mark_blind()  # SPEC §11: the same turn again, without images
-                iterations -= 1
-                continue
-            if fit is not None and overflow_retries < 2 and is_context_overflow(e):
-                overflow_retries += 1
-                log.info("context overflow session=%s; compacting and retrying", ctx.session_key)
-                try:
-                    convo = await fit(convo, True)
-                except BudgetRefused as refused:  # compacting is a call the budget refuses
-                    e = _over_budget(refused)
-                else:
-                    iterations -= 1
-                    continue
-            return _failed(e, ctx.session_key, new, iterations, usage, n_calls, cost)
-        _add_usage(usage, comp.usage)
-        cost += comp.cost
-        if comp.usage:
-            tell(StreamEvent("usage", usage=dict(comp.usage)))
-
-        if native_tools and comp.tool_calls:
-            calls = comp.tool_calls
-            emit(
-                {
-                    "role": "assistant",
-                    "content": comp.text or None,
-                    "tool_calls": [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
-                        }
-                        for c in calls
-                    ],
-                }
-            )
-            own = [c for c in calls if c.name not in client_names]
-            jobs = []
-            for c in own:
-                args, err = _decode_args(c.arguments)
-                jobs.append(_run_call(registry, ctx, c.name, args, err))
-            n_calls += len(own)
-            results = await asyncio.gather(*jobs)
-            for c, out in zip(own, results, strict=True):
-                emit({"role": "tool", "tool_call_id": c.id, "content": out})
-            if len(own) < len(calls):  # the client runs the rest and continues the turn
-                result = final(comp.text or "")
-                result.client_calls = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in calls
-                    if c.name in client_names
-                ]
-                result.finish_reason = "tool_calls"
-                return result
-            continue
-
-        if not native_tools:
-            # a <tool_call> the model only thought about (inside <think>) is not executed
-            _visible, parsed = parse_tool_calls(
-                strip_thinking(comp.text) if reasoning_tags else comp.text
-            )
-            if parsed:
-                emit({"role": "assistant", "content": comp.text})
-                n_calls += len(parsed)
-                results = await asyncio.gather(
-                    *(_run_call(registry, ctx, p.name, p.arguments, p.error) for p in parsed)
-                )
-                names = [p.name or "unknown" for p in parsed]
-                emit(
-                    {
-                        "role": "user",
-                        "content": format_tool_results(list(zip(names, results, strict=True))),
-                    }
-                )
-                continue
-
-        text = comp.text or ""
-        if reasoning_tags:
-            text, _thinking = split_reasoning(text)
-        emit({"role": "assistant", "content": text})
-        result = final(text)
-        if comp.raw_finish_reason == "length":
-            result.finish_reason = "length"
-        return result
-
+    while t.iterations < max_iterations:
+        result = await _step(t)
+        if result is not None:
+            return result
     log.info("turn hit the tool step limit session=%s (%d)", ctx.session_key, max_iterations)
     text = _limit_text(max_iterations)
-    emit({"role": "assistant", "content": text})
-    return final(text)
+    t.emit({"role": "assistant", "content": text})
+    return t.final(text)
 
 
-__all__ = ["MAX_TOOL_OUTPUT", "LoopResult", "run_agent_loop", "truncate_output"]
+__all__ = ["MAX_TOOL_OUTPUT", "LoopResult", "run_agent_loop", "summarize_args", "truncate_output"]

@@ -26,7 +26,6 @@ FILES_OVER: dict[str, int] = {
 
 # "file:function" -> its line count when the ratchet was set (may only go down)
 FUNCTIONS_OVER: dict[str, int] = {
-    "bot/agent/loop.py:run_agent_loop": 203,
     "bot/agent/tools/exec_tool.py:_exec": 82,
     "bot/agent/tools/sandbox.py:wrap": 95,
     "bot/conversation/pipeline.py:_turn": 107,
