@@ -1,25 +1,14 @@
-"""One descriptor per channel: its config section, its adapter and how the adapter is built
-from the section.  The rest of the core asks this table instead of spelling channel names, so
-adding a channel is one adapter package, one config section and one entry here.
+"""Old import path of :mod:`bot.app.channels`, kept while callers move."""
 
-What is pure data about a channel lives with its section in the config (bot/config/channels.py:
-the channel names, which are messaging channels, titles, the secrets a section needs, whether
-the platform edits messages) and is imported from there; this table adds the adapters.
-"""
-
-from __future__ import annotations
-
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from bot.config.channels import CONFIGURED, MESSAGING, env_fields, title
-
-if TYPE_CHECKING:
-    from bot.config import Config
-    from channels.base import Channel
+from bot.app.channels import (
+    CONFIGURED,
+    MESSAGING,
+    SPECS,
+    TERMINAL_ADAPTER,
+    ChannelSpec,
+    env_fields,
+    title,
+)
 
 __all__ = [
     "CONFIGURED",
@@ -30,132 +19,3 @@ __all__ = [
     "env_fields",
     "title",
 ]
-
-
-@dataclass(frozen=True)
-class ChannelSpec:
-    name: str  # the channel id, its config member (`[channels.<name>]`) and session-key part
-    adapter: str  # "module:Class", imported only when the channel is built (SDKs are heavy)
-    # adapter keyword arguments from (config, its section, secrets by key, media dir)
-    kwargs: Callable[[Config, Any, dict[str, str], Path], dict[str, Any]]
-    owner_id_hint: str = ""  # what `chela onboard` asks for as the owner's id
-
-    @property
-    def title(self) -> str:
-        """How people write it (the section's TITLE)."""
-        return title(self.name)
-
-    @property
-    def messaging(self) -> bool:
-        """A chat platform (heartbeat/cron target, pairing, group rules)."""
-        return self.name in MESSAGING
-
-    def section(self, cfg: Config) -> Any:
-        return getattr(cfg.channels, self.name)
-
-    def secrets(self, cfg: Config) -> dict[str, str]:
-        """The secrets this channel cannot start without, as ``{key: env var}``."""
-        return cfg.channel_secrets(self.name)
-
-    def adapter_class(self) -> type[Channel]:
-        module, _, attr = self.adapter.partition(":")
-        cls: type[Channel] = getattr(importlib.import_module(module), attr)
-        return cls
-
-
-# ------------------------------------------------------------------------- the adapters
-def _telegram(cfg: Config, t: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    from bot.router import COMMANDS
-
-    return {
-        "token": secret["token_env"],
-        "api_base": t.api_base,
-        "media_dir": media,
-        "poll_timeout": t.poll_timeout,
-        "chunk_limit": t.text_chunk_limit,
-        "commands": [(n, c.help) for n, c in COMMANDS.items()],  # the chat's command menu
-    }
-
-
-def _discord(cfg: Config, d: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "token": secret["token_env"],
-        "api_base": d.api_base,
-        "gateway_url": d.gateway_url,
-        "media_dir": media,
-        "chunk_limit": d.text_chunk_limit,
-    }
-
-
-def _slack(cfg: Config, s: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "mode": s.mode,
-        "bot_token": secret["bot_token_env"],
-        "app_token": secret.get("app_token_env", ""),
-        "signing_secret": secret.get("signing_secret_env", ""),
-        "api_base": s.api_base,
-        "listen": s.listen,
-        "media_dir": media,
-        "chunk_limit": s.text_chunk_limit,
-    }
-
-
-def _signal(cfg: Config, g: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "account": g.account,
-        "http_url": g.api_base or g.http_url,
-        "media_dir": media,
-        "chunk_limit": g.text_chunk_limit,
-    }
-
-
-def _http(cfg: Config, h: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    from bot.http_token import ensure_http_token
-    from channels.util import parse_listen
-
-    host, port = parse_listen(h.listen)
-    # always a token (SPEC §9.4); an unset token_env raises ConfigError, which start() lets through
-    token = ensure_http_token(cfg)
-    hint = f"in ${h.token_env}" if h.token_env else f"in {cfg.http_token_path}"
-    return {
-        "host": host,
-        "port": port,
-        "token": token,
-        "model_name": f"chela/{cfg.agent.id}",
-        "allowed_origins": h.allowed_origins,
-        "token_hint": hint,
-    }
-
-
-SPECS: dict[str, ChannelSpec] = {
-    s.name: s
-    for s in (
-        ChannelSpec(
-            "telegram",
-            "channels.telegram:TelegramChannel",
-            _telegram,
-            owner_id_hint="your numeric Telegram user id",
-        ),
-        ChannelSpec(
-            "discord",
-            "channels.discord:DiscordChannel",
-            _discord,
-            owner_id_hint="your numeric Discord user id (Developer Mode > Copy User ID)",
-        ),
-        ChannelSpec(
-            "slack",
-            "channels.slack:SlackChannel",
-            _slack,
-            owner_id_hint="your Slack member id (U...)",
-        ),
-        ChannelSpec(
-            "signal",
-            "channels.signal:SignalChannel",
-            _signal,
-            owner_id_hint="your phone number (+...) or Signal UUID",
-        ),
-        ChannelSpec("http", "channels.http:HttpChannel", _http),
-    )
-}
-
-TERMINAL_ADAPTER = "channels.terminal:TerminalChannel"  # `chela chat`: no config section

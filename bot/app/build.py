@@ -1,0 +1,123 @@
+"""The daemon's components, built in dependency order, each handed what it uses (its ports).
+
+fs → Store → channels → Outbox → Approvals → Agent → MCP → Router → Scheduled → Cron.  Nothing is
+left ``None`` for a later start(): what exists is built here, once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bot import owner_route
+from bot.agent.turn import Agent
+from bot.app.channels import SecretMissing, build_channel, enabled_channels
+from bot.approvals import Approvals
+from bot.config import Config
+from bot.delivery import send
+from bot.delivery.outbox import Outbox
+from bot.heartbeat import CronService, Scheduled
+from bot.router import Router
+from bot.sessions import SessionLanes
+from bot.store import Store, StoreError
+from channels.base import Channel
+
+if TYPE_CHECKING:
+    from bot.mcp import McpManager
+
+log = logging.getLogger("chela.daemon")
+
+
+@dataclass(frozen=True)
+class Components:
+    store: Store
+    lanes: SessionLanes
+    channels: dict[str, Channel]
+    outbox: Outbox
+    agent: Agent
+    mcp: McpManager | None  # only when [[mcp.servers]] are configured
+    router: Router
+    scheduled: Scheduled
+    cron: CronService
+
+
+def prepare_dirs(cfg: Config) -> None:
+    """The workspace (with its starter files when new), the state and media dirs."""
+    from bot.private import private_dir
+    from bot.prompt.init import init_workspace
+
+    ws = cfg.agent.workspace
+    try:
+        if not ws.exists():
+            created = init_workspace(ws)
+            log.info("created workspace %s with %d starter file(s)", ws, len(created))
+        private_dir(cfg.agent.state_dir)
+        private_dir(cfg.media_dir)
+    except OSError as e:
+        where = e.filename or cfg.agent.state_dir
+        raise StoreError(
+            f"cannot create or use {where}: {e.strerror or e}. agent.workspace and "
+            "agent.state_dir must be directories Chela can write"
+        ) from None
+
+
+def configured_channels(cfg: Config) -> dict[str, Channel]:
+    """The adapters of the enabled channels; one whose secret is missing is named and skipped."""
+    built: dict[str, Channel] = {}
+    for name in enabled_channels(cfg):
+        try:
+            built[name] = build_channel(cfg, name)
+        except SecretMissing as e:
+            log.error("channel %s not started: %s", name, e)
+    return built
+
+
+def approvals_for(
+    cfg: Config, store: Store, outbox: Outbox, channels: dict[str, Channel]
+) -> Approvals | None:
+    """Exec security "ask": held commands wait for the owner, asked in a direct chat."""
+    if cfg.tools.exec.security != "ask":
+        return None
+    return Approvals(
+        send.notifier(outbox, kind="approval"),
+        lambda route, trust: owner_route.ask_route(store, cfg, channels, route, trust),
+    )
+
+
+def _mcp(cfg: Config, agent: Agent) -> McpManager | None:
+    if not cfg.mcp.servers:
+        return None
+    from bot.mcp import McpManager, default_log_dir
+
+    mcp = McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=agent.refresh_tools)
+    agent.mcp = mcp  # Agent takes no mcp port yet (AGENT's constructor); the one late wire left
+    return mcp
+
+
+def build(cfg: Config, given_channels: dict[str, Channel] | None = None) -> Components:
+    """Every component, in dependency order.  Raises ``StoreError`` (dirs) or ``ConfigError``."""
+    from bot.prompt.hooks import load_plugins
+
+    prepare_dirs(cfg)
+    if given_channels is None and cfg.channels.http.enabled:
+        from bot.app.http_token import ensure_http_token
+
+        ensure_http_token(cfg)  # before the agent reads the secrets it scrubs
+    store = Store(cfg.db_path)
+    lanes = SessionLanes(cfg.session.max_concurrent_turns)
+    hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
+    channels = configured_channels(cfg) if given_channels is None else dict(given_channels)
+    # everything that sends goes through the outbox: built before any of them
+    outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds)
+    approvals = approvals_for(cfg, store, outbox, channels)
+    agent = Agent(
+        cfg, store, hooks=hooks, send_message=send.message_tool(outbox), approvals=approvals
+    )
+    mcp = _mcp(cfg, agent)
+    router = Router(cfg, store, agent, lanes, channels, outbox, approvals=approvals)
+    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels)
+    cron = CronService(cfg, store, scheduled)
+    if "cron" in cfg.tools.enabled:
+        agent.cron_api = cron  # cron runs turns through the agent: agent → cron → agent
+    return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron)

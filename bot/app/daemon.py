@@ -1,0 +1,374 @@
+"""The daemon's lifecycle: components from :mod:`bot.app.build`, entered in order over one
+exit stack and left in reverse; one :class:`~bot.app.timeouts.Timeouts` table for every wait."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from bot.app.build import build
+from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
+from bot.app.timeouts import DEFAULT, Timeouts
+from bot.config import Config, ConfigError
+from bot.media import pdf
+from channels.base import Channel, ChannelError
+
+__all__ = [  # the channel helpers are re-exported for the old path bot.daemon
+    "PAIRING_POLL",
+    "Daemon",
+    "PortInUse",
+    "SecretMissing",
+    "build_channel",
+    "channel_class",
+    "enabled_channels",
+    "heartbeat_schedule",
+    "startup_lines",
+]
+
+log = logging.getLogger("chela.daemon")
+
+PAIRING_POLL = 2.0  # seconds between looks for approvals made by `chela pairing approve`
+
+
+class PortInUse(ConfigError):
+    """A channel's listen address is taken: fatal at start-up, never retried (the fix is
+    another address in the config, or stopping the process that holds it)."""
+
+
+def heartbeat_schedule(cfg: Config) -> str:
+    hb = cfg.heartbeat
+    if hb.every_seconds <= 0:
+        return "off"
+    out = f"every {hb.every}, target {hb.target}"
+    if hb.active_hours:
+        out += f", active {hb.active_hours.start}-{hb.active_hours.end}"
+    return out
+
+
+def startup_lines(cfg: Config, channels: list[str]) -> list[str]:
+    """What ``chela run`` says first: where everything is and what will run."""
+    lines = [
+        f"config file: {cfg.source}"
+        if cfg.source
+        else "no config file found (looked at --config, $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml): "
+        "running on defaults; create one with `chela onboard`",
+        f"workspace: {cfg.agent.workspace}",
+        f"state dir: {cfg.agent.state_dir}",
+        f"channels: {', '.join(channels) or 'none'}",
+        f"heartbeat: {heartbeat_schedule(cfg)}",
+    ]
+    h = cfg.channels.http
+    lines.append(
+        f"HTTP API: http://{h.listen}/v1/chat/completions" if h.enabled else "HTTP API: off"
+    )
+    return lines
+
+
+def address_in_use(e: BaseException) -> bool:
+    """The error (or what it was raised from) is a bind to an address already taken."""
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno == errno.EADDRINUSE:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Daemon:
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        channels: dict[str, Channel] | None = None,
+        scheduler: bool = True,
+        receive: bool = True,
+        timeouts: Timeouts = DEFAULT,
+    ):
+        """``receive=False`` is for one-shot commands next to a running daemon: channels are
+        opened for sending only and stored messages are left to the daemon.  Raises
+        ``StoreError``/``ConfigError`` when a component cannot be built."""
+        from bot.agent import preload
+
+        preload.start()  # no-op when the CLI already started it before reading the config
+        self.cfg = cfg
+        self.use_scheduler = scheduler
+        self.receive = receive
+        self.timeouts = timeouts
+        self.built_channels = channels is not None
+        parts = build(cfg, channels)
+        self.store = parts.store
+        self.lanes = parts.lanes
+        self.channels = parts.channels
+        self.outbox = parts.outbox
+        self.agent = parts.agent
+        self.mcp = parts.mcp
+        self.router = parts.router
+        self.scheduled = parts.scheduled
+        self.cron = parts.cron
+        self.lifecycle: list[str] = []  # "start X" / "stop X", in the order they happened
+        self.up: list[str] = []  # channels that started, in order
+        self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed
+        self.ready = False
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._stack = contextlib.AsyncExitStack()
+        self._fatal: BaseException | None = None
+
+    async def __aenter__(self) -> Daemon:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # ---------------------------------------------------------------------- lifecycle
+    def _enter(self, name: str, leave: Callable[[], Awaitable[object] | None]) -> None:
+        """Record that ``name`` is up and push how it is left (run in reverse order)."""
+        self.lifecycle.append(f"start {name}")
+
+        async def left() -> None:
+            self.lifecycle.append(f"stop {name}")
+            try:
+                result = leave()
+                if result is not None:
+                    await result
+            except Exception as e:
+                log.warning("stopping %s failed: %s", name, e)
+
+        self._stack.push_async_callback(left)
+
+    async def start(self) -> None:
+        t0 = time.perf_counter()
+        self._enter("store", self.store.close)
+        self._enter("prompt cache", self.agent.cache.close)
+        if self.mcp is not None:
+            self.mcp.start()  # connects in the background; start-up never waits for a server
+            self._enter("mcp", self.mcp.stop)
+        log.info(
+            "starting agent=%s model=%s channels=%s",
+            self.cfg.agent.id,
+            self.cfg.agent.model,
+            ", ".join(self.channels) or "none",
+        )
+        if self.receive:
+            await self._start_receiving()
+        else:
+            await self._start_sending_only()
+        self._enter("turns", self._drain)
+        if self.use_scheduler:
+            self.cron.start()
+            self._enter("cron", self.cron.shutdown)
+        await self._wait_for_import()
+        if self._stop.is_set():
+            return
+        self.ready = True
+        self.on_change()
+        log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+    async def _start_sending_only(self) -> None:
+        for name, ch in self.channels.items():
+            try:
+                await ch.open_for_sending()
+            except ChannelError as e:
+                log.error("channel %s cannot send: %s", name, e)
+        self._enter("channels", self._stop_channels)
+        # this process's own messages only: what the daemon left unsent is the daemon's
+        self.outbox.start(recover=False)
+        self._enter("outbox", self._stop_outbox)
+
+    async def _start_receiving(self) -> None:
+        started: list[asyncio.Event] = []
+        for name, ch in self.channels.items():
+            ev = asyncio.Event()
+            started.append(ev)
+            self._spawn(self._supervise(name, ch, ev), f"channel:{name}")
+        self._enter("channels", self._stop_channels)
+        if started:  # give every channel one attempt before recovering stored messages
+            waits = [asyncio.create_task(e.wait()) for e in started]
+            await asyncio.wait(waits, timeout=self.timeouts.start_wait)
+            for w in waits:
+                w.cancel()
+        if self._fatal is not None:
+            raise self._fatal
+        self.outbox.start(recover=True)  # what the last run left unsent goes first
+        self._enter("outbox", self._stop_outbox)
+        await self.router.recover()
+        self._spawn(self._watch_pairing(), "pairing-approvals")
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
+
+    async def _wait_for_import(self) -> None:
+        """ "ready" means a message is answered now: the channels already poll and store what
+        arrives, and litellm's import (begun before the config was read) has to finish before a
+        model call.  Waiting here rather than in the first turn is what makes the first reply
+        after "ready" take one model call."""
+        from bot.agent import preload
+
+        wait = self.timeouts.import_wait
+        imported = asyncio.ensure_future(preload.litellm())
+        stopping = asyncio.ensure_future(self._stop.wait())  # SIGTERM meanwhile: stop now
+        await asyncio.wait({imported, stopping}, timeout=wait, return_when="FIRST_COMPLETED")
+        stopping.cancel()
+        if not imported.done():
+            imported.cancel()
+            if not self._stop.is_set():
+                log.warning("litellm is still importing after %.0fs; turns wait for it", wait)
+        elif (failure := imported.exception()) is not None:
+            log.error("litellm failed to import: %s: %s", type(failure).__name__, failure)
+
+    async def _start_once(self, name: str, ch: Channel) -> bool:
+        """One attempt; True when the channel is up.  A taken address stops the daemon."""
+        try:
+            await ch.start(self.router.on_inbound)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            if address_in_use(e):
+                self._fatal = PortInUse(f"channel {name} cannot start: {e}{holder_hint(ch)}")
+                log.error("%s", self._fatal)
+                self._stop.set()
+            elif isinstance(e, ChannelError):
+                log.error("channel %s failed to start: %s", name, e)
+            else:
+                log.exception("channel %s failed to start: %s", name, e)
+            return False
+        log.info("channel %s started", name)
+        if name not in self.up:
+            self.up.append(name)
+        self.on_change()
+        return True
+
+    async def _supervise(self, name: str, ch: Channel, started: asyncio.Event) -> None:
+        """Start the channel, retrying with backoff; restart it if it later dies on its own."""
+        delay = 1.0
+        while not self._stop.is_set():
+            if await self._start_once(name, ch):
+                started.set()
+                up_since = time.monotonic()
+                err = await ch.wait_closed()
+                if self._stop.is_set():
+                    return
+                if time.monotonic() - up_since > self.timeouts.retry_max:
+                    delay = 1.0  # it ran for a while: not a crash loop
+                reason = f"{type(err).__name__}: {err}" if err is not None else "closed"
+                log.error(
+                    "channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay
+                )
+                await self._stop_one(name, ch)
+            elif not self._stop.is_set():
+                log.info("channel %s: next attempt in %.0fs", name, delay)
+            started.set()  # do not hold up start-up for a broken channel
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), delay)
+            delay = min(delay * 2, self.timeouts.retry_max)
+
+    async def _watch_pairing(self) -> None:
+        """Act on pairing approvals made with ``chela pairing approve`` (another process):
+        tell the sender and answer the message that asked."""
+        while not self._stop.is_set():
+            try:
+                for channel, sender in self.store.take_new_approvals():
+                    if not await self.router.pairing_approved(channel, sender):
+                        log.info(
+                            "pairing approved channel=%s sender=%s (no held message to answer)",
+                            channel,
+                            sender,
+                        )
+            except Exception:
+                log.exception("pairing approvals check failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> int:
+        """``chela run``: hold the state-dir lock (raises ``bot.app.lock.LockHeld``), start,
+        wait for SIGTERM/SIGINT, stop.  Raises ``PortInUse`` when a listen address is taken."""
+        from bot.app.lock import StateLock
+
+        cfg = self.cfg
+        lock = StateLock(cfg.agent.state_dir)
+        lock.acquire()
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError):
+                    loop.add_signal_handler(sig, self.request_stop)
+            names = list(self.channels if self.built_channels else enabled_channels(cfg))
+            for line in startup_lines(cfg, names):
+                (log.warning if line.startswith("no config file") else log.info)(line)
+            started = time.time()
+            self.on_change = lambda: lock.update(**self._lock_info(started))
+            self.on_change()
+            try:
+                await self.start()
+                await self._stop.wait()
+            finally:
+                await self.stop()
+        finally:
+            lock.release()
+        return 0
+
+    def _lock_info(self, started: float) -> dict:
+        """What ``chela status`` reads: the channels up now, and whether start-up is over."""
+        return {
+            "started": started,
+            "ready": self.ready,
+            "config": str(self.cfg.source or ""),
+            "channels": list(self.up),
+            "http": self.cfg.channels.http.listen if "http" in self.up else "",
+            "heartbeat_every": self.cfg.heartbeat.every_seconds,
+        }
+
+    async def stop(self) -> None:
+        """Stop taking turns, then leave every component in the reverse of its start order."""
+        self._stop.set()
+        self.router.accepting = False
+        if killed := pdf.stop_all():  # bounded work never delays shutdown (SPEC §9.5)
+            log.info("stopping: %d document read(s) cut short", killed)
+        await self._stack.aclose()
+        log.info("stopped")
+
+    async def _drain(self) -> None:
+        wait = self.timeouts.drain
+        log.info("stopping: no new turns; waiting up to %.0fs for turns in progress", wait)
+        if not await self.lanes.drain(wait):
+            log.warning(
+                "some turns did not finish; their messages stay stored and are answered after restart"
+            )
+
+    async def _stop_outbox(self) -> None:  # sends in flight finish; unsent rows stay stored
+        await self.outbox.stop(grace=self.timeouts.outbox_grace)
+
+    async def _stop_channels(self) -> None:
+        """Every channel at once, each bounded by ``timeouts.channel_stop``."""
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*(self._stop_one(n, ch) for n, ch in self.channels.items()))
+
+    async def _stop_one(self, name: str, ch: Channel) -> None:
+        try:
+            await asyncio.wait_for(ch.stop(), self.timeouts.channel_stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.warning("channel %s did not stop cleanly: %s", name, e or type(e).__name__)
+
+
+def holder_hint(ch: Channel) -> str:
+    """`` (held by pid N: name)`` for a listening channel whose port another process holds."""
+    from bot.app.ports import describe_holder
+
+    port = getattr(ch, "port", None)
+    if not isinstance(port, int) or port <= 0:
+        return ""
+    who = describe_holder(port)
+    return f" (port {port} is held by {who})" if who else f" (port {port} is taken)"
