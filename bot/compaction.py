@@ -38,7 +38,7 @@ from bot.store import Store, WindowRow, estimate_tokens
 
 if TYPE_CHECKING:
     from bot.agent.tools import ToolContext, ToolRegistry
-    from bot.agent.turn import TurnRequest
+    from bot.agent.request import TurnRequest
     from bot.config import Config
 
 log = logging.getLogger("chela.compaction")
