@@ -32,6 +32,7 @@ __all__ = [
     "ReplyPlan",
     "chunk_markdown",
     "chunk_rendered",
+    "closes_span",
     "is_silent",
     "parse_reply",
     "strip_heartbeat_token",
@@ -147,14 +148,23 @@ _MD_WRAP = r"[*_~`]*"
 _SILENT_WHOLE_RE = re.compile(
     r"\s*" + _MD_WRAP + r"\s*NO_REPLY\s*" + _MD_WRAP + r"\s*", re.IGNORECASE
 )
+# A trailing token starts after a non-word character, or with markup glued to a word
+# (``reasoning**NO_REPLY``: the ``**`` goes with the token unless it closes a span).
 _SILENT_TRAILING_RE = re.compile(
-    r"(?<!\w)" + _MD_WRAP + r"NO_REPLY" + _MD_WRAP + r"\W{0,4}$", re.IGNORECASE
+    r"(?:(?<!\w)|(?<=\w)(?=[*~`]))(?P<wrap>" + _MD_WRAP + r")NO_REPLY" + _MD_WRAP + r"\W{0,4}$",
+    re.IGNORECASE,
 )
 # a leading token goes with the separator after it: "NO_REPLY: x", "NO_REPLY - x", "NO_REPLY—x"
 _SILENT_LEADING_RE = re.compile(
-    r"^\s*" + _MD_WRAP + r"NO_REPLY(?!_)" + _MD_WRAP + r"(?:\s*[:\-\u2013\u2014]+)?\s*",
+    r"^\s*" + _MD_WRAP + r"NO_REPLY(?!_)(?P<wrap>" + _MD_WRAP + r")(?:\s*[:\-\u2013\u2014]+)?\s*",
     re.IGNORECASE,
 )
+
+
+def closes_span(text: str, wrap: str) -> bool:
+    """``wrap`` (markup glued to a token) pairs with an odd run of the same markup in
+    ``text``: it belongs to the text (``**bold**NO_REPLY``), not to the token."""
+    return bool(wrap) and text.count(wrap) % 2 == 1
 
 
 def is_silent(text: str) -> bool:
@@ -190,11 +200,13 @@ def strip_silent_token(text: str) -> str:
         trimmed = out.rstrip()
         m = _SILENT_TRAILING_RE.search(trimmed)
         if m:
-            out = trimmed[: m.start()].rstrip()
+            head = trimmed[: m.start()]
+            out = (head + m.group("wrap") if closes_span(head, m.group("wrap")) else head).rstrip()
             changed = True
         m = _SILENT_LEADING_RE.match(out)
         if m:
-            out = out[m.end() :].lstrip()
+            rest = out[m.end() :]
+            out = (m.group("wrap") + rest if closes_span(rest, m.group("wrap")) else rest).lstrip()
             changed = True
     return out if out is text else out.strip()
 
@@ -404,7 +416,8 @@ def parse_reply(text: str, *, heartbeat: bool = False, ack_max_chars: int = 300)
     if ack and heartbeat and len(body) <= ack_max_chars and not media:
         return ReplyPlan(silent=True, ack=True)
     if not body.strip() and not media:
-        return ReplyPlan(silent=True, ack=ack)
+        # tag-only text (``[[audio_as_voice]]``): nothing to send, but the tags are kept
+        return ReplyPlan(silent=True, reply_to=reply_to, audio_as_voice=voice, ack=ack)
     return ReplyPlan(
         silent=False,
         text=body.strip(),

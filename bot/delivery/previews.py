@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.agent.textproto import split_reasoning
-from bot.replies import HEARTBEAT_TOKEN, SILENT_TOKEN, parse_reply
+from bot.replies import HEARTBEAT_TOKEN, SILENT_TOKEN, closes_span, parse_reply
 from channels.base import Channel, OutboundMessage
 
 log = logging.getLogger("chela.streaming")
@@ -112,6 +112,21 @@ def _is_token_prefix(word: str) -> bool:
     return SILENT_TOKEN.startswith(bare.upper()) or HEARTBEAT_TOKEN.startswith(bare)
 
 
+_GLUED_RE = re.compile(r"(?<=\w)(?P<wrap>[*~`]+)(?P<tail>[A-Za-z_]*)$")
+
+
+def _held_glued_token(shown: str) -> int:
+    """Where markup glued to a word that may still become a token begins (-1: none):
+    ``reasoning**NO_RE`` may end as ``reasoning**NO_REPLY``, which is delivered as
+    ``reasoning`` (markup that closes a span, ``**bold**``, is text)."""
+    m = _GLUED_RE.search(shown)
+    if not m or (m.group("tail") and not _is_token_prefix(m.group("tail"))):
+        return -1
+    if closes_span(shown[: m.start()], m.group("wrap")):
+        return m.end("wrap") if m.group("tail") else -1
+    return m.start()
+
+
 def visible_text(raw: str) -> str:
     """What a live preview may show of ``raw`` (one model call's text so far): the final
     reply rules applied to the part that is already decided."""
@@ -142,7 +157,8 @@ def visible_text(raw: str) -> str:
     m2 = re.search(r"(\S+)$", shown)
     if m2 and not raw[len(raw.rstrip()) :] and _is_token_prefix(m2.group(1)):
         shown = shown[: m2.start()].rstrip()
-    return shown
+    glued = _held_glued_token(shown) if not raw[len(raw.rstrip()) :] else -1
+    return shown[:glued].rstrip() if glued >= 0 else shown
 
 
 # ----------------------------------------------------------------------------- preview
