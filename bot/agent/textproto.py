@@ -102,6 +102,16 @@ def _json_object_end(body: str) -> int | None:
     return end + close.end() if close and "```" in body[:start] else end
 
 
+# closing tags local models write instead of </tool_call> (</arg_value>, </invoke>,
+# </minimax:tool_call>): right after a call's JSON they close the call, not prose
+_WRONG_CLOSERS = re.compile(r"(?:[ \t]*\n?[ \t]*</[A-Za-z][\w:.\-]*\s*>)+")
+
+
+def _skip_wrong_closers(text: str, pos: int) -> int:
+    m = _WRONG_CLOSERS.match(text, pos)
+    return m.end() if m else pos
+
+
 def parse_tool_calls(text: str) -> tuple[str, list[ParsedCall]]:
     """Split a reply into (visible text, tool calls) per the Tool Use Protocol."""
     if not text:
@@ -126,6 +136,7 @@ def parse_tool_calls(text: str) -> tuple[str, list[ParsedCall]]:
             obj_end = _json_object_end(body)
             if obj_end is not None:
                 body, pos = body[:obj_end], body_start + obj_end
+                pos = _skip_wrong_closers(text, pos)
         calls.append(_decode(body))
     out = "".join(visible)
     out = _CLOSE.sub("", out)  # stray closing tags
