@@ -12,6 +12,10 @@ import pytest
 from bot.model import LLMClient, LLMError, ModelTarget
 from tests.e2e import make_config, running, telegram_section
 from tests.fakes.llm import FakeLLM, always, drop, error, text, tool_calls
+from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
+
+# every test here runs on both model paths (SPEC §12: one contract, two paths)
+pytestmark = pytest.mark.usefixtures("model_path")
 
 MSGS = [{"role": "user", "content": "hi"}]
 OWNER = 42

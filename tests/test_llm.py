@@ -13,6 +13,10 @@ import pytest
 from bot.model import LLMClient, LLMError
 from tests.fakes.llm import FakeLLM, delay, drop, error, raw_tool_calls, text, tool_calls
 from tests.fakes.llm import fake_llm  # noqa: F401 - a pytest fixture used below
+from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
+
+# every test here runs on both model paths (SPEC §12: one contract, two paths)
+pytestmark = pytest.mark.usefixtures("model_path")
 
 MSGS = [{"role": "user", "content": "hi"}]
 

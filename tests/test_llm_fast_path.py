@@ -10,10 +10,17 @@ import threading
 import pytest
 
 from bot.model import LLMClient, LLMError, errors, lite, routing
+from bot.model.openai_compat import PATH_ENV
 from bot.model.routing import INLINE_PROVIDERS
 from tests.fakes.llm import error, text, tool_calls, usage
 
 MSGS = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture(autouse=True)
+def _litellm_path(monkeypatch):
+    """This file is about litellm's path: openai/ models take it too here."""
+    monkeypatch.setenv(PATH_ENV, "litellm")
 
 
 @pytest.mark.parametrize("provider", sorted(INLINE_PROVIDERS))

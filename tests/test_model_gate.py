@@ -16,6 +16,10 @@ from bot.model.gate import GUEST_USED_UP
 from tests.e2e import config_file, make_config, running, telegram_section
 from tests.fakes.llm import FakeLLM, text
 from tests.fakes.media_samples import ogg_opus
+from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
+
+# every test here runs on both model paths (SPEC §12: one contract, two paths)
+pytestmark = pytest.mark.usefixtures("model_path")
 
 OWNER, GUEST = 42, 77
 AGENT_KEY = "sk-agent-key-never-elsewhere-1234"

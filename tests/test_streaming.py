@@ -22,6 +22,10 @@ from bot.model import Completion, LLMClient, LLMError
 from bot.delivery import StreamEvent, StreamText, visible_text
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import error, streamed, text, tool_calls, usage
+from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
+
+# every test here runs on both model paths (SPEC §12: one contract, two paths)
+pytestmark = pytest.mark.usefixtures("model_path")
 
 CHAT = 42
 

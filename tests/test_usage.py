@@ -13,6 +13,10 @@ from bot.store import Store
 from bot.usage import budget_refusal, day_start
 from tests.e2e import config_file, make_config, running, telegram_section
 from tests.fakes.llm import text, tool_calls, usage
+from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
+
+# every test here runs on both model paths (SPEC §12: one contract, two paths)
+pytestmark = pytest.mark.usefixtures("model_path")
 
 OWNER = 42
 PRICED = "openai/gpt-4o-mini"  # in litellm's local cost map

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.model import lite
+from bot.model import openai_compat as compat
+from bot.model import prices
 from bot.model.errors import LLMError, _classify, _retry_after, no_key_error, unroutable_error
 from bot.model.response import Completion, _parse_response
 from bot.model.routing import (
@@ -176,11 +178,16 @@ class LLMClient:
         """The route and the call's keyword arguments for model ``i``; a model that cannot
         be routed, or has no key, fails here (before any request)."""
         t = self.targets[i]
-        route = _resolve(litellm, t.model, t.api_base)
-        if route.error:
-            raise unroutable_error(t, route.error)
-        if self._missing_key(litellm, i):
-            raise no_key_error(t, primary=i == 0)
+        if compat.path_for(t.model, t.api_base) == "openai_compat":
+            route = compat.route(t.model)
+            if compat.missing_key(t):
+                raise no_key_error(t, primary=i == 0)
+        else:
+            route = _resolve(litellm, t.model, t.api_base)
+            if route.error:
+                raise unroutable_error(t, route.error)
+            if self._missing_key(litellm, i):
+                raise no_key_error(t, primary=i == 0)
         kw = self._kwargs(t, messages, tools)
         if params:
             kw.update(params)
@@ -192,7 +199,10 @@ class LLMClient:
 
     # ------------------------------------------------------------------------ one call
     async def _send(self, litellm: Any, route: _Route, kw: dict[str, Any]) -> Any:
-        """One request to the provider, litellm's typed exceptions on failure."""
+        """One request to the provider, litellm's typed exceptions on failure (or the light
+        path's own: ``bot.model.openai_compat``)."""
+        if route.path == "openai_compat":
+            return await compat.send(kw, route, self.timeout)
         parts = _fast_parts(litellm) if route.inline else None
         if parts is None:
             return await litellm.acompletion(**kw)
@@ -406,8 +416,8 @@ class LLMClient:
         is passed to it as it arrives, and the Completion is the same as without (tool
         calls assembled, usage from the provider).  A model that fails before its first
         delta falls over to the next as usual; after it, the call fails."""
-        litellm = lite._litellm or await asyncio.to_thread(lite._load_litellm)
         order = self._order()
+        litellm = await self._litellm_for(order)
         failed: list[tuple[ModelTarget, LLMError]] = []
         for i in order:
             try:
@@ -421,6 +431,17 @@ class LLMClient:
             self._answered(i, failed, comp)
             return comp
         raise _combined(failed)
+
+    async def _litellm_for(self, order: list[int]) -> Any:
+        """litellm when a model of ``order`` needs it (imported in a thread), else whatever
+        is loaded already (``None`` before); the light path's price table is parsed once,
+        in a thread too."""
+        light = [compat.path_for(self.targets[i].model, self.targets[i].api_base) for i in order]
+        if "openai_compat" in light and not prices.loaded():
+            await asyncio.to_thread(prices.load)
+        if "litellm" in light:
+            return lite._litellm or await asyncio.to_thread(lite._load_litellm)
+        return lite._litellm
 
     async def stream(
         self, messages: list[dict], tools: list[dict] | None = None

@@ -223,8 +223,10 @@ def _timed_out(s: _Seen) -> LLMError | None:
 
 def _too_long(s: _Seen) -> LLMError | None:
     litellm = lite._litellm
-    if litellm is not None and isinstance(
-        s.exc, getattr(litellm, "ContextWindowExceededError", ())
+    light = getattr(s.exc, "context_overflow", False) is True  # openai_compat.ProviderError
+    if light or (
+        litellm is not None
+        and isinstance(s.exc, getattr(litellm, "ContextWindowExceededError", ()))
     ):
         return s.err(
             "The conversation is too long for the model. Start a fresh session with /new and try again.",

@@ -67,6 +67,7 @@ class _Route:
     error: str = ""  # why the model string cannot be routed ("" = it can)
     inline: bool = False
     prices: Prices | None = None
+    path: str = "litellm"  # or "openai_compat" (bot.model.openai_compat)
 
 
 _routes: dict[tuple[str, str], _Route] = {}

@@ -1,0 +1,233 @@
+"""Chela's own Chat Completions client over aiohttp (SPEC §12): the light path for models
+behind an OpenAI-compatible endpoint, without litellm.
+
+Which path a model takes (:func:`path_for`):
+
+- ``openai/<model>`` and ``custom_openai/<model>``: always this client (``api_base``, else
+  ``$OPENAI_BASE_URL`` / ``$OPENAI_API_BASE``, else OpenAI's own endpoint; the key is the
+  configured one, else ``$OPENAI_API_KEY``);
+- ``hosted_vllm/``, ``lm_studio/``, ``llamafile/`` with an ``api_base``: this client (those
+  servers speak the protocol; litellm sends them the same body);
+- except OpenAI's reasoning families (``openai/o1…``, ``o3…``, ``o4…``, ``gpt-5…``), whose
+  parameters litellm rewrites (``max_tokens`` → ``max_completion_tokens``, temperature
+  dropped, system → user for some): litellm, so the request stays the same;
+- everything else (``anthropic/``, ``gemini/``, ``ollama/``, ``ollama_chat/``, ``groq/``…):
+  litellm.  A hosted OpenAI-compatible service (OpenRouter, Groq, DeepSeek, Together) takes
+  the light path when written ``openai/<model>`` with its ``api_base``.
+
+``CHELA_MODEL_PATH=litellm`` sends every model through litellm (the way back, and how the
+tests run one contract over both paths).
+
+The request body is what litellm sends for the same call (the model without its prefix,
+the messages, tools and request parameters as given); errors are raised as
+:class:`ProviderError` (status, the response's headers, the provider's message) or as the
+connection's and timeout's own exceptions, and classified by ``bot.model.errors`` exactly
+as litellm's are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from bot.model import prices
+from bot.model.routing import ModelTarget, _Route
+
+PATH_ENV = "CHELA_MODEL_PATH"
+OPENAI_BASE = "https://api.openai.com/v1"
+_ALWAYS = frozenset({"openai", "custom_openai"})
+_WITH_BASE = frozenset({"hosted_vllm", "lm_studio", "llamafile"})
+_REWRITTEN = ("o1", "o3", "o4", "gpt-5")  # openai/ families litellm rewrites requests for
+# keyword arguments of the model call that are not part of the request body
+_NOT_BODY = frozenset(
+    {"model", "timeout", "num_retries", "max_retries", "api_base", "api_key", "drop_params"}
+)
+_OVERFLOW = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "prompt is too long",
+    "too many tokens",
+)
+
+
+def _api_base_of(where: Any) -> str:
+    if isinstance(where, str):
+        return where
+    if isinstance(where, dict):
+        return str(where.get("api_base") or "")
+    return str(getattr(where, "api_base", "") or "")
+
+
+def path_for(model: str, cfg_or_params: Any = "") -> str:
+    """``"openai_compat"`` or ``"litellm"``: which path serves ``model``.  The second
+    argument is the model's ``api_base`` (a string), or anything with an ``api_base``
+    (a ``ModelTarget``, ``cfg.agent``, a fallback table as a dict)."""
+    if os.environ.get(PATH_ENV, "").strip().lower() == "litellm":
+        return "litellm"
+    provider, sep, name = model.partition("/")
+    if not sep or not name:
+        return "litellm"
+    if provider == "openai" and name.startswith(_REWRITTEN):
+        return "litellm"
+    if provider in _ALWAYS or (provider in _WITH_BASE and _api_base_of(cfg_or_params)):
+        return "openai_compat"
+    return "litellm"
+
+
+def route(model: str) -> _Route:
+    """The route of a light-path model: its name without the prefix and its prices."""
+    provider, _, name = model.partition("/")
+    info = prices.model_info(name, "openai" if provider == "custom_openai" else provider)
+    return _Route(
+        provider=provider, model=name, prices=info.prices if info else None, path="openai_compat"
+    )
+
+
+def missing_key(target: ModelTarget) -> bool:
+    """OpenAI's own endpoint without a key (configured or ``$OPENAI_API_KEY``)."""
+    return not (
+        target.api_key or target.api_base or _env_base() or os.environ.get("OPENAI_API_KEY")
+    )
+
+
+def _env_base() -> str:
+    return os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or ""
+
+
+def body_of(kw: dict[str, Any], route_: _Route) -> dict[str, Any]:
+    """The request body for the call's keyword arguments (what litellm would send)."""
+    body = {k: v for k, v in kw.items() if k not in _NOT_BODY and v is not None}
+    body["model"] = route_.model
+    if "reasoning_effort" in body and kw.get("drop_params"):
+        # litellm drops it (drop_params) for a model its table knows without reasoning
+        info = prices.model_info(route_.model, route_.provider)
+        if info is not None and not info.reasoning:
+            del body["reasoning_effort"]
+    return body
+
+
+class ProviderError(Exception):
+    """The endpoint answered with an HTTP error: ``status_code``, its ``headers`` (for
+    Retry-After), the provider's message; ``context_overflow`` when it says the request does
+    not fit the model's window."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str], code: str = "") -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status_code = status
+        self.headers = headers
+        self.code = code
+        low = f"{code} {message}".lower()
+        self.context_overflow = status == 400 and any(s in low for s in _OVERFLOW)
+
+
+async def _error_of(resp: aiohttp.ClientResponse) -> ProviderError:
+    text = (await resp.text(errors="replace"))[:4000]
+    message, code = text, ""
+    try:
+        err = json.loads(text).get("error")
+        if isinstance(err, dict):
+            message = str(err.get("message") or text)
+            code = str(err.get("code") or err.get("type") or "")
+        elif isinstance(err, str):
+            message = err
+    except (ValueError, AttributeError):
+        pass
+    return ProviderError(
+        resp.status, message.strip() or resp.reason or "", dict(resp.headers), code
+    )
+
+
+# ------------------------------------------------------------------ one session per loop
+_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, Any]]
+_sessions = weakref.WeakKeyDictionary()
+
+
+async def _closer(session: aiohttp.ClientSession) -> AsyncIterator[None]:
+    """Parked at its ``yield`` for the loop's life: the loop's ``shutdown_asyncgens``
+    (``asyncio.run`` calls it) closes it, and with it the session."""
+    try:
+        yield
+    finally:
+        await session.close()
+
+
+async def session() -> aiohttp.ClientSession:
+    """The running loop's session (connections kept alive between calls)."""
+    loop = asyncio.get_running_loop()
+    held = _sessions.get(loop)
+    if held is not None and not held[0].closed:
+        return held[0]
+    s = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), headers={"User-Agent": "chela"}
+    )
+    closer = _closer(s)
+    await closer.__anext__()
+    _sessions[loop] = (s, closer)
+    return s
+
+
+# ------------------------------------------------------------------------------ calls
+def _url_and_headers(kw: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    base = (kw.get("api_base") or _env_base() or OPENAI_BASE).rstrip("/")
+    key = kw.get("api_key") or os.environ.get("OPENAI_API_KEY") or ""
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return f"{base}/chat/completions", headers
+
+
+async def send(kw: dict[str, Any], route_: _Route, timeout: float) -> Any:
+    """One request: the parsed JSON answer, or (``stream``) an async iterator of chunks."""
+    url, headers = _url_and_headers(kw)
+    data = json.dumps(body_of(kw, route_), ensure_ascii=False).encode()
+    streaming = bool(kw.get("stream"))
+    limits = (
+        aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        if streaming
+        else aiohttp.ClientTimeout(total=timeout)
+    )
+    s = await session()
+    try:
+        resp = await s.post(url, data=data, headers=headers, timeout=limits)
+        if resp.status >= 400:
+            async with resp:
+                raise await _error_of(resp)
+        if streaming:
+            return _chunks(resp)
+        async with resp:
+            return json.loads(await resp.read())
+    except (TimeoutError, ProviderError):
+        raise
+    except aiohttp.ClientError as e:  # refused, dropped, broken: a connection error
+        raise ConnectionError(f"{type(e).__name__}: {e}") from e
+    except ValueError as e:  # not JSON: the endpoint does not speak the protocol
+        raise ProviderError(502, f"the answer is not JSON ({e})", {}) from e
+
+
+async def _chunks(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """The ``data:`` events of an SSE stream as parsed chunks, until ``[DONE]``."""
+    try:
+        async for raw in resp.content:
+            line = raw.strip()
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                return
+            chunk = json.loads(payload)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                err = chunk["error"]
+                msg = err.get("message", "") if isinstance(err, dict) else str(err)
+                raise ProviderError(500, str(msg), dict(resp.headers))
+            yield chunk
+    except aiohttp.ClientError as e:
+        raise ConnectionError(f"{type(e).__name__}: {e}") from e
+    finally:
+        resp.release()
