@@ -1,12 +1,13 @@
 """The daemon's components, built in dependency order, each handed what it uses (its ports).
 
-fs → Store → channels → Outbox → Approvals → Agent → MCP → Router → Scheduled → Cron.  Nothing is
+fs → Store → channels → Outbox → Approvals → MCP → Agent → Router → Scheduled → Cron.  Nothing is
 left ``None`` for a later start(): what exists is built here, once.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -85,14 +86,12 @@ def approvals_for(
     )
 
 
-def _mcp(cfg: Config, agent: Agent) -> McpManager | None:
+def _mcp(cfg: Config, tools_changed: Callable[[], None]) -> McpManager | None:
     if not cfg.mcp.servers:
         return None
     from bot.mcp import McpManager, default_log_dir
 
-    mcp = McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=agent.refresh_tools)
-    agent.mcp = mcp  # Agent takes no mcp port yet (AGENT's constructor); the one late wire left
-    return mcp
+    return McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=tools_changed)
 
 
 def build(cfg: Config, given_channels: dict[str, Channel] | None = None) -> Components:
@@ -111,13 +110,24 @@ def build(cfg: Config, given_channels: dict[str, Channel] | None = None) -> Comp
     # everything that sends goes through the outbox: built before any of them
     outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds)
     approvals = approvals_for(cfg, store, outbox, channels)
+
+    # two cycles are closed by callables read at call time, never by setting attributes: MCP
+    # tells the agent its tools changed (after start), and the agent's cron tool reaches the
+    # cron service, which runs its jobs through the agent (agent → cron → scheduled → agent)
+    def tools_changed() -> None:
+        agent.refresh_tools()
+
+    mcp = _mcp(cfg, tools_changed)
     agent = Agent(
-        cfg, store, hooks=hooks, send_message=send.message_tool(outbox), approvals=approvals
+        cfg,
+        store,
+        hooks=hooks,
+        send_message=send.message_tool(outbox),
+        approvals=approvals,
+        mcp=mcp,
+        cron=(lambda: cron) if "cron" in cfg.tools.enabled else None,
     )
-    mcp = _mcp(cfg, agent)
     router = Router(cfg, store, agent, lanes, channels, outbox, approvals=approvals)
     scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels)
     cron = CronService(cfg, store, scheduled)
-    if "cron" in cfg.tools.enabled:
-        agent.cron_api = cron  # cron runs turns through the agent: agent → cron → agent
     return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron)
