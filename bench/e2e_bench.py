@@ -291,7 +291,17 @@ def main() -> None:
         action="store_true",
         help="prototype: LLMClient.complete as one plain aiohttp POST instead of litellm",
     )
+    ap.add_argument(
+        "--path",
+        choices=("openai_compat", "litellm"),
+        default="openai_compat",
+        help="the model path for the fake's openai/ model (SPEC §12): Chela's own client "
+        "(the default since issue 28) or litellm (CHELA_MODEL_PATH=litellm)",
+    )
     a = ap.parse_args()
+    if a.path == "litellm":
+        os.environ["CHELA_MODEL_PATH"] = "litellm"
+    print(f"model path: {a.path}", file=sys.stderr)
     if a.direct_llm:
         global DIRECT
         DIRECT = True

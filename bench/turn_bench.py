@@ -387,7 +387,17 @@ def main() -> None:
         default="",
         help="cProfile the sequential phase: save the stats to FILE and print the top entries",
     )
+    ap.add_argument(
+        "--path",
+        choices=("openai_compat", "litellm"),
+        default="openai_compat",
+        help="the model path for the fake's openai/ model (SPEC §12): Chela's own client "
+        "(the default since issue 28) or litellm (CHELA_MODEL_PATH=litellm)",
+    )
     a = ap.parse_args()
+    if a.path == "litellm":
+        os.environ["CHELA_MODEL_PATH"] = "litellm"
+    print(f"model path: {a.path}", file=sys.stderr)
     asyncio.run(run(a.turns, a.sessions, a.profile))
 
 

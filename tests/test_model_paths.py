@@ -116,6 +116,13 @@ def test_path_rule():
         assert path_for(model, "http://x") == "litellm"
 
 
+def test_needs_litellm():
+    from bot.model import needs_litellm
+
+    assert not needs_litellm([("openai/gpt-4o", ""), ("hosted_vllm/q", "http://x/v1"), ("", "")])
+    assert needs_litellm([("openai/gpt-4o", ""), ("anthropic/claude-sonnet-4", "")])
+
+
 def test_path_env_sends_everything_through_litellm(monkeypatch):
     monkeypatch.setenv(PATH_ENV, "litellm")
     assert path_for("openai/gpt-4o") == "litellm"

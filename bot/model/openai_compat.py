@@ -31,7 +31,7 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import aiohttp
@@ -79,6 +79,12 @@ def path_for(model: str, cfg_or_params: Any = "") -> str:
     if provider in _ALWAYS or (provider in _WITH_BASE and _api_base_of(cfg_or_params)):
         return "openai_compat"
     return "litellm"
+
+
+def needs_litellm(models: Iterable[tuple[str, Any]]) -> bool:
+    """Whether any of these ``(model, api_base or cfg)`` pairs takes litellm's path (for
+    start-up: import litellm only when a configured model needs it)."""
+    return any(path_for(model, where) == "litellm" for model, where in models if model)
 
 
 def route(model: str) -> _Route:
