@@ -65,7 +65,7 @@ def _rows(cfg: Config, sql: str) -> list[tuple] | None:
 
 
 def next_heartbeat(cfg: Config, daemon: dict | None, now: float) -> str:
-    from bot.daemon import heartbeat_schedule
+    from bot.app.daemon import heartbeat_schedule
 
     every = cfg.heartbeat.every_seconds
     sched = heartbeat_schedule(cfg)
@@ -105,8 +105,8 @@ def cron_rows(cfg: Config, now: float) -> list[list[str]]:
 
 
 def status_text(cfg: Config, now: float | None = None) -> str:
-    from bot.daemon import enabled_channels
-    from bot.lock import running_daemon
+    from bot.app.channels import enabled_channels
+    from bot.app.lock import running_daemon
 
     now = time.time() if now is None else now
     daemon = running_daemon(cfg.agent.state_dir)
@@ -118,10 +118,13 @@ def status_text(cfg: Config, now: float | None = None) -> str:
         since = (
             f", up since {datetime.fromtimestamp(daemon['started']).astimezone():%Y-%m-%d %H:%M:%S}"
             if daemon.get("started")
-            else " (starting)"
+            else ""
         )
-        out.append(f"daemon: running (pid {daemon.get('pid')}{since})")
-        chans = daemon.get("channels")
+        starting = (
+            " (starting)" if not daemon.get("started") or daemon.get("ready") is False else ""
+        )
+        out.append(f"daemon: running (pid {daemon.get('pid')}{since}){starting}")
+        chans = daemon.get("channels")  # the channels up now, written as each one starts
         out.append(f"channels: {', '.join(chans) if chans else 'none'}")
         if daemon.get("http"):
             out.append(f"HTTP API: http://{daemon['http']}")
