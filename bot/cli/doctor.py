@@ -264,6 +264,13 @@ async def check_model(cfg: Config) -> Finding:
     try:
         await client.complete([{"role": "user", "content": "Reply with one word: ok"}])
     except LLMError as e:
+        if cfg.agent.api_base and e.reason == "connection failed":  # a wrong URL, not a hiccup
+            return Finding(
+                "FAIL",
+                "model",
+                f"{where}: {cfg.agent.api_base} is not reachable (connection failed)",
+                "check agent.api_base (host, port, /v1) and that the server is running",
+            )
         fix = (
             f"check agent.model, agent.api_base and the key in ${cfg.agent.api_key_env}"
             if cfg.agent.api_key_env

@@ -62,7 +62,12 @@ class Answers:
     telegram_api_base: str = ""  # a self-hosted Bot API server
 
 
-def default_key_var(model: str) -> str:
+def default_key_var(model: str, api_base: str = "") -> str:
+    """The variable a provider's key usually lives in: ``anthropic/…`` → ANTHROPIC_API_KEY;
+    none for a local server (``api_base``) or a provider without a usual one (ollama/…).
+    The one rule for both the flags and the questions."""
+    if api_base:
+        return ""
     return KEY_VARS.get(model.split("/", 1)[0].lower(), "") if "/" in model else "OPENAI_API_KEY"
 
 
@@ -150,18 +155,21 @@ def _owners_from(flags: list[str] | None, channels: list[str]) -> dict[str, list
     return owners
 
 
-def from_args(args) -> Answers:
-    a = Answers()
+def from_args(args, base: Answers | None = None) -> Answers:
+    """The answers the flags give, over ``base`` (an existing config's, when re-running)."""
+    a = base or Answers()
     a.model = args.model or a.model
-    a.api_base = args.api_base or ""
+    a.api_base = args.api_base or a.api_base
     if args.api_key_env is not None:
         a.api_key_env = args.api_key_env
-    elif not a.api_base:
-        a.api_key_env = default_key_var(a.model)
+    elif base is None or args.model or args.api_base:
+        a.api_key_env = default_key_var(a.model, a.api_base)
     a.workspace = args.workspace or a.workspace
     a.state_dir = args.state_dir or a.state_dir
-    a.timezone = args.timezone or ""
-    chans = a.channels = _channels_from(args.channel)
+    a.timezone = args.timezone or a.timezone
+    if base is None or args.channel:
+        a.channels = _channels_from(args.channel)
+    chans = a.channels
     flag_vars = {
         "telegram": {"token_env": args.telegram_token_env},
         "discord": {"token_env": args.discord_token_env},
@@ -172,83 +180,121 @@ def from_args(args) -> Answers:
     }
     for name in chans:
         if name in TOKEN_VARS:
-            a.tokens[name] = {k: flag_vars[name][k] or d for k, d in TOKEN_VARS[name].items()}
-    a.owners = _owners_from(args.owner, chans)
-    a.signal_account = args.signal_account or ""
+            had = a.tokens.get(name, {})
+            a.tokens[name] = {
+                k: flag_vars[name][k] or had.get(k) or d for k, d in TOKEN_VARS[name].items()
+            }
+    if base is None or args.owner:
+        a.owners = _owners_from(args.owner, chans)
+    a.signal_account = args.signal_account or a.signal_account
     a.signal_url = args.signal_url or a.signal_url
-    a.telegram_api_base = args.telegram_api_base or ""
+    a.telegram_api_base = args.telegram_api_base or a.telegram_api_base
     if "signal" in chans and not a.signal_account:
         raise ConfigError("--channel signal needs --signal-account (the bot's Signal number)")
     return a
 
 
 # ------------------------------------------------------------------------ interactive
-def ask(a: Answers, path: Path) -> Answers:
+def answers_from_file(path: Path) -> Answers | None:
+    """An existing config's answers, the suggestions when onboarding again (None: unreadable)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    agent, chans = data.get("agent", {}), data.get("channels", {})
+    a = Answers()
+    for key in ("model", "api_base", "api_key_env", "workspace", "state_dir", "timezone"):
+        if isinstance(agent.get(key), str):
+            setattr(a, key, agent[key])
+    for name in CHANNELS:
+        sec = chans.get(name)
+        if not isinstance(sec, dict) or not sec.get("enabled"):
+            continue
+        a.channels.append(name)
+        if name in TOKEN_VARS:
+            a.tokens[name] = {k: str(sec.get(k) or d) for k, d in TOKEN_VARS[name].items()}
+        if isinstance(sec.get("allow_from"), list):
+            a.owners[name] = [str(i) for i in sec["allow_from"]]
+        if name == "signal":
+            a.signal_account = str(sec.get("account", ""))
+            a.signal_url = str(sec.get("http_url", a.signal_url))
+        if name == "telegram":
+            a.telegram_api_base = str(sec.get("api_base", ""))
+    return a
+
+
+def _q(text: str, default: str = "", ok=None, error: str = "") -> str:
+    """One question; an answer ``ok`` refuses is said so and asked again on an empty line
+    (a new session each time: nothing of the refused text is left to type over)."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.validation import Validator
 
-    def q(text: str, default: str = "", validator=None) -> str:
-        # a new session per question: a session keeps the validator of its last prompt
+    while True:
         s: PromptSession = PromptSession()
-        return s.prompt(
-            f"{text}: ", default=default, validator=validator, validate_while_typing=False
-        ).strip()
+        answer = s.prompt(f"{text}: ", default=default).strip()
+        if ok is None or ok(answer):
+            return answer
+        print(f"  {error}")
+        default = ""
 
-    def yes(text: str, default: bool = True) -> bool:
-        ans = q(f"{text} [{'Y/n' if default else 'y/N'}]").lower()
-        return default if not ans else ans.startswith("y")
 
-    print(f"Setting up Chela. The answers go to {path}; Enter keeps the suggestion.\n")
+def _ask_model(a: Answers, key_given: bool) -> None:
+    before = (a.model, a.api_base)
     a.model = (
-        q(
+        _q(
             "Model (any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest)",
             a.model,
         )
         or a.model
     )
-    a.api_base = q(
+    a.api_base = _q(
         "Local OpenAI-compatible server URL (empty to use the provider's own API)", a.api_base
     )
-    key_default = a.api_key_env or ("" if a.api_base else default_key_var(a.model))
-    a.api_key_env = q(
-        "Name of the environment variable holding the API key (empty for none)", key_default
+    if not key_given and (a.model, a.api_base) != before:
+        a.api_key_env = default_key_var(a.model, a.api_base)
+    a.api_key_env = _q(
+        "Name of the environment variable holding the API key (empty for none)", a.api_key_env
     )
-    names = Validator.from_callable(
-        lambda t: all(n.strip().lower() in CHANNELS for n in t.split(",") if n.strip()),
-        error_message=f"choose from: {', '.join(CHANNELS)}",
-    )
-    picked = q(
+
+
+def _ask_channel(a: Answers, name: str) -> None:
+    if name in TOKEN_VARS:
+        had = a.tokens.get(name, {})
+        a.tokens[name] = {
+            k: _q(
+                f"{name}: environment variable for {k.removesuffix('_env').replace('_', ' ')}",
+                had.get(k, d),
+            )
+            or d
+            for k, d in TOKEN_VARS[name].items()
+        }
+    if name == "signal":
+        a.signal_account = _q("signal: the bot's Signal number (+...)", a.signal_account)
+        a.signal_url = _q("signal: signal-cli daemon --http URL", a.signal_url)
+    if name in ID_HINTS:
+        ident = _q(
+            f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
+            ",".join(a.owners.get(name, [])),
+            ok=lambda t: not t.startswith("@"),
+            error="an id, not a @username (the pairing reply shows your id)",
+        )
+        a.owners[name] = [i.strip() for i in ident.split(",") if i.strip()]
+
+
+def ask(a: Answers, path: Path, key_given: bool = False) -> Answers:
+    print(f"Setting up Chela. The answers go to {path}; Enter keeps the suggestion.\n")
+    _ask_model(a, key_given)
+    picked = _q(
         "Channels to enable, comma separated (telegram, discord, slack, signal, http; "
         "empty for none: `chela chat` always works)",
         ",".join(a.channels),
-        names,
+        ok=lambda t: all(n.strip().lower() in CHANNELS for n in t.split(",") if n.strip()),
+        error=f"choose from: {', '.join(CHANNELS)}",
     )
     a.channels = [n.strip().lower() for n in picked.split(",") if n.strip()]
-    no_at = Validator.from_callable(
-        lambda t: not t.strip().startswith("@"),
-        error_message="an id, not a @username (the pairing reply shows your id)",
-    )
     for name in a.channels:
-        if name in TOKEN_VARS:
-            a.tokens[name] = {
-                k: q(
-                    f"{name}: environment variable for {k.removesuffix('_env').replace('_', ' ')}",
-                    d,
-                )
-                or d
-                for k, d in TOKEN_VARS[name].items()
-            }
-        if name == "signal":
-            a.signal_account = q("signal: the bot's Signal number (+...)", a.signal_account)
-            a.signal_url = q("signal: signal-cli daemon --http URL", a.signal_url)
-        if name in ID_HINTS:
-            ident = q(
-                f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
-                validator=no_at,
-            )
-            a.owners[name] = [ident] if ident else []
+        _ask_channel(a, name)
     a.workspace = (
-        q("Workspace directory (your assistant's Markdown files)", a.workspace) or a.workspace
+        _q("Workspace directory (your assistant's Markdown files)", a.workspace) or a.workspace
     )
     return a
 
@@ -356,12 +402,15 @@ def _check_model(path: Path) -> tuple[bool, str]:
     return f.level == "OK", f.line()
 
 
-def next_steps(a: Answers, path: Path) -> list[str]:
-    flag = (
-        ""
-        if path == Path("~/.chela/config.toml").expanduser() or os.environ.get("CHELA_CONFIG")
-        else f" --config {path}"
-    )
+def _flag(path: Path) -> str:
+    """`` --config PATH`` unless the commands find the config there anyway."""
+    if path == Path("~/.chela/config.toml").expanduser() or os.environ.get("CHELA_CONFIG"):
+        return ""
+    return f" --config {path}"
+
+
+def next_steps(a: Answers, path: Path, model_ok: bool = True) -> list[str]:
+    flag = _flag(path)
     lines = []
     envs = ([a.api_key_env] if a.api_key_env else []) + [
         e for t in a.tokens.values() for e in t.values()
@@ -370,8 +419,10 @@ def next_steps(a: Answers, path: Path) -> list[str]:
     if unset:
         lines.append("Set the secrets (in your shell, or an EnvironmentFile for systemd):")
         lines += [f"  export {e}=..." for e in unset]
+    lines.append(f"  chela doctor{flag}    # live checks: model, channel tokens, sandbox")
+    if not model_ok:
+        return lines
     lines += [
-        f"  chela doctor{flag}    # live checks: model, channel tokens, sandbox",
         f"  chela chat{flag}      # talk to it here in the terminal",
         f"  chela run{flag}       # start the daemon with every enabled channel",
     ]
@@ -394,21 +445,23 @@ def run_onboard(args) -> int:
         )
         return 2
     try:
-        answers = from_args(args)
         if path.exists() and not interactive and not args.force:
             print(
                 f"chela: {path} exists; not overwriting it (use --force to replace it)",
                 file=sys.stderr,
             )
             return 1
-        if interactive:
-            answers = ask(answers, path)
-            if path.exists():
-                from prompt_toolkit.shortcuts import confirm
+        base = None
+        if interactive and path.exists():
+            from prompt_toolkit.shortcuts import confirm
 
-                if not confirm(f"{path} exists. Replace it?"):
-                    print("Left it as it was; nothing written.")
-                    return 1
+            if not confirm(f"{path} exists. Replace it? (its answers are the suggestions)"):
+                print("Left it as it was; nothing written.")
+                return 1
+            base = answers_from_file(path)
+        answers = from_args(args, base)
+        if interactive:
+            answers = ask(answers, path, key_given=args.api_key_env is not None)
         text = render(answers)
         validate(text, path)
     except ConfigError as e:
@@ -435,9 +488,13 @@ def run_onboard(args) -> int:
         print("checking that the model answers (one short request)...", flush=True)
         ok, line = _check_model(path)
         print(line)
+    if not ok:  # no "Next: chela chat" that cannot work yet
+        print("\nThe config is written; fix the model, then check again:")
+        print("\n".join(next_steps(answers, path, model_ok=False)))
+        return 1
     print("\nNext:")
     print("\n".join(next_steps(answers, path)))
-    return 0 if ok else 1
+    return 0
 
 
 def write_examples(dest: Path) -> list[Path]:
