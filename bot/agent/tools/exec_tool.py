@@ -95,6 +95,37 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
 
 
+async def _spawn(
+    argv: list[str] | None, shell_command: str | None, *, cwd: str, env: dict[str, str] | None
+) -> asyncio.subprocess.Process:
+    """Start the command in a process group of its own (stdout and stderr in one pipe).
+
+    A cancel while the process starts (it runs already, asyncio still connects its pipes)
+    would kill only the direct child (the shell, or bwrap) and leave the rest running: the
+    start is shielded, and a cancelled one is killed, as a group, once it is there."""
+    kw: dict = dict(
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    if argv is not None:
+        starting = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **kw))
+    else:
+        assert shell_command is not None
+        starting = asyncio.ensure_future(asyncio.create_subprocess_shell(shell_command, **kw))
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            proc = await starting
+            _kill_group(proc)
+            await asyncio.wait_for(proc.wait(), 2.0)
+        raise
+
+
 async def run_command(
     argv: list[str] | None,
     shell_command: str | None,
@@ -105,29 +136,7 @@ async def run_command(
     env: dict[str, str] | None = None,
 ) -> tuple[int | None, str, int, bool]:
     """Run a command; return (exit code or None, output (capped), total output bytes, timed_out)."""
-    pipes = asyncio.subprocess.DEVNULL, asyncio.subprocess.PIPE, asyncio.subprocess.STDOUT
-    if argv is not None:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            env=env,
-            stdin=pipes[0],
-            stdout=pipes[1],
-            stderr=pipes[2],
-            start_new_session=True,
-        )
-    else:
-        assert shell_command is not None
-        proc = await asyncio.create_subprocess_shell(
-            shell_command,
-            cwd=cwd,
-            env=env,
-            stdin=pipes[0],
-            stdout=pipes[1],
-            stderr=pipes[2],
-            start_new_session=True,
-        )
-
+    proc = await _spawn(argv, shell_command, cwd=cwd, env=env)
     buf = bytearray()
     total = 0
 
@@ -154,6 +163,9 @@ async def run_command(
     except asyncio.CancelledError:
         _kill_group(proc)
         reader.cancel()
+        # reap it: no zombie left, and its transport closes while the loop still runs
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 2.0)
         raise
     if timed_out:
         try:
@@ -188,11 +200,8 @@ async def _ask(ctx: ToolContext, command: str, why: str) -> None:
     )
 
 
-async def _exec(ctx: ToolContext, args: dict) -> str:
-    command = arg_str(args, "command").strip()
-    if not command:
-        raise ToolError("command is empty")
-    policy = ctx.exec_policy
+async def _check_policy(policy) -> None:
+    """Refuse before anything runs: exec denied, an unknown policy, a sandbox that cannot start."""
     if policy.security == "deny":
         raise ToolError('running commands is disabled here (tools.exec.security = "deny")')
     if policy.security not in ("allowlist", "ask", "full"):
@@ -203,19 +212,64 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
         if not status.ok:
             raise ToolError(f"cannot run commands: {status.message()}")
 
-    argv: list[str] | None
-    shell_cmd: str | None
+
+async def _admit(ctx: ToolContext, command: str) -> tuple[list[str] | None, str | None]:
+    """What runs: an allow-listed argv, or (security "full", or "ask" once the owner
+    approved) the command line as written for the shell."""
+    policy = ctx.exec_policy
     if policy.security == "allowlist":
-        argv, shell_cmd = check_allowlisted(command, policy.allow), None
-    elif policy.security == "ask":
+        return check_allowlisted(command, policy.allow), None
+    if policy.security == "ask":
         try:
-            argv, shell_cmd = check_allowlisted(command, policy.allow), None
+            return check_allowlisted(command, policy.allow), None
         except ToolError as e:
             await _ask(ctx, command, str(e).removeprefix("command refused: "))
-            argv, shell_cmd = None, command  # approved: runs once, as written
-    else:
-        argv, shell_cmd = None, command
+            return None, command  # approved: runs once, as written
+    return None, command
 
+
+def _sandboxed(
+    policy, argv: list[str] | None, shell_cmd: str | None, root: str
+) -> tuple[list[str] | None, str | None]:
+    """The command inside the OS sandbox (SPEC §9.3) when the policy asks for it."""
+    if not policy.sandbox:
+        return argv, shell_cmd
+    try:
+        wrapped = sandbox.wrap(
+            argv if argv is not None else shell_cmd or "",
+            file_root=root,
+            hidden=tuple(policy.hidden),
+            network=policy.network,
+        )
+    except (ValueError, RuntimeError) as e:
+        raise ToolError(f"cannot run commands: {e}") from None
+    return wrapped, None
+
+
+def _report(
+    policy, code: int | None, out: str, total: int, timed_out: bool, timeout: float, elapsed: float
+) -> str:
+    """The tool's answer: the output (capped), then the exit code, or the timeout."""
+    max_output = max(1000, int(policy.max_output))
+    if policy.sandbox and code == 1 and out.startswith("bwrap: "):
+        # bwrap itself failed (e.g. execvp of a program that is not visible in the sandbox)
+        first = out.splitlines()[0].removeprefix("bwrap: ")
+        raise ToolError(f"the sandbox could not start the command: {first}")
+    body = out.rstrip("\n")
+    cut = f"\n[... output cut at {max_output} bytes of {total}]" if total > max_output else ""
+    if timed_out:
+        head = f"Error: the command timed out after {timeout:g}s and was killed."
+        return head + (f" Output so far:\n{body}{cut}" if body else "")
+    return f"{body or '(no output)'}{cut}\n[exit code {code}; {elapsed:.1f}s]"
+
+
+async def _exec(ctx: ToolContext, args: dict) -> str:
+    command = arg_str(args, "command").strip()
+    if not command:
+        raise ToolError("command is empty")
+    policy = ctx.exec_policy
+    await _check_policy(policy)
+    argv, shell_cmd = await _admit(ctx, command)
     env = child_env(ctx.secrets)
     try:
         root = sandbox.prepare_root(ctx.file_root)
@@ -225,24 +279,12 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
         ) from None
     if argv is not None and shutil.which(argv[0], path=env.get("PATH")) is None:
         raise ToolError(f"program not found: {argv[0]}")
-    if policy.sandbox:
-        try:
-            argv = sandbox.wrap(
-                argv if argv is not None else shell_cmd or "",
-                file_root=root,
-                hidden=tuple(policy.hidden),
-                network=policy.network,
-            )
-        except (ValueError, RuntimeError) as e:
-            raise ToolError(f"cannot run commands: {e}") from None
-        shell_cmd = None
-
+    argv, shell_cmd = _sandboxed(policy, argv, shell_cmd, root)
     timeout = (
         float(policy.timeout_seconds)
         if policy.timeout_seconds and policy.timeout_seconds > 0
         else 60.0
     )
-    max_output = max(1000, int(policy.max_output))
     started = time.monotonic()
     try:
         code, out, total, timed_out = await run_command(
@@ -250,26 +292,14 @@ async def _exec(ctx: ToolContext, args: dict) -> str:
             shell_cmd,
             cwd=root,
             timeout=timeout,
-            max_output=max_output,
+            max_output=max(1000, int(policy.max_output)),
             env=env,
         )
     except FileNotFoundError:
         raise ToolError(f"program not found: {argv[0] if argv else command.split()[0]}") from None
     except PermissionError as e:
         raise ToolError(f"cannot run the command: {e.strerror or e}") from None
-    elapsed = time.monotonic() - started
-
-    if policy.sandbox and code == 1 and out.startswith("bwrap: "):
-        # bwrap itself failed (e.g. execvp of a program that is not visible in the sandbox)
-        first = out.splitlines()[0].removeprefix("bwrap: ")
-        raise ToolError(f"the sandbox could not start the command: {first}")
-
-    body = out.rstrip("\n")
-    cut = f"\n[... output cut at {max_output} bytes of {total}]" if total > max_output else ""
-    if timed_out:
-        head = f"Error: the command timed out after {timeout:g}s and was killed."
-        return head + (f" Output so far:\n{body}{cut}" if body else "")
-    return f"{body or '(no output)'}{cut}\n[exit code {code}; {elapsed:.1f}s]"
+    return _report(policy, code, out, total, timed_out, timeout, time.monotonic() - started)
 
 
 EXEC = Tool(

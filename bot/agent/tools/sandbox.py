@@ -203,39 +203,22 @@ def _depth(path: str) -> int:
     return 0 if path == "/" else path.rstrip("/").count("/")
 
 
-def wrap(
-    command: list[str] | str,
-    *,
-    file_root: str | os.PathLike,
-    hidden: tuple[str, ...] | list[str] = (),
-    network: bool = False,
-    cwd: str | os.PathLike | None = None,
-    bwrap: str | None = None,
-) -> list[str]:
-    """The bwrap argv that runs ``command`` (an argv list, or a shell string for ``/bin/sh -c``)
-    with ``file_root`` as the only writable directory.  ``cwd`` (default: the file root) must
-    be inside the file root."""
-    root = os.path.realpath(file_root)
-    if root == "/":
-        raise ValueError("the sandbox's file root cannot be /")
-    workdir = os.path.realpath(cwd) if cwd is not None else root
-    if workdir != root and not workdir.startswith(root + "/"):
-        workdir = root
-
-    home = os.environ.get("HOME", "")
+def _hidden_paths(hidden: tuple[str, ...] | list[str]) -> set[str]:
+    """$HOME, the always-hidden paths and ``hidden``, as they are spelled and as they resolve:
+    the existing ones (a directory gets an empty tmpfs, a file an empty file)."""
     to_hide: set[str] = set()
-    for p in (home, *_ALWAYS_HIDDEN, *hidden):
+    for p in (os.environ.get("HOME", ""), *_ALWAYS_HIDDEN, *hidden):
         if not p or not os.path.isabs(p):
             continue
         for candidate in {os.path.abspath(p), os.path.realpath(p)}:
-            if candidate != "/" and os.path.isdir(candidate):
+            if candidate != "/" and os.path.lexists(candidate):
                 to_hide.add(candidate)
-            elif candidate != "/" and os.path.lexists(candidate):
-                # a hidden file (not a directory): cover it with an empty file
-                to_hide.add(candidate)
+    return to_hide
 
-    # (depth, order-within-depth, args): parents first; at equal paths the bind wins (last)
-    mounts: list[tuple[int, int, list[str]]] = []
+
+def _mounts(root: str, to_hide: set[str], network: bool) -> list[str]:
+    """The mount arguments, parents first; at equal paths the bind wins (it comes last)."""
+    mounts: list[tuple[int, int, list[str]]] = []  # (depth, order within the depth, args)
     for p in sorted(to_hide):
         if p == root:
             continue
@@ -254,47 +237,44 @@ def wrap(
         ):
             mounts.append((_depth(resolv), 2, ["--ro-bind", resolv, resolv]))
     mounts.sort(key=lambda m: (m[0], m[1]))
+    return [a for _, _, args in mounts for a in args]
 
-    argv = [
-        bwrap or bwrap_path(),
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-    ]
-    for _, _, args in mounts:
-        argv += args
-    # the hiding tmpfs mounts become read-only once everything is mounted (a write there
-    # fails instead of vanishing) - except one that holds the file root, which stays an
-    # empty scratch: a read-only parent must never make the file root read-only
+
+def _remount_ro(root: str, to_hide: set[str]) -> list[str]:
+    """The hiding tmpfs mounts become read-only once everything is mounted (a write there
+    fails instead of vanishing) - except one that holds the file root, which stays an
+    empty scratch: a read-only parent must never make the file root read-only."""
+    out: list[str] = []
     for p in sorted(to_hide):
         if os.path.isdir(p) and p != root and not root.startswith(p + "/"):
-            argv += ["--remount-ro", p]
-    argv += ["--unshare-all"]
-    if network:
-        argv += ["--share-net"]
-    argv += [
-        "--cap-drop",
-        "ALL",
-        "--die-with-parent",
-        "--new-session",
-        "--chdir",
-        workdir,
-        "--setenv",
-        "HOME",
-        root,
-        "--setenv",
-        "TMPDIR",
-        "/tmp",
-        "--",
-    ]
+            out += ["--remount-ro", p]
+    return out
+
+
+def wrap(
+    command: list[str] | str,
+    *,
+    file_root: str | os.PathLike,
+    hidden: tuple[str, ...] | list[str] = (),
+    network: bool = False,
+    cwd: str | os.PathLike | None = None,
+    bwrap: str | None = None,
+) -> list[str]:
+    """The bwrap argv that runs ``command`` (an argv list, or a shell string for ``/bin/sh -c``)
+    with ``file_root`` as the only writable directory.  ``cwd`` (default: the file root) must
+    be inside the file root."""
+    root = os.path.realpath(file_root)
+    if root == "/":
+        raise ValueError("the sandbox's file root cannot be /")
+    workdir = os.path.realpath(cwd) if cwd is not None else root
+    if workdir != root and not workdir.startswith(root + "/"):
+        workdir = root
+    to_hide = _hidden_paths(hidden)
+    argv = [bwrap or bwrap_path(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--tmpfs", "/tmp", *_mounts(root, to_hide, network), *_remount_ro(root, to_hide)]
+    argv += ["--unshare-all", *(["--share-net"] if network else [])]
+    argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", workdir]
+    argv += ["--setenv", "HOME", root, "--setenv", "TMPDIR", "/tmp", "--"]
     if isinstance(command, str):
-        argv += ["/bin/sh", "-c", command]
-    else:
-        argv += list(command)
-    return argv
+        return argv + ["/bin/sh", "-c", command]
+    return argv + list(command)

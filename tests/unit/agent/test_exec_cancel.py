@@ -4,6 +4,7 @@ behind: the command's whole process group (or sandbox) is killed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
@@ -37,8 +38,11 @@ def _alive_with(arg: str) -> list[int]:
     return pids
 
 
+@pytest.mark.parametrize("poll", [0.05, 0.0], ids=["running", "starting"])
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["plain", "sandbox"])
-async def test_cancelled_turn_kills_the_running_command(tmp_path, sandboxed):
+async def test_cancelled_turn_kills_the_running_command(tmp_path, sandboxed, poll):
+    """``poll`` 0: the cancel lands as soon as the process shows, often while asyncio still
+    connects its pipes (the shell or bwrap alone was killed then, its command left running)."""
     if sandboxed and not sandbox.probe().ok:
         pytest.skip("bubblewrap cannot run here")
     # a duration no other process has: its command line finds it
@@ -57,7 +61,7 @@ async def test_cancelled_turn_kills_the_running_command(tmp_path, sandboxed):
         )
         deadline = time.monotonic() + 10
         while not _alive_with(arg) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(poll)
         assert _alive_with(arg), "the command never started"
         turn.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -87,3 +91,27 @@ async def test_twin_uncancelled_command_runs_to_its_end(tmp_path):
         res = await run_agent_loop(llm, [SYSTEM, USER], build_registry(["exec"]), ctx)
     assert res.text == "ok"
     assert "finished" in res.new_messages[1]["content"]
+
+
+async def test_cancel_at_any_point_of_the_start_leaves_nothing(tmp_path):
+    """The cancel lands after 0, 1, 2, … loop turns: some of them while the process runs
+    but asyncio has not handed it over yet (only the shell was killed then)."""
+    from bot.agent.tools.exec_tool import run_command
+
+    arg = f"30.{random.randrange(10**6):06d}"
+    for turns in range(40):
+        task = asyncio.create_task(
+            run_command(None, f"sleep {arg}; true", cwd=str(tmp_path), timeout=60, max_output=1000)
+        )
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    gone_by = time.monotonic() + 2
+    while _alive_with(arg) and time.monotonic() < gone_by:
+        await asyncio.sleep(0.05)
+    left = _alive_with(arg)
+    for pid in left:
+        os.kill(pid, 9)
+    assert left == [], f"{len(left)} commands still running 2 s after their cancel"
