@@ -123,6 +123,28 @@ def test_needs_litellm():
     assert needs_litellm([("openai/gpt-4o", ""), ("anthropic/claude-sonnet-4", "")])
 
 
+def test_a_config_needs_litellm_only_for_a_model_on_its_path(tmp_path):
+    from bot.model import litellm_needed
+    from tests.e2e import make_config
+
+    class _Llm:
+        base_url = "http://127.0.0.1:9/v1"
+
+    cfg = make_config(tmp_path, _Llm())
+    assert cfg.agent.model.startswith("openai/") and not litellm_needed(cfg)
+    cfg.agent.models["claude"] = "anthropic/claude-sonnet-4"
+    assert litellm_needed(cfg)
+    cfg.agent.models.clear()
+    cfg.media.transcription_model = "openai/whisper-1"
+    assert litellm_needed(cfg)
+
+
+def test_vision_and_window_from_the_table():
+    assert prices.supports_vision("openai/gpt-4o") is True
+    assert prices.supports_vision("openai/no-such-model") is None
+    assert prices.context_window("openai/gpt-4o") == 128000
+
+
 def test_path_env_sends_everything_through_litellm(monkeypatch):
     monkeypatch.setenv(PATH_ENV, "litellm")
     assert path_for("openai/gpt-4o") == "litellm"

@@ -17,7 +17,7 @@ from bot.model.client import ON_CALL, LLMClient
 from bot.model.errors import LLMError, unroutable_message
 from bot.model.gate import BudgetRefused, GateCall, ModelGate, budget_refusal, day_start
 from bot.model.lite import warm_up
-from bot.model.openai_compat import needs_litellm, path_for
+from bot.model.openai_compat import litellm_needed, needs_litellm, path_for
 from bot.model.prices import context_window
 from bot.model.response import Completion, ToolCall, usage_numbers
 from bot.model.routing import ModelTarget, cost_of, routing_error
@@ -36,6 +36,7 @@ __all__ = [
     "context_window",
     "cost_of",
     "day_start",
+    "litellm_needed",
     "needs_litellm",
     "path_for",
     "routing_error",

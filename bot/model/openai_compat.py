@@ -87,6 +87,26 @@ def needs_litellm(models: Iterable[tuple[str, Any]]) -> bool:
     return any(path_for(model, where) == "litellm" for model, where in models if model)
 
 
+def configured_models(cfg: Any) -> list[tuple[str, str]]:
+    """Every chat model a config names, with its ``api_base``: ``agent.model``, each of
+    ``agent.fallbacks``, the ``agent.models`` aliases and ``agent.compaction.model``."""
+    a = cfg.agent
+    out = [(a.model, a.api_base)]
+    out += [(f.model, f.api_base or "") for f in a.fallbacks]
+    out += [(m, a.api_base) for m in a.models.values()]
+    out.append((a.compaction.model, a.api_base))
+    return [(m, b) for m, b in out if m]
+
+
+def litellm_needed(cfg: Any) -> bool:
+    """Whether this config needs litellm at all: a chat model on litellm's path, or voice
+    (transcription and speech use litellm's audio calls, whatever the model)."""
+    media = getattr(cfg, "media", None)
+    if media is not None and (media.transcription_model or media.tts_model):
+        return True
+    return needs_litellm(configured_models(cfg))
+
+
 def route(model: str) -> _Route:
     """The route of a light-path model: its name without the prefix and its prices."""
     provider, _, name = model.partition("/")

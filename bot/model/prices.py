@@ -28,6 +28,7 @@ class ModelInfo:
     prices: Prices | None  # None when the table has no price for the model
     window: int  # input tokens; 0 when unknown
     reasoning: bool = False  # accepts reasoning_effort
+    vision: bool = False  # accepts images
 
 
 _table: dict[str, ModelInfo] | None = None
@@ -69,7 +70,13 @@ def _info(entry: dict) -> ModelInfo:
             window = v
             break
     provider = str(entry.get("litellm_provider") or "")
-    return ModelInfo(provider, prices, window, entry.get("supports_reasoning") is True)
+    return ModelInfo(
+        provider,
+        prices,
+        window,
+        entry.get("supports_reasoning") is True,
+        entry.get("supports_vision") is True,
+    )
 
 
 def loaded() -> bool:
@@ -116,3 +123,10 @@ def context_window(model: str) -> int:
     provider, _, name = model.partition("/")
     info = model_info(name, provider) if name else model_info(model)
     return info.window if info else 0
+
+
+def supports_vision(model: str) -> bool | None:
+    """Whether the table says the model takes images; None when it does not know it."""
+    provider, _, name = model.partition("/")
+    info = model_info(name, provider) if name else model_info(model)
+    return info.vision if info else None
