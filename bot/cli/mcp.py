@@ -73,10 +73,7 @@ async def _run(cfg, servers, args) -> int:
                 if srv.session is not None
                 else (st.state if st.error else "not connected (timed out)")
             )
-            print(
-                f"{st.name} [{st.transport}] {where}: {state}"
-                + (f" - {st.error}" if st.error else "")
-            )
+            _print_server(st, where, state)
             ok = ok and srv.session is not None
             for t in st.tools:
                 print(f"  {t.name}: {t.description}")
@@ -85,3 +82,18 @@ async def _run(cfg, servers, args) -> int:
         return 0 if ok or args.action == "list" else 1
     finally:
         await mgr.stop()
+
+
+def _print_server(st, where: str, state: str) -> None:
+    """The server's line; what it wrote on stderr before failing and the tool names in
+    enabled/disabled_tools that match nothing on lines of their own."""
+    from bot.mcp.diagnose import STDERR_MARK
+
+    error = st.error.split(STDERR_MARK)[0] if st.stderr_tail else st.error
+    print(f"{st.name} [{st.transport}] {where}: {state}" + (f" - {error}" if error else ""))
+    if st.stderr_tail:
+        print(f"  the server wrote on stderr (last {len(st.stderr_tail)} line(s)):")
+        for line in st.stderr_tail:
+            print(f"    | {line}")
+    for warning in st.warnings:
+        print(f"  warning: {warning}")

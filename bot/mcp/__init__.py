@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -31,7 +30,31 @@ from bot.agent.tools.base import Tool, ToolContext, ToolError
 from bot.config.env_values import expand
 from bot.untrusted import clean_inline, untrusted_block
 
+from .diagnose import (
+    StderrCapture,
+    disabled_tools_warnings,
+    refused_credentials,
+    server_secrets,
+    tool_matches,
+    unmatched_tool_names,
+    unmatched_warning,
+    with_stderr,
+)
+from .results import render_result
 from .schema import normalize_schema, tool_name
+
+__all__ = [
+    "SDK_MISSING",
+    "McpManager",
+    "McpServer",
+    "RemoteTool",
+    "ServerStatus",
+    "default_log_dir",
+    "describe_error",
+    "disabled_tools_warnings",
+    "render_result",
+    "sdk_available",
+]
 
 log = logging.getLogger("chela.mcp")
 
@@ -66,6 +89,9 @@ class ServerStatus:
     tools: list[RemoteTool] = field(default_factory=list)
     connected_at: float = 0.0
     attempts: int = 0
+    stderr_tail: list[str] = field(default_factory=list)  # a failed attempt's last stderr lines
+    remote_tools: list[str] = field(default_factory=list)  # every tool, as the server names it
+    warnings: list[str] = field(default_factory=list)  # enabled/disabled_tools matching nothing
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -103,6 +129,8 @@ class McpServer:
         self._stop = asyncio.Event()
         self._broken = asyncio.Event()
         self._connected = asyncio.Event()
+        self._http_status = 0  # the last HTTP error status the server answered
+        self._up_since = 0.0
         self.task: asyncio.Task | None = None
 
     # -------------------------------------------------------------------- lifecycle
@@ -129,30 +157,11 @@ class McpServer:
         delay = RETRY_MIN
         while not self._stop.is_set():
             self.status.attempts += 1
-            up_since = 0.0
+            self._up_since = 0.0
+            capture = StderrCapture(self._stderr_file()) if self.cfg.command else None
+            self._http_status = 0
             try:
-                async with contextlib.AsyncExitStack() as stack:
-                    async with asyncio.timeout(self.cfg.connect_timeout_seconds):
-                        session = await self._open(stack)
-                        tools = await self._list_tools(session)
-                    self._broken.clear()
-                    self.session = session
-                    self.status.state, self.status.error = "connected", ""
-                    self.status.connected_at = up_since = time.time()
-                    changed = [(t.name, t.description, t.schema) for t in tools] != [
-                        (t.name, t.description, t.schema) for t in self.status.tools
-                    ]
-                    self.status.tools = tools
-                    self._connected.set()
-                    log.info(
-                        "mcp server %s connected (%s): %d tool(s)",
-                        self.name,
-                        self.status.transport,
-                        len(tools),
-                    )
-                    if changed and self._on_change is not None:
-                        self._on_change(self)
-                    await self._watch(session)
+                await self._attempt(capture)
             except asyncio.CancelledError:
                 if self._stop.is_set():
                     break
@@ -160,12 +169,14 @@ class McpServer:
             except BaseException as e:
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
-                self.status.error = describe_error(e)
+                self._failed(e, capture)
             finally:
                 self.session = None
+                if capture is not None:
+                    capture.close()
             if self._stop.is_set():
                 break
-            if up_since and time.time() - up_since > RETRY_MAX:
+            if self._up_since and time.time() - self._up_since > RETRY_MAX:
                 delay = RETRY_MIN
             if not self.status.error:
                 self.status.error = "the connection was lost"
@@ -177,7 +188,42 @@ class McpServer:
             self._connected.clear()
             delay = min(delay * 2, RETRY_MAX)
 
-    async def _open(self, stack: contextlib.AsyncExitStack):
+    async def _attempt(self, capture: StderrCapture | None) -> None:
+        """One connection: open it, list the tools, then watch it until it breaks."""
+        async with contextlib.AsyncExitStack() as stack:
+            async with asyncio.timeout(self.cfg.connect_timeout_seconds):
+                session = await self._open(stack, capture)
+                tools = await self._list_tools(session)
+            self._became_connected(session, tools)
+            await self._watch(session)
+
+    def _became_connected(self, session: Any, tools: list[RemoteTool]) -> None:
+        self._broken.clear()
+        self.session = session
+        self.status.state, self.status.error, self.status.stderr_tail = "connected", "", []
+        self.status.connected_at = self._up_since = time.time()
+        changed = [(t.name, t.description, t.schema) for t in tools] != [
+            (t.name, t.description, t.schema) for t in self.status.tools
+        ]
+        self.status.tools = tools
+        self._connected.set()
+        log.info(
+            "mcp server %s connected (%s): %d tool(s)", self.name, self.status.transport, len(tools)
+        )
+        if changed and self._on_change is not None:
+            self._on_change(self)
+
+    def _failed(self, exc: BaseException, capture: StderrCapture | None) -> None:
+        """The error of a failed attempt, with what the server said about it."""
+        if self._http_status in (401, 403):
+            error = refused_credentials(self.cfg, self._http_status)
+        else:
+            error = describe_error(exc)
+        tail = capture.tail(server_secrets(self.cfg)) if capture is not None else []
+        self.status.stderr_tail = tail
+        self.status.error = with_stderr(error, tail)
+
+    async def _open(self, stack: contextlib.AsyncExitStack, capture: StderrCapture | None = None):
         from mcp import ClientSession
 
         cfg = self.cfg
@@ -191,7 +237,8 @@ class McpServer:
                 env={k: expand(v) for k, v in cfg.env.items()} or None,
                 cwd=cfg.cwd or None,
             )
-            errlog = stack.enter_context(self._errlog())
+            capture = capture or stack.enter_context(contextlib.closing(StderrCapture()))
+            errlog = capture.file
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
         else:
             from mcp.client.streamable_http import streamable_http_client
@@ -202,7 +249,9 @@ class McpServer:
                 if not value:
                     raise RuntimeError(f"environment variable {env} (header {header}) is empty")
                 headers[header] = value
-            client = await stack.enter_async_context(_http_client(headers, cfg.timeout_seconds))
+            client = await stack.enter_async_context(
+                _http_client(headers, cfg.timeout_seconds, self._saw_response)
+            )
             streams = await stack.enter_async_context(
                 streamable_http_client(cfg.url, http_client=client)
             )
@@ -211,36 +260,38 @@ class McpServer:
         await session.initialize()
         return session
 
-    def _errlog(self):
-        """Where a stdio server's stderr goes: a private log file in the state dir."""
+    def _stderr_file(self):
+        """Where a stdio server's stderr goes: a private log file in the state dir, opened
+        for reading too (None: a temporary file, kept only to tell why a start failed)."""
         if self._log_dir is None:
-            return open(os.devnull, "w")
+            return None
         try:
             from bot.private import private_dir
 
             private_dir(self._log_dir)
-            fd = os.open(
-                self._log_dir / f"mcp-{self.name}.log",
-                os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-                0o600,
-            )
-            return os.fdopen(fd, "a", buffering=1)
+            path = self._log_dir / f"mcp-{self.name}.log"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            return os.fdopen(fd, "a+", buffering=1)
         except OSError:
-            return open(os.devnull, "w")
+            return None
+
+    async def _saw_response(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self._http_status = response.status_code
 
     async def _list_tools(self, session) -> list[RemoteTool]:
         from mcp import types
 
         out: list[RemoteTool] = []
+        remotes: list[str] = []
         cursor = None
         for _ in range(50):
             res = await session.list_tools(
                 params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
             )
             for t in res.tools:
-                if self.cfg.enabled_tools and t.name not in self.cfg.enabled_tools:
-                    continue
-                if t.name in self.cfg.disabled_tools:
+                remotes.append(t.name)
+                if not self._offered(t.name):
                     continue
                 schema = getattr(t, "input_schema", None) or getattr(t, "inputSchema", None) or {}
                 # the server's words: invisible and bidi characters removed (SPEC §9.5)
@@ -251,6 +302,7 @@ class McpServer:
             cursor = getattr(res, "next_cursor", None) or getattr(res, "nextCursor", None)
             if not cursor:
                 break
+        self._check_tool_names(remotes)
         seen: set[str] = set()
         uniq = []
         for t in out:
@@ -258,6 +310,25 @@ class McpServer:
                 seen.add(t.name.lower())
                 uniq.append(t)
         return uniq
+
+    def _offered(self, remote: str) -> bool:
+        """``enabled_tools``/``disabled_tools`` take the server's name or ``<server>__<tool>``."""
+        cfg = self.cfg
+        if cfg.enabled_tools and not tool_matches(self.name, remote, cfg.enabled_tools):
+            return False
+        return not tool_matches(self.name, remote, cfg.disabled_tools)
+
+    def _check_tool_names(self, remotes: list[str]) -> None:
+        """Entries of enabled/disabled_tools that match no tool: a warning, logged once."""
+        warnings = [
+            unmatched_warning(self.name, key, name)
+            for key in ("enabled_tools", "disabled_tools")
+            for name in unmatched_tool_names(self.name, getattr(self.cfg, key), remotes)
+        ]
+        for w in warnings:
+            if w not in self.status.warnings:
+                log.warning("%s", w)
+        self.status.remote_tools, self.status.warnings = remotes, warnings
 
     async def _watch(self, session) -> None:
         while not self._stop.is_set() and not self._broken.is_set():
@@ -346,7 +417,7 @@ def _connection_closed() -> int:
         return -32000
 
 
-def _http_client(headers: dict[str, str], timeout: float):
+def _http_client(headers: dict[str, str], timeout: float, on_response: Any = None):
     """The HTTP client for a streamable-HTTP server: the SDK's own defaults (30 s to connect and
     write, a long read timeout because the server holds its event stream open, redirects left to
     the transport), built here from public API rather than the SDK's private helper."""
@@ -355,32 +426,8 @@ def _http_client(headers: dict[str, str], timeout: float):
     return httpx2.AsyncClient(
         headers=headers or None,
         timeout=httpx2.Timeout(max(timeout, 30.0), read=300.0),
+        event_hooks={"response": [on_response]} if on_response else None,
     )
-
-
-def render_result(res) -> str:
-    parts: list[str] = []
-    for item in getattr(res, "content", None) or []:
-        kind = getattr(item, "type", "")
-        if kind == "text":
-            parts.append(item.text)
-        elif kind in ("image", "audio"):
-            mime = getattr(item, "mime_type", None) or getattr(item, "mimeType", "")
-            parts.append(
-                f"[{kind} {mime}, {len(getattr(item, 'data', '') or '') * 3 // 4} bytes, not shown]"
-            )
-        elif kind == "resource":
-            r = getattr(item, "resource", None)
-            text = getattr(r, "text", None)
-            parts.append(text if text is not None else f"[resource {getattr(r, 'uri', '')}]")
-        elif kind == "resource_link":
-            parts.append(f"[resource link {getattr(item, 'uri', '')}]")
-        else:
-            parts.append(f"[{kind or 'unknown'} content]")
-    structured = getattr(res, "structured_content", None) or getattr(res, "structuredContent", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False, indent=2))
-    return "\n".join(parts)
 
 
 class McpManager:
