@@ -1,25 +1,60 @@
 """The terminal channel behind ``chela chat``: stdin in, stdout out, same pipeline.
 
-Interactive use (:func:`chat_loop`) reads lines with prompt_toolkit (line editing, history),
-shows a small "thinking" indicator while a turn runs, and maps Ctrl-C to "cancel the turn
-in progress" or, at the prompt, "quit now".
+Interactive use (:func:`chat_loop`) reads lines with prompt_toolkit (line editing, history;
+Alt-Enter or Esc-Enter inserts a newline, Enter sends), shows a small "thinking" indicator
+while a turn runs, and maps Ctrl-C to "cancel the turn in progress", at the prompt to "clear
+the line", or on an empty line to "quit now".  ``exit``, ``quit``, ``/exit`` and ``/quit``
+end the chat; a slash command the core does not know gets a hint here, never a model call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
+import re
 import signal
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TextIO
-from collections.abc import Awaitable, Callable
+from typing import Protocol, TextIO
 
 from channels.base import Capabilities, Channel, InboundMessage, InboundSink, OutboundMessage
 
 SPINNER = "|/-\\"
+QUIT_WORDS = ("exit", "quit", "/exit", "/quit")
+CHAT_HELP = (
+    "/quit or /exit (or exit, quit, Ctrl-D): end the chat\n"
+    "Alt-Enter or Esc-Enter: new line; Enter: send; Ctrl-C: clear the line, cancel a reply, "
+    "or quit on an empty line"
+)
+# "/name" or "/name@bot" then arguments: a command; "/etc/hosts ..." is text
+_COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:@\S*)?(?:\s.*)?", re.DOTALL)
+
+
+class View(Protocol):
+    """What shows the replies and the turns (``bot.cli.chat_render.ChatView``)."""
+
+    def reply(self, text: str) -> None: ...
+    def end(self) -> None: ...
+
+
+def unknown_command(line: str, commands: Sequence[str]) -> str | None:
+    """The hint for a slash command that is not in ``commands`` (nor a way to quit), or
+    None when the line is to be sent."""
+    m = _COMMAND.fullmatch(line.strip())
+    if m is None or not commands:
+        return None
+    name = m.group(1).lower()
+    if name in commands or f"/{name}" in QUIT_WORDS:
+        return None
+    known = [*commands, "quit", "exit"]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" Did you mean /{close[0]}?" if close else ""
+    listed = " ".join(f"/{c}" for c in known)
+    return f"Unknown command /{name}.{hint} Commands: {listed}"
 
 
 class Thinking:
@@ -63,6 +98,7 @@ class TerminalChannel(Channel):
         self.out = out or sys.stdout
         self.user = user
         self.thinking: Thinking | None = None
+        self.view: View | None = None  # shows the replies (plain lines without one)
         self.last_message: InboundMessage | None = None
         self._sink: InboundSink | None = None
         self._waiting: dict[str, asyncio.Future] = {}
@@ -79,7 +115,10 @@ class TerminalChannel(Channel):
         # no media capability: the core has already turned attachments into text
         if self.thinking is not None:
             self.thinking.clear()
-        print(msg.text.strip(), file=self.out, flush=True)
+        if self.view is not None:
+            self.view.reply(msg.text)
+        else:
+            print(msg.text.strip(), file=self.out, flush=True)
         return [uuid.uuid4().hex]
 
     async def turn_done(self, chat_id: str, message_id: str) -> None:
@@ -87,22 +126,26 @@ class TerminalChannel(Channel):
         if fut and not fut.done():
             fut.set_result(None)
 
-    async def ask(self, text: str, timeout: float = 900.0) -> None:
-        """Send one line as the local user and wait until the core is done with it."""
-        assert self._sink is not None, "start() first"
-        mid = uuid.uuid4().hex
-        fut = asyncio.get_running_loop().create_future()
-        self._waiting[mid] = fut
-        msg = InboundMessage(
+    def message(self, text: str) -> InboundMessage:
+        """``text`` as a message of the local user (its session is the chat's session)."""
+        return InboundMessage(
             channel="terminal",
             chat_id="local",
             sender_id=self.user,
             sender_name=self.user,
             text=text,
-            message_id=mid,
+            message_id=uuid.uuid4().hex,
             timestamp=time.time(),
             chat_type="direct",
         )
+
+    async def ask(self, text: str, timeout: float = 900.0) -> None:
+        """Send one line as the local user and wait until the core is done with it."""
+        assert self._sink is not None, "start() first"
+        msg = self.message(text)
+        mid = msg.message_id
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting[mid] = fut
         self.last_message = msg
         try:
             await self._sink(msg)
@@ -111,64 +154,118 @@ class TerminalChannel(Channel):
             self._waiting.pop(mid, None)
 
 
+def _session(history: Path | None):
+    """The prompt: history in a file (0600), Alt/Esc-Enter for a newline, Ctrl-C clearing
+    the line (on an empty line it ends the prompt with KeyboardInterrupt)."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    hist: History = InMemoryHistory()
+    if history is not None:
+        with contextlib.suppress(OSError):
+            history.touch(mode=0o600, exist_ok=True)
+            hist = FileHistory(str(history))
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")  # Alt-Enter reaches us as Esc then Enter
+    def _newline(event) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @keys.add("c-c")
+    def _interrupt(event) -> None:
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt())
+
+    return PromptSession(
+        history=hist,
+        key_bindings=keys,
+        prompt_continuation=lambda width, *_: "." * (width - 1) + " ",
+    )
+
+
+async def _turn(
+    term: TerminalChannel,
+    line: str,
+    on_cancel: Callable[[InboundMessage], Awaitable[None]] | None,
+) -> None:
+    """Send one line and wait for its end; Ctrl-C meanwhile cancels it."""
+    out = term.out
+    loop = asyncio.get_running_loop()
+    turn = asyncio.ensure_future(term.ask(line))
+    term.thinking = Thinking(out)
+    term.thinking.start()
+    loop.add_signal_handler(signal.SIGINT, turn.cancel)
+    try:
+        await turn
+    except asyncio.CancelledError:
+        me = asyncio.current_task()
+        if me is not None and me.cancelling():
+            raise
+        term.thinking.stop()
+        if term.view is not None:
+            term.view.end()
+        print("(cancelled)", file=out, flush=True)
+        if on_cancel is not None and term.last_message is not None:
+            await on_cancel(term.last_message)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        term.thinking.stop()
+        term.thinking = None
+        if term.view is not None:
+            term.view.end()
+
+
 async def chat_loop(
     term: TerminalChannel,
     *,
     history: Path | None = None,
     banner: str = "",
     on_cancel: Callable[[InboundMessage], Awaitable[None]] | None = None,
+    commands: Sequence[str] = (),
 ) -> int:
-    """Interactive chat on a terminal until Ctrl-D, /quit or Ctrl-C at the prompt."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-
+    """Interactive chat on a terminal until Ctrl-D, exit/quit or Ctrl-C on an empty line.
+    ``commands`` are the core's command names: another ``/name`` gets a hint, not a turn."""
     out = term.out
-    hist: History = InMemoryHistory()
-    if history is not None:
-        with contextlib.suppress(OSError):
-            history.touch(mode=0o600, exist_ok=True)
-            hist = FileHistory(str(history))
-    session: PromptSession = PromptSession(history=hist)
+    session = _session(history)
     if banner:
         print(banner, file=out, flush=True)
-    loop = asyncio.get_running_loop()
     while True:
         try:
             line = await session.prompt_async("you> ")
         except (KeyboardInterrupt, EOFError):
             print(file=out, flush=True)
             return 0
-        if line.strip() in ("/quit", "/exit"):
+        text = line.strip()
+        if text.lower() in QUIT_WORDS:
             return 0
-        if not line.strip():
+        if not text:
             continue
-        turn = asyncio.ensure_future(term.ask(line))
-        term.thinking = Thinking(out)
-        term.thinking.start()
-        loop.add_signal_handler(signal.SIGINT, turn.cancel)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if me is not None and me.cancelling():
-                raise
-            term.thinking.stop()
-            print("(cancelled)", file=out, flush=True)
-            if on_cancel is not None and term.last_message is not None:
-                await on_cancel(term.last_message)
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-            term.thinking.stop()
-            term.thinking = None
+        hint = unknown_command(text, commands)
+        if hint is not None:
+            print(hint, file=out, flush=True)
+            continue
+        await _turn(term, line, on_cancel)
+        if text.lower() == "/help":
+            print(CHAT_HELP, file=out, flush=True)
 
 
-async def line_loop(term: TerminalChannel, stream: TextIO | None = None) -> int:
-    """Non-terminal input (a pipe): one message per line, no prompt."""
+async def line_loop(
+    term: TerminalChannel, stream: TextIO | None = None, commands: Sequence[str] = ()
+) -> int:
+    """Non-terminal input (a pipe): one message per line, no prompt; an unknown command
+    gets its hint rather than a turn."""
     stream = stream or sys.stdin
     loop = asyncio.get_running_loop()
     while True:
         line = await loop.run_in_executor(None, stream.readline)
         if not line:
             return 0
-        if line.strip():
+        hint = unknown_command(line, commands)
+        if hint is not None:
+            print(hint, file=term.out, flush=True)
+        elif line.strip():
             await term.ask(line.rstrip("\n"))
