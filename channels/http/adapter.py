@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import binascii
 import dataclasses
+import errno
 import json
 import logging
 import time
@@ -36,7 +37,15 @@ from channels.base import (
 )
 from channels.http.guard import Guard, add_cors_headers, norm_origin
 from channels.http.parse import decode_data_url, parse_request
-from channels.http.responses import MAX_BODY, error, failure, shutting_down, timed_out
+from channels.http.responses import (
+    INTERRUPTED,
+    MAX_BODY,
+    AddressInUse,
+    error,
+    failure,
+    shutting_down,
+    timed_out,
+)
 from channels.http.stream import LiveReply
 from channels.util import capped_file, is_loopback
 
@@ -103,7 +112,9 @@ class HttpChannel(Channel):
         except OSError as e:
             await self._runner.cleanup()
             self._runner = None
-            raise ChannelError(f"cannot listen on {self.host}:{self.port}: {e.strerror}") from None
+            if e.errno == errno.EADDRINUSE:  # never retried: another process holds it
+                raise AddressInUse(self.host, self.port) from e
+            raise ChannelError(f"cannot listen on {self.host}:{self.port}: {e.strerror}") from e
         self.bound_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         log.info("http channel listening on %s", self._base_url())
 
@@ -146,8 +157,20 @@ class HttpChannel(Channel):
 
     async def turn_done(self, chat_id: str, message_id: str) -> None:
         entry = self._pending.get(chat_id)
-        if entry and not entry[0].done():
-            entry[0].set_result("\n\n".join(p for p in entry[1] if p))
+        if not entry or entry[0].done():
+            return
+        if self._interrupted(chat_id, entry[1]):
+            self._failed[chat_id] = INTERRUPTED
+        entry[0].set_result("\n\n".join(p for p in entry[1] if p))
+
+    def _interrupted(self, chat_id: str, parts: list[str]) -> bool:
+        """The turn ends without a reply because it was cancelled (the daemon stops after
+        its drain): the caller gets a 503, never an empty 200 it cannot tell from an answer.
+        A finished turn always sends its reply (with its API part) before ``turn_done``."""
+        if parts or chat_id in self._answers or chat_id in self._failed:
+            return False
+        task = asyncio.current_task()
+        return self._closing or (task is not None and task.cancelling() > 0)
 
     def live_stream(self, chat_id: str) -> Callable[[str, Any], None] | None:
         return self._live.get(chat_id)
@@ -278,6 +301,8 @@ class HttpChannel(Channel):
             self._pending.pop(chat_id, None)
             failed = self._failed.pop(chat_id, "")
         content = fut.result() if fut.done() and not fut.cancelled() else ""
+        if fut.cancelled() and self._closing:  # stop() with the turn still running
+            failed = INTERRUPTED
         if failed:
             return await reply.failed(failed, content)
         return await reply.finish(content)

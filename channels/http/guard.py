@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
-from channels.http.responses import MAX_BODY, error, too_large
+from channels.http.responses import MAX_BODY, error, too_large, unauthorized
 from channels.util import is_loopback
 
 PREFLIGHT_MAX_AGE = 600
@@ -91,13 +91,9 @@ class Guard:
 
     def _unauthorized(self) -> web.Response:
         where = f" (the token is {self.token_hint})" if self.token_hint else ""
-        resp = error(
-            401,
-            f"invalid or missing bearer token; send 'Authorization: Bearer <token>'{where}",
-            "invalid_api_key",
+        return unauthorized(
+            f"invalid or missing bearer token; send 'Authorization: Bearer <token>'{where}"
         )
-        resp.headers["WWW-Authenticate"] = 'Bearer realm="chela"'
-        return resp
 
     def _origin_refusal(self, request: web.Request, origin: str) -> web.StreamResponse | None:
         if norm_origin(origin) not in self.allowed_origins:

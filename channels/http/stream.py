@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.http.responses import error, timed_out
+from channels.http.responses import INTERRUPTED, SHUTTING_DOWN, error, shutting_down, timed_out
 
 DONE = b"data: [DONE]\n\n"
 
@@ -82,11 +82,16 @@ class LiveReply:
 
     async def failed(self, kind: str, content: str) -> web.StreamResponse:
         """A failed turn: never a 200 whose content is an error message (SPEC §13)."""
-        if self.resp is None:
+        if kind == INTERRUPTED:  # the daemon stops: the answer so far is cut, not finished
+            if self.resp is None:
+                return shutting_down()
+            code, content = "shutting_down", SHUTTING_DOWN
+        elif self.resp is None:
             if kind == "budget":
                 return error(429, content, "daily_cost_limit")
             return error(502, content or "the model provider failed", "model_error")
-        code = "daily_cost_limit" if kind == "budget" else "model_error"
+        else:
+            code = "daily_cost_limit" if kind == "budget" else "model_error"
         err = {"message": content or "the model provider failed", "type": "server_error"}
         await self.resp.write(self.chunk(None, error={**err, "code": code}))
         await self.resp.write(DONE)
