@@ -1,6 +1,6 @@
 """The walk of one DM (ARCHITECTURE.md, move 0): how often control enters each product module.
 
-    cd /work/main && python bench/walk.py [--module bot.router] [--all]
+    cd /work/main && python bench/walk.py [--module bot.conversation.pipeline] [--all]
 
 The real daemon (python-telegram-bot against the fake Bot API, the fake LLM) in this process;
 a warm-up DM first (imports, the prompt cache, the first SQLite statements), then one measured
@@ -12,8 +12,9 @@ product module (`bot/` or
 the product module that ran before the loop took over.
 
 Reported (numbers, not a pass/fail test): for each product module, its entries and from how many
-distinct modules they came; the figure of the house issue is the line of `bot.router`
-("re-entered N times from K modules").
+distinct modules they came; the figure of the house issue is the line of the conversation
+pipeline, `bot.conversation.pipeline` (was `bot.router` before move 5): "re-entered N times from
+K modules".
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def report(walk: Walk, args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--module", default="bot.router", help="the module to summarise")
+    p.add_argument("--module", default="bot.conversation.pipeline", help="the module to summarise")
     p.add_argument("--all", action="store_true", help="list channels/ modules too")
     logging.basicConfig(level=logging.WARNING)
     asyncio.run(main(p.parse_args()))

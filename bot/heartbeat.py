@@ -23,9 +23,12 @@ from bot import owner_route
 from bot.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
+from bot.conversation import commit
+from bot.conversation.reply import scheduled_outbound, scheduled_plan
+from bot.conversation.requests import Traits, scheduled_request
 from bot.delivery import send
-from bot.delivery.outbound import build_outbound, channel_traits
-from bot.delivery.outbox import Outbox, out_json
+from bot.delivery.outbound import channel_traits
+from bot.delivery.outbox import Outbox
 from bot.sessions import SessionLanes, cron_key, main_key
 from bot.store import Store
 from channels.base import Channel
@@ -128,18 +131,13 @@ class Scheduled:
             if route
             else ((), "off")
         )
-        return TurnRequest(
-            session_key=key,
-            user_text=text,
+        return scheduled_request(
+            key,
+            text,
             kind=kind,
             session_kind=session_kind,
-            channel=route["channel"] if route else "",
-            account=route.get("account", "") if route else "",
-            chat_type="direct" if route else "",
-            capabilities=caps,
-            reactions=reactions,
-            route=route or {},
-            message_text=text,
+            route=route,
+            traits=Traits(caps, reactions),
         )
 
     # ---------------------------------------------------------------------- heartbeat
@@ -170,7 +168,6 @@ class Scheduled:
 
     async def _heartbeat_turn(self, key: str, now: datetime, dry_run: bool) -> Outcome:
         from bot.prompt.texts import DEFAULT_HEARTBEAT_PROMPT
-        from bot.replies import parse_reply
 
         hb = self.cfg.heartbeat
         target = self.resolve_target(hb.target, hb.to)
@@ -180,7 +177,7 @@ class Scheduled:
         result = await self.agent.run_turn(
             self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target)
         )
-        plan = parse_reply(result.text, heartbeat=True, ack_max_chars=hb.ack_max_chars)
+        plan = scheduled_plan(result, heartbeat=True, ack_max_chars=hb.ack_max_chars)
         if result.error:
             out = Outcome("failed", result.error)
         elif plan.silent:
@@ -218,7 +215,7 @@ class Scheduled:
         return Outcome(status, _DELIVERY_REASON[status], plan.text, target)
 
     def _commit(self, key: str, result, kind: str) -> None:
-        self.store.commit_turn(key, result.turn_id, result.to_store, kind=kind, usage=result.usage)
+        commit.scheduled(self.store, key, result, kind=kind)
 
     async def _commit_and_send(
         self, key: str, result, plan, route: dict, *, kind: str, state: dict | None = None
@@ -227,24 +224,9 @@ class Scheduled:
         turn is committed; then the outbox sends the row: 'delivered', 'queued' (retried)
         or 'failed'."""
         channel = route["channel"]
-        out = build_outbound(
-            self.cfg,
-            self.channels.get(channel),
-            plan,
-            chat_id=route["chat_id"],
-            thread_id=route.get("thread_id"),
-            account=route.get("account") or "default",
-        )
-        ids = self.store.commit_turn(
-            key,
-            result.turn_id,
-            result.to_store,
-            kind=kind,
-            usage=result.usage,
-            channel=channel,
-            outbound=[out_json(out)],
-            outbox_kind=kind,
-            state=state,
+        out = scheduled_outbound(self.cfg, self.channels.get(channel), plan, route)
+        ids = commit.scheduled(
+            self.store, key, result, kind=kind, channel=channel, out=out, state=state
         )
         status = (await send.deliver_stored(self.outbox, ids) or ["failed"])[0]
         return "delivered" if status == "sent" else status
@@ -255,15 +237,13 @@ class Scheduled:
         return await self.lanes.submit(key, lambda: self._cron_turn(key, name, prompt, target, to))
 
     async def _cron_turn(self, key: str, name: str, prompt: str, target: str, to: str) -> Outcome:
-        from bot.replies import parse_reply
-
         route = self.resolve_target(target, to)
         now = datetime.now(zone(self.cfg)).astimezone()
         text = f"[Scheduled job {name!r} fired at {now.strftime('%Y-%m-%d %H:%M %Z')}]\n\n{prompt}"
         result = await self.agent.run_turn(
             self._request(key, text, kind="cron", session_kind="cron", route=route)
         )
-        plan = parse_reply(result.text)
+        plan = scheduled_plan(result, heartbeat=False)
         if plan.silent or route is None:
             self._commit(key, result, "cron")
             out = (

@@ -96,6 +96,10 @@ class TurnEvents:
             with contextlib.suppress(ValueError):
                 self._subs.remove(sub)
 
+    def watching(self, key: str) -> bool:
+        """Someone subscribed to this session's events (or to every session's)."""
+        return any(sub.key is None or sub.key == key for sub in self._subs)
+
     @property
     def subscribers(self) -> int:
         return len(self._subs)

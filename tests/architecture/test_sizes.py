@@ -17,14 +17,13 @@ MAX_FUNCTION_LINES = 80
 FILES_OVER: dict[str, int] = {
     "bot/agent/tools/web.py": 556,
     "bot/delivery/outbox.py": 503,
-    "bot/conversation/pipeline.py": 774,
+    "bot/conversation/pipeline.py": 539,
     "channels/signal/translate.py": 525,
     "channels/telegram/translate.py": 623,
 }
 
 # "file:function" -> its line count when the ratchet was set (may only go down)
 FUNCTIONS_OVER: dict[str, int] = {
-    "bot/conversation/pipeline.py:_turn": 107,
     "channels/signal/translate.py:inbound_message": 88,
 }
 

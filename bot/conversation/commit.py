@@ -1,0 +1,130 @@
+"""The commit stage (ARCHITECTURE.md move 9): ONE transaction per turn.  The turn's
+messages, its reply's outbox rows, the inbound row's status and any state values (the HTTP
+API's record of what its client has seen, the heartbeat's last alert) are stored together by
+``Store.commit_turn``; the outbox then sends the rows.  A crash before the commit answers the
+message again after the restart; after it, the outbox sends the stored reply once.
+
+On a full disk a chat turn's commit is retried with backoff (the model is not asked again)
+until it lands or the daemon stops."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from bot.agent.turn import TurnRequest, TurnResult
+from bot.delivery.outbox import out_json
+from bot.store import Store, storage_full
+from channels.base import OutboundMessage
+
+T = TypeVar("T")
+
+STORE_RETRY_MAX = 30.0  # the longest wait between two tries of a store write on a full disk
+
+
+def next_delay(delay: float) -> float:
+    """The backoff between store retries on a full disk: doubling, capped."""
+    return min(delay * 2, STORE_RETRY_MAX)
+
+
+class Commit:
+    """``storage``: the outbox's disk-health flag (``failed``/``ok``/``down``);
+    ``accepting``: False once the daemon stops (a full disk then gives up)."""
+
+    def __init__(self, store: Store, storage: Any, accepting: Callable[[], bool]) -> None:
+        self.store = store
+        self.storage = storage
+        self.accepting = accepting
+
+    async def write(self, what: str, fn: Callable[[], T]) -> T:
+        """Run a store write; while the disk is full, retry it with backoff (logged once)
+        so the message is not lost and is answered once space is back.  Gives up (raises)
+        only when the daemon stops."""
+        delay = 1.0
+        while True:
+            try:
+                result = fn()
+            except Exception as e:
+                if not storage_full(e) or not self.accepting():
+                    raise
+                self.storage.failed(e, what)
+                await asyncio.sleep(delay)
+                delay = next_delay(delay)
+                continue
+            self.storage.ok()
+            return result
+
+    async def turn(
+        self,
+        key: str,
+        result: TurnResult,
+        inbound_id: int,
+        outs: Sequence[OutboundMessage],
+        state: dict[str, Any] | None = None,
+    ) -> list[int]:
+        """A model turn with its reply: the outbox row ids."""
+        return await self.write(
+            "storing a turn",
+            lambda: self.store.commit_turn(
+                key,
+                result.turn_id,
+                result.to_store,
+                inbound_id=inbound_id,
+                outbound=[out_json(o) for o in outs],
+                usage=result.usage,
+                state=state,
+            ),
+        )
+
+    async def answer(
+        self, inbound_id: int, key: str, outs: Sequence[OutboundMessage], what: str
+    ) -> list[int]:
+        """An answer that is not a model turn (a command's, a refusal), with its message."""
+        return await self.write(
+            what,
+            lambda: self.store.commit_turn(
+                key,
+                "",
+                [],
+                inbound_id=inbound_id,
+                outbound=[out_json(o) for o in outs],
+                outbox_kind="command",
+            ),
+        )
+
+    async def stopped(self, inbound_id: int, key: str, req: TurnRequest, turn: str) -> None:
+        """A stopped turn: the user message is kept, no partial answer, nothing sent."""
+        user: dict[str, Any] = {"role": "user", "content": req.user_text}
+        if req.media:
+            user["media"] = list(req.media)
+        msgs = [*req.prior, user] if req.user_turn else list(req.prior)
+        await self.write(
+            "storing a stopped turn",
+            lambda: self.store.commit_turn(key, turn, msgs, inbound_id=inbound_id),
+        )
+
+
+def scheduled(
+    store: Store,
+    key: str,
+    result: TurnResult,
+    *,
+    kind: str,
+    channel: str | None = None,
+    out: OutboundMessage | None = None,
+    state: dict[str, Any] | None = None,
+) -> list[int]:
+    """A heartbeat or cron turn, with its reply's outbox row for ``channel`` when it has one
+    (and ``state``): the outbox row ids."""
+    return store.commit_turn(
+        key,
+        result.turn_id,
+        result.to_store,
+        kind=kind,
+        usage=result.usage,
+        channel=channel,
+        outbound=[out_json(out)] if out is not None else None,
+        outbox_kind=kind,
+        state=state,
+    )
