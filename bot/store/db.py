@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bot.private import private_dir, private_file
+
+log = logging.getLogger("chela.store")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbound (
@@ -175,6 +179,67 @@ def storage_full(e: BaseException) -> bool:
     return "disk is full" in text or "disk i/o error" in text
 
 
+class SpaceAlarm:
+    """Says once, naming the state dir, that writes fail for lack of space, and once that they
+    work again: never one line per failed write.  Small writes may still fit while big ones
+    fail, so "works again" needs a write that succeeds ``settle`` seconds after the last
+    failure."""
+
+    def __init__(self, where: str, settle: float = 5.0):
+        self.where = where
+        self.settle = settle
+        self.full = False
+        self._last_failure = 0.0
+
+    def failed(self, e: BaseException) -> None:
+        self._last_failure = time.monotonic()
+        if not self.full:
+            self.full = True
+            log.error(
+                "the state dir %s is out of space: database writes fail (%s). Nothing is lost: "
+                "messages wait and are answered once there is room; free some disk space there",
+                self.where,
+                e,
+            )
+
+    def ok(self) -> None:
+        if self.full and time.monotonic() - self._last_failure >= self.settle:
+            self.full = False
+            log.warning("the state dir %s has room again: database writes work", self.where)
+
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "COMMIT")
+
+
+def _is_write(sql: str) -> bool:
+    return sql.lstrip()[:7].upper().startswith(_WRITES)
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that tells its :class:`SpaceAlarm` when a write fails for lack of space
+    and when a write is durable again (autocommit, or a COMMIT)."""
+
+    alarm: SpaceAlarm | None = None
+
+    def _watch(self, run: Callable[[], sqlite3.Cursor], sql: str) -> sqlite3.Cursor:
+        try:
+            cur = run()
+        except sqlite3.OperationalError as e:
+            if self.alarm is not None and storage_full(e):
+                self.alarm.failed(e)
+            raise
+        alarm = self.alarm
+        if alarm is not None and alarm.full and not self.in_transaction and _is_write(sql):
+            alarm.ok()
+        return cur
+
+    def execute(self, sql: str, parameters=(), /) -> sqlite3.Cursor:
+        return self._watch(lambda: super(_Connection, self).execute(sql, parameters), sql)
+
+    def executemany(self, sql: str, parameters, /) -> sqlite3.Cursor:
+        return self._watch(lambda: super(_Connection, self).executemany(sql, parameters), sql)
+
+
 def _unusable(path: str, e: BaseException) -> str:
     """Why the database at ``path`` cannot be used, and what to do about it."""
     what = getattr(e, "strerror", None) or str(e)
@@ -234,7 +299,11 @@ class Database:
                 os.fchmod(fd, 0o600)
             finally:
                 os.close(fd)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, factory=_Connection
+        )
+        where = str(Path(self.path).parent) if on_disk else self.path
+        self.db.alarm = SpaceAlarm(where)
         self.db.execute("PRAGMA journal_mode=WAL")
         if on_disk:
             # side files left by an older run (possibly created under a looser mode)
