@@ -121,6 +121,20 @@ _CLOSERS = {
 }
 
 
+def _unterminated_end(text: str, i: int) -> int:
+    """Where the code span opened by a backtick run that is never closed ends, or -1.
+
+    A model that opens a span and stops (``prefix `unterminated``) meant code: the span runs
+    to the end of its line when the run is glued to what follows and no other backtick is
+    on that line (a lone backtick before a space stays a backtick)."""
+    line_end = text.find("\n", i)
+    line_end = len(text) if line_end < 0 else line_end
+    rest = text[i:line_end]
+    if not rest or rest[0].isspace() or "`" in rest or not rest.strip():
+        return -1
+    return line_end
+
+
 def _protect(text: str, style: _Style, saved: list[str]) -> str:
     """Replace code spans, links and URLs with placeholders (rendered into ``saved``)."""
 
@@ -137,15 +151,16 @@ def _protect(text: str, style: _Style, saved: list[str]) -> str:
             break
         run = m.group(0)
         c = re.compile(r"(?<!`)" + re.escape(run) + r"(?!`)").search(text, m.end())
-        if not c:
+        end = c.start() if c else _unterminated_end(text, m.end())
+        if end < 0:
             pos = m.end()
             continue
-        content = text[m.end() : c.start()].replace("\n", " ")
+        content = text[m.end() : end].replace("\n", " ")
         if len(content) >= 2 and content[0] == " " and content[-1] == " " and content.strip():
             content = content[1:-1]
         out.append(text[start : m.start()])
-        out.append(hold(style.code(content)))
-        pos = start = c.end()
+        out.append(hold(style.code(content.rstrip() if c is None else content)))
+        pos = start = c.end() if c else end
     out.append(text[start:])
     text = "".join(out)
 
@@ -342,11 +357,9 @@ def slack_link(url: str, text: str = "") -> str:
 
 
 def _slack_link(rendered_text: str, url: str) -> str:
-    return (
-        f"<{_slack_url(url)}|{rendered_text.replace('|', '¦')}>"
-        if rendered_text
-        else f"<{_slack_url(url)}>"
-    )
+    if same_link(rendered_text, url) or same_link(rendered_text, _slack_url(url)):
+        return f"<{_slack_url(url)}>"  # the label is the URL: once
+    return f"<{_slack_url(url)}|{rendered_text.replace('|', '¦')}>"
 
 
 # Slack's own markup, as the model may write it: user/channel mentions (<@U123>, <#C123|x>),
@@ -391,10 +404,19 @@ def markdown_to_slack_mrkdwn(md: str) -> str:
 # Plain text ---------------------------------------------------------------------------------
 
 
+def _link_key(s: str) -> str:
+    """A link target as a reader compares it: no scheme, no trailing slash, any case."""
+    return re.sub(r"^(?:https?|mailto):(?://)?", "", s.strip()).rstrip("/").lower()
+
+
+def same_link(text: str, url: str) -> bool:
+    """The label says nothing the URL does not (``[example.com](https://example.com/)``):
+    show the link once."""
+    return not text.strip() or _link_key(text) == _link_key(url)
+
+
 def _plain_link(text: str, url: str) -> str:
-    if not text or text == url or text == re.sub(r"^(?:https?|mailto):(?://)?", "", url):
-        return url
-    return f"{text} ({url})"
+    return url if same_link(text, url) else f"{text} ({url})"
 
 
 _PLAIN = _Style(

@@ -83,7 +83,7 @@ def test_checker_rejects_malformed(bad):
         ("**unclosed bold", "**unclosed bold"),
         ("*unclosed italic", "*unclosed italic"),
         ("~~unclosed", "~~unclosed"),
-        ("`unclosed code", "`unclosed code"),
+        ("`unclosed code", "<code>unclosed code</code>"),  # closed as code (issue 27)
         ("**bold *both** it*", "<b>bold *both</b> it*"),
         ("[site](https://ex.com/a?b=1&c=2)", '<a href="https://ex.com/a?b=1&amp;c=2">site</a>'),
         ('[q](https://ex.com/"x")', '<a href="https://ex.com/&quot;x&quot;">q</a>'),
