@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from bot.cli.common import add_common, load
-from bot.config import Config, config_warnings
+from bot.config import Config
 
 
 def add_parser(sub) -> None:
@@ -14,11 +14,10 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.cli.doctor import config_errors, model_errors
+    from bot.cli.validate import validate
 
     cfg = load(args)
-    where = cfg.source or "(no config file; defaults)"
-    print(f"config: {where}: OK")
+    print(f"config: {cfg.source or '(no config file; defaults)'}")
     print(
         f"workspace: {cfg.agent.workspace}"
         + ("" if cfg.agent.workspace.is_dir() else " (missing: run `chela init`)")
@@ -35,13 +34,14 @@ def run(args: argparse.Namespace) -> int:
         print(describe_http_token(cfg))
     if "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest:
         _print_sandbox(cfg)
-    for w in config_warnings(cfg):
+    verdict = validate(cfg)  # `chela run` refuses on exactly these errors
+    for w in verdict.warnings:
         print(f"warning: {w}")
-    errors = config_errors(cfg)  # `chela run` refuses on exactly these
-    errors += model_errors(cfg)  # needs litellm: here, not on `chela run`'s start-up path
-    for e in errors:
+    for e in verdict.errors:
         print(f"error: {e}", file=sys.stderr)
-    return 1 if errors else 0
+    n = len(verdict.errors)
+    print(f"config has {n} error(s); `chela run` refuses to start" if n else "config: OK")
+    return 1 if n else 0
 
 
 def _print_channels(cfg: Config) -> None:

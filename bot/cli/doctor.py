@@ -1,8 +1,8 @@
 """``chela doctor``: the static checks of ``chela check`` plus live ones, each a line
 ``OK``/``WARN``/``FAIL`` with what to do about it.
 
-Also home of :func:`config_errors`, the one list of problems that make ``chela check``
-exit 1 and ``chela run`` refuse to start, so the two always agree.
+The problems ``chela check`` and ``chela run`` share live in :mod:`bot.cli.validate`;
+doctor shows the same ones as FAIL/WARN lines.
 """
 
 from __future__ import annotations
@@ -17,8 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.cli.common import add_common, load
+from bot.cli.validate import (
+    key_problems,
+    model_errors,
+    tool_warnings,
+    validate,
+)
+from bot.cli.validate import secret_problems as config_problems
 from bot.config import Config, config_warnings
-from bot.channel_specs import CONFIGURED, MESSAGING
+from bot.channel_specs import CONFIGURED
 from channels.util import parse_listen
 
 DEFAULT_DISCORD_API = "https://discord.com/api/v10"
@@ -26,66 +33,9 @@ TIMEOUT = 10.0
 CHANNELS = CONFIGURED
 
 
-def config_problems(cfg: Config) -> list[tuple[str, str, str]]:
-    """What stops an enabled part of the config from working at all (missing secrets),
-    as ``(channel, problem, fix)``."""
-    out: list[tuple[str, str, str]] = []
-    for name in MESSAGING:
-        if not getattr(cfg.channels, name).enabled:
-            continue
-        for key, env in cfg.channel_secrets(name).items():
-            if not cfg.secret(env):
-                out.append(
-                    (
-                        name,
-                        f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty "
-                        "and the channel is enabled",
-                        f"export {env}=... (or set channels.{name}.enabled = false)",
-                    )
-                )
-    h = cfg.channels.http
-    if h.enabled and h.token_env and not cfg.secret(h.token_env).strip():
-        out.append(
-            (
-                "http",
-                f"channels.http.token_env: environment variable {h.token_env} is empty",
-                f'export {h.token_env}=..., or set token_env = "" to use a generated token file',
-            )
-        )
-    return out
-
-
-def model_strings(cfg: Config) -> list[tuple[str, str, str]]:
-    """Every model string of the config as ``(TOML key, model, api_base)``."""
-    a = cfg.agent
-    out = [("agent.model", a.model, a.api_base)]
-    out += [(f"agent.fallbacks[{i}]", f.model, f.api_base) for i, f in enumerate(a.fallbacks)]
-    if a.compaction.model:
-        out.append(("agent.compaction.model", a.compaction.model, a.api_base))
-    return out
-
-
-def model_errors(cfg: Config) -> list[str]:
-    """Model strings litellm cannot route (SPEC §12), one line each naming the TOML key.
-    Imports litellm (~2 s), so ``chela check`` and ``chela doctor`` run it, not ``run``."""
-    from bot.model import routing_error
-
-    out = []
-    for key, model, base in model_strings(cfg):
-        why = routing_error(model, base)
-        if why:
-            name = model.rsplit("/", 1)[-1] or model
-            said = why.removeprefix("litellm.BadRequestError: ").split(". ")[0]
-            out.append(
-                f"{key} = {model!r}: litellm cannot route this model string; it needs a provider "
-                f'prefix, e.g. "ollama/{name}" or "openai/{name}" (litellm says: {said})'
-            )
-    return out
-
-
 def config_errors(cfg: Config) -> list[str]:
-    """:func:`config_problems` as one line each, for ``chela check`` and ``chela run``."""
-    return [f"{problem}: {fix}" for _, problem, fix in config_problems(cfg)]
+    """The errors ``chela check`` and ``chela run`` share (kept for old callers)."""
+    return validate(cfg).errors
 
 
 @dataclass
@@ -127,8 +77,12 @@ def static_findings(cfg: Config) -> list[Finding]:
         for e in model_errors(cfg)
     ]
     out += [
+        Finding("FAIL" if level == "error" else "WARN", "model key", line)
+        for level, line in key_problems(cfg)
+    ]
+    out += [
         Finding("WARN", "config", w, "only if this is not what you meant")
-        for w in config_warnings(cfg)
+        for w in config_warnings(cfg) + tool_warnings(cfg)
     ]
     out += state_findings(cfg)
     ex = cfg.tools.exec
@@ -414,8 +368,9 @@ async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
         return out
     broken = {name for name, _, _ in config_problems(cfg)}
     names = [n for n in enabled_channels(cfg) if n != "http" and n not in broken]
-    results = await asyncio.gather(check_model(cfg), *(check_channel(cfg, n) for n in names))
-    out += results
+    model_failed = any(f.level == "FAIL" and f.subject == "model" for f in out)
+    live = [] if model_failed else [check_model(cfg)]  # one FAIL line for one bad model
+    out += await asyncio.gather(*live, *(check_channel(cfg, n) for n in names))
     if cfg.mcp.servers:
         out += await check_mcp(cfg)
     if cfg.channels.http.enabled:

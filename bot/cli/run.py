@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 
 from bot.cli.common import add_common, daemon_stopped, load, setup_logging
 from bot.config import ConfigError
+
+log = logging.getLogger("chela.run")
 
 
 def add_parser(sub) -> None:
@@ -19,17 +22,19 @@ def run(args: argparse.Namespace) -> int:
     from bot.agent import preload
 
     preload.start()  # litellm's ~2 s import overlaps reading the config and opening channels
-    from bot.cli.doctor import config_errors
+    from bot.cli.validate import validate
     from bot.daemon import Daemon
     from bot.lock import LockHeld
 
     cfg = load(args)
     setup_logging(cfg, args.log_level or "INFO")
-    errors = config_errors(cfg)  # the same list that makes `chela check` exit 1
-    if errors:
-        for e in errors:
+    verdict = validate(cfg)  # the same verdict as `chela check`: its errors, its warnings
+    if verdict.errors:
+        for e in verdict.errors:
             print(f"chela: {e}", file=sys.stderr)
         return 1
+    for w in verdict.warnings:
+        log.warning("%s", w)
     os.umask(0o077)  # whatever Chela or its commands create is private (SPEC §9.4)
     from bot.store import StoreError
 

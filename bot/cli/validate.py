@@ -1,0 +1,168 @@
+"""The one verdict on a config that ``chela check``, ``chela run`` and ``chela doctor`` share
+(issue 27 #3): the errors that make ``check`` exit 1 and ``run`` refuse to start, and the
+warnings both report, each in the same words.
+
+A model string is judged without importing litellm (~2 s) when its provider prefix is one
+of the common ones; only an unusual string asks litellm itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.config import Config, config_warnings
+
+# provider prefixes litellm routes with any model name after the slash
+_KNOWN_PROVIDERS = frozenset(
+    [
+        "openai",
+        "anthropic",
+        "gemini",
+        "vertex_ai",
+        "ollama",
+        "ollama_chat",
+        "openrouter",
+        "groq",
+        "mistral",
+        "deepseek",
+        "xai",
+        "together_ai",
+        "azure",
+        "bedrock",
+        "cohere",
+        "fireworks_ai",
+        "perplexity",
+        "hosted_vllm",
+        "lm_studio",
+        "huggingface",
+        "cerebras",
+        "deepinfra",
+        "nvidia_nim",
+        "sambanova",
+        "text-completion-openai",
+    ]
+)
+# web_search/web_fetch are built from the config; <server>__<tool> names are MCP tools
+_CONFIG_TOOLS = ("web_search", "web_fetch")
+
+
+@dataclass
+class Verdict:
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def validate(cfg: Config) -> Verdict:
+    """Everything wrong with ``cfg`` that can be told without the network."""
+    v = Verdict(warnings=config_warnings(cfg))
+    v.errors += secret_errors(cfg)
+    v.errors += model_errors(cfg)
+    for level, line in key_problems(cfg):
+        (v.errors if level == "error" else v.warnings).append(line)
+    v.warnings += tool_warnings(cfg)
+    return v
+
+
+def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:
+    """An enabled channel's empty secret variable, as ``(channel, problem, fix)``."""
+    from bot.channel_specs import MESSAGING
+
+    out: list[tuple[str, str, str]] = []
+    for name in MESSAGING:
+        if not getattr(cfg.channels, name).enabled:
+            continue
+        for key, env in cfg.channel_secrets(name).items():
+            if not cfg.secret(env):
+                out.append(
+                    (
+                        name,
+                        f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty "
+                        "and the channel is enabled",
+                        f"export {env}=... (or set channels.{name}.enabled = false)",
+                    )
+                )
+    h = cfg.channels.http
+    if h.enabled and h.token_env and not cfg.secret(h.token_env).strip():
+        out.append(
+            (
+                "http",
+                f"channels.http.token_env: environment variable {h.token_env} is empty",
+                f'export {h.token_env}=..., or set token_env = "" to use a generated token file',
+            )
+        )
+    return out
+
+
+def secret_errors(cfg: Config) -> list[str]:
+    return [f"{problem}: {fix}" for _, problem, fix in secret_problems(cfg)]
+
+
+def model_strings(cfg: Config) -> list[tuple[str, str, str]]:
+    """Every model string of the config as ``(TOML key, model, api_base)``."""
+    a = cfg.agent
+    out = [("agent.model", a.model, a.api_base)]
+    out += [(f"agent.fallbacks[{i}]", f.model, f.api_base) for i, f in enumerate(a.fallbacks)]
+    if a.compaction.model:
+        out.append(("agent.compaction.model", a.compaction.model, a.api_base))
+    return out
+
+
+def routes_cheaply(model: str) -> bool:
+    """True when the provider prefix alone says litellm routes it (no import needed)."""
+    prefix, sep, name = model.partition("/")
+    return bool(sep and name) and prefix.lower() in _KNOWN_PROVIDERS
+
+
+def model_errors(cfg: Config) -> list[str]:
+    """Model strings litellm cannot route (SPEC §12), one line each naming the TOML key."""
+    out = []
+    for key, model, base in model_strings(cfg):
+        if routes_cheaply(model):
+            continue
+        from bot.model import routing_error
+
+        why = routing_error(model, base)
+        if why:
+            name = model.rsplit("/", 1)[-1] or model
+            said = why.removeprefix("litellm.BadRequestError: ").split(". ")[0]
+            out.append(
+                f"{key} = {model!r}: litellm cannot route this model string; it needs a provider "
+                f'prefix, e.g. "ollama/{name}" or "openai/{name}" (litellm says: {said})'
+            )
+    return out
+
+
+def key_problems(cfg: Config) -> list[tuple[str, str]]:
+    """A model key variable named but empty: an error for a provider's own API (every call
+    would fail), a warning with ``api_base`` (a local server often needs no key)."""
+    a = cfg.agent
+    targets = [("agent", a.api_key_env, a.api_base)]
+    targets += [
+        (f"agent.fallbacks[{i}]", f.api_key_env, f.api_base or a.api_base)
+        for i, f in enumerate(a.fallbacks)
+        if f.api_key_env
+    ]
+    out = []
+    for where, env, base in targets:
+        if env and not cfg.secret(env):
+            line = (
+                f"{where}.api_key_env: environment variable {env} is empty, so every model call "
+                f"will fail: export {env}=..."
+            )
+            out.append(("warning" if base else "error", line))
+    return out
+
+
+def tool_warnings(cfg: Config) -> list[str]:
+    """Names in tools.enabled/tools.guest that are no tool (a typo silently loses the tool)."""
+    from bot.agent.tools import builtin_tools
+
+    known = set(builtin_tools()) | set(_CONFIG_TOOLS)
+    out = []
+    for key in ("enabled", "guest"):
+        for name in getattr(cfg.tools, key):
+            n = str(name).strip()
+            if n not in known and "__" not in n:
+                out.append(
+                    f"tools.{key}: unknown tool {n!r}; ignored (known: {', '.join(sorted(known))})"
+                )
+    return out
