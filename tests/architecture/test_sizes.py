@@ -15,7 +15,6 @@ MAX_FUNCTION_LINES = 80
 
 # file -> its line count when the ratchet was set (may only go down)
 FILES_OVER: dict[str, int] = {
-    "bot/agent/tools/web.py": 556,
     "bot/delivery/outbox.py": 503,
     "bot/conversation/pipeline.py": 539,
     "channels/signal/translate.py": 525,
