@@ -276,5 +276,5 @@ def wrap(
     argv += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", workdir]
     argv += ["--setenv", "HOME", root, "--setenv", "TMPDIR", "/tmp", "--"]
     if isinstance(command, str):
-        return argv + ["/bin/sh", "-c", command]
-    return argv + list(command)
+        return [*argv, "/bin/sh", "-c", command]
+    return [*argv, *command]
