@@ -52,7 +52,7 @@ class ScriptedAgent:
         self.gate: asyncio.Event | None = None
 
     def tool_names(self, trust):
-        return []
+        return set()
 
     async def run_turn(self, req, *, on_event=None):
         self.requests.append(req)
@@ -180,3 +180,39 @@ async def test_stop_keeps_the_user_message_and_sends_nothing(conv):
     assert conv.channels["telegram"].sent == [] and statuses(conv) == ["done"]
     msgs = conv.store.history(started.session_key, limit=10, max_chars=10_000)
     assert [m["role"] for m in msgs] == ["user"]
+
+
+async def test_an_api_call_is_planned_committed_with_its_record_or_refused(conv):
+    conv.agent.replies.append("hello")
+    msg = dm("hi")
+    msg.api = {"messages": [{"role": "user", "content": "hi"}]}
+    await conv.on_inbound(msg)
+    await settle(conv)
+    out = conv.channels["telegram"].sent[0]
+    assert out.text == "hello" and out.api["finish_reason"] == "stop"
+    key = conv.agent.requests[0].session_key
+    assert conv.store.get(f"api:{key}")["seen"]
+    bad = dm("?", n="2")
+    bad.api = {"messages": [{"role": "assistant", "content": "x"}]}
+    await conv.on_inbound(bad)
+    await settle(conv, 2)
+    refused = conv.channels["telegram"].sent[1]
+    assert refused.error == "invalid_request" and len(conv.agent.requests) == 1
+
+
+async def test_messages_stored_before_recovery_are_answered_by_it():
+    store = Store(":memory:")
+    ch = MemoryChannel()
+    outbox = Outbox(store, {"telegram": ch})
+    c = Conversation(CFG, store, ScriptedAgent(), SessionLanes(), {"telegram": ch}, outbox)
+    try:
+        await c.on_inbound(dm("while starting"))
+        assert statuses(c) == ["pending"] and ch.sent == []
+        outbox.start(recover=True)
+        assert await c.recover() == 1
+        await settle(c)
+        assert [m.text for m in ch.sent] == ["ok"] and statuses(c) == ["done"]
+    finally:
+        c.accepting = False
+        await outbox.stop(grace=0.1)
+        store.close()
