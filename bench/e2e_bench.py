@@ -46,6 +46,20 @@ from tests.fakes.telegram import FakeTelegram
 T0 = time.perf_counter()
 DIRECT = False
 DIRECT_SESSION: list = []  # the prototype's aiohttp session, closed at the end
+NO_LITELLM = False
+
+
+def skip_litellm() -> None:
+    """WHAT-IF (bench only, --no-litellm): start-up as it will be once it skips litellm's
+    import when no configured model needs it (bot.model.litellm_needed): the preload
+    is marked done without importing, so the figures show the light path alone."""
+    import concurrent.futures
+
+    from bot.agent import preload
+
+    done: concurrent.futures.Future = concurrent.futures.Future()
+    done.set_result(None)
+    preload._future = done
 
 
 def direct_llm() -> None:
@@ -161,6 +175,8 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     rss_before = rss_mb()
 
     # ---- start-up
+    if NO_LITELLM:
+        skip_litellm()
     d = Daemon(cfg, scheduler=False)
     t0 = time.perf_counter()
     await d.start()
@@ -170,7 +186,7 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     t_poll = tg.first_poll - t0
     # wait for the background litellm import the daemon started, then warm the whole path
     t_imp = time.perf_counter()
-    while lite._litellm is None:
+    while lite._litellm is None and not NO_LITELLM:
         await asyncio.sleep(0.01)
     t_imp = time.perf_counter() - t_imp
     if DIRECT:
@@ -265,6 +281,7 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
             f"{r.get('cpu', float('nan')):>12.2f}{r.get('fake', float('nan')):>14.2f}"
         )
     print(f"peak RSS: {rss_mb():.0f} MB [<300]  (before the daemon: {rss_before:.0f} MB)")
+    print(f"litellm imported: {'litellm' in sys.modules}")
     print("budgets: >= 150 msg/s (burst), p99 < 100 ms (paced), start-up < 1500 ms")
 
 
@@ -298,7 +315,15 @@ def main() -> None:
         help="the model path for the fake's openai/ model (SPEC §12): Chela's own client "
         "(the default since issue 28) or litellm (CHELA_MODEL_PATH=litellm)",
     )
+    ap.add_argument(
+        "--no-litellm",
+        action="store_true",
+        help="what-if: start-up skips litellm's import (see skip_litellm)",
+    )
     a = ap.parse_args()
+    if a.no_litellm:
+        global NO_LITELLM
+        NO_LITELLM = True
     if a.path == "litellm":
         os.environ["CHELA_MODEL_PATH"] = "litellm"
     print(f"model path: {a.path}", file=sys.stderr)
