@@ -60,10 +60,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--version", action="version", version=_version(), help="print the version and exit"
     )
+    p.add_argument(  # also accepted after the subcommand (`chela check --config my.toml`)
+        "--config",
+        metavar="PATH",
+        default=None,
+        help="config file (default: $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml)",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
+    _describe(sub)
     return p
+
+
+def _describe(sub) -> None:
+    """Each subcommand's ``--help`` opens with what the command does (its line in
+    ``chela --help``), and its ``--config`` leaves a global one given before it alone."""
+    said = {a.dest: a.help for a in sub._choices_actions}
+    for name, sp in sub.choices.items():
+        if sp.description is None and said.get(name):
+            sp.description = said[name][0].upper() + said[name][1:] + "."
+        for action in sp._actions:
+            if action.dest == "config":
+                action.default = argparse.SUPPRESS
 
 
 def entry() -> None:
@@ -76,8 +95,8 @@ def entry() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)  # --help into a closed pipe is handled below
         with redacted_stdio(loaded):  # the one output path: nothing printed shows a secret
             return args.func(args) or 0
     except KeyboardInterrupt:
