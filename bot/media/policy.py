@@ -17,6 +17,7 @@ log = logging.getLogger("chela.media")
 
 _BLIND: set[str] = set()  # models a provider refused images for (process lifetime)
 _VISION_CACHE: dict[str, bool] = {}
+_HINTED: set[str] = set()  # models the "set media.vision" hint was logged for
 
 
 # ------------------------------------------------------------------------ the policy
@@ -35,7 +36,16 @@ class MediaPolicy:
             return False
         if self.vision == "on":
             return True
-        return model_supports_vision(self.model)
+        if model_supports_vision(self.model):
+            return True
+        if self.model not in _HINTED:  # once per model: why the image became a line of text
+            _HINTED.add(self.model)
+            log.warning(
+                "model %s is not known to see images (litellm's model map), so images reach it "
+                'as "this model cannot see images"; if it can, set media.vision = "on"',
+                self.model,
+            )
+        return False
 
     def mark_blind(self) -> None:
         mark_blind(self.model)
