@@ -22,6 +22,7 @@ import html
 import re
 from dataclasses import dataclass
 from collections.abc import Callable
+from channels.spans import same_link, unterminated_end
 
 __all__ = [
     "markdown_to_plain",
@@ -121,20 +122,6 @@ _CLOSERS = {
 }
 
 
-def _unterminated_end(text: str, i: int) -> int:
-    """Where the code span opened by a backtick run that is never closed ends, or -1.
-
-    A model that opens a span and stops (``prefix `unterminated``) meant code: the span runs
-    to the end of its line when the run is glued to what follows and no other backtick is
-    on that line (a lone backtick before a space stays a backtick)."""
-    line_end = text.find("\n", i)
-    line_end = len(text) if line_end < 0 else line_end
-    rest = text[i:line_end]
-    if not rest or rest[0].isspace() or "`" in rest or not rest.strip():
-        return -1
-    return line_end
-
-
 def _protect(text: str, style: _Style, saved: list[str]) -> str:
     """Replace code spans, links and URLs with placeholders (rendered into ``saved``)."""
 
@@ -151,7 +138,7 @@ def _protect(text: str, style: _Style, saved: list[str]) -> str:
             break
         run = m.group(0)
         c = re.compile(r"(?<!`)" + re.escape(run) + r"(?!`)").search(text, m.end())
-        end = c.start() if c else _unterminated_end(text, m.end())
+        end = c.start() if c else unterminated_end(text, m.end())
         if end < 0:
             pos = m.end()
             continue
@@ -402,17 +389,6 @@ def markdown_to_slack_mrkdwn(md: str) -> str:
 
 
 # Plain text ---------------------------------------------------------------------------------
-
-
-def _link_key(s: str) -> str:
-    """A link target as a reader compares it: no scheme, no trailing slash, any case."""
-    return re.sub(r"^(?:https?|mailto):(?://)?", "", s.strip()).rstrip("/").lower()
-
-
-def same_link(text: str, url: str) -> bool:
-    """The label says nothing the URL does not (``[example.com](https://example.com/)``):
-    show the link once."""
-    return not text.strip() or _link_key(text) == _link_key(url)
 
 
 def _plain_link(text: str, url: str) -> str:

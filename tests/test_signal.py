@@ -11,7 +11,7 @@ from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge
 from channels.signal import SignalChannel
 from channels.signal.rpc import RpcClient, RpcError, find_retry_after
 from channels.signal.sse import SSEParser
-from channels.signal.translate import _utf16_to_index
+from channels.signal.inbound import _utf16_to_index
 from tests.fakes.signal import FakeSignalCli
 
 BOT = "+15550000000"

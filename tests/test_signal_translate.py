@@ -683,10 +683,11 @@ ALLOWED_IMPORTS = {
     "channels.base",
     "channels.chunking",
     "channels.formatting",
+    "channels.signal.inbound",
 }
 
 
-@pytest.mark.parametrize("module", ["translate", "sse"])
+@pytest.mark.parametrize("module", ["translate", "inbound", "sse"])
 def test_pure_modules_import_no_io(module: str) -> None:
     path = Path(translate.__file__).with_name(f"{module}.py")
     names: set[str] = set()

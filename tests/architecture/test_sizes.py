@@ -17,14 +17,10 @@ MAX_FUNCTION_LINES = 80
 FILES_OVER: dict[str, int] = {
     "bot/delivery/outbox.py": 503,
     "bot/conversation/pipeline.py": 539,
-    "channels/signal/translate.py": 525,
-    "channels/telegram/translate.py": 623,
 }
 
 # "file:function" -> its line count when the ratchet was set (may only go down)
-FUNCTIONS_OVER: dict[str, int] = {
-    "channels/signal/translate.py:inbound_message": 88,
-}
+FUNCTIONS_OVER: dict[str, int] = {}
 
 
 def product_files() -> list[Path]:
