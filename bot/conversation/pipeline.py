@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from bot import fs, owner_route, pairing
+from bot import owner_route, pairing
 from bot.admission import Verdict, admit, channel_policy, session_key
 from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy, Config
 from bot.approvals import Approvals
 from bot.conversation.commands import COMMANDS, CommandPorts, command_call, run_command
-from bot.conversation.commands.help import help_text as _help_text
 from bot.conversation import api as api_turn
 from bot.conversation import failures, gating, requests
 from bot.conversation.commit import Commit, next_delay
@@ -31,7 +29,7 @@ from bot.conversation.events import TurnEvents
 from bot.conversation import pairing as pairing_stage
 from bot.conversation.intake import Approved, valid_text
 from bot.conversation.prepare import Prepare, file_root
-from bot.conversation.reply import chat_reply
+from bot.conversation.reply import chat_reply, speaker
 from bot.conversation.run import Run, live_output
 from bot.conversation.dispatch import dispatch
 from bot.conversation.types import CommandCall, Dispatched, HistoryOnly, Skipped, TurnCall
@@ -45,17 +43,10 @@ from channels.base import (
     Capabilities,
     Channel,
     InboundMessage,
-    MediaItem,
     OutboundMessage,
 )
 
 log = logging.getLogger("chela.router")  # the name operators grep for
-T = TypeVar("T")
-
-
-def help_text(owner: bool) -> str:
-    """The /help text (kept here while callers move to bot.conversation.commands)."""
-    return _help_text(COMMANDS.values(), owner)
 
 
 class Conversation:
@@ -94,7 +85,7 @@ class Conversation:
         self.preview_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
         self.events = events or TurnEvents()  # turn progress, for the UI and the HTTP stream
         self.runner = Run(agent, self.events)
-        self.prepare = Prepare(cfg, agent, channels)
+        self.prepare = Prepare(cfg, agent, channels, store)
         self.commit = Commit(store, outbox.storage, lambda: self.accepting)
 
     def _background(self, coro) -> None:
@@ -130,7 +121,7 @@ class Conversation:
             return
         key = self.session_key(msg, verdict)
         message_id = msg.message_id or msg.raw_id or f"t{time.time_ns()}"
-        inbound_id = await self._store_write(
+        inbound_id = await self.commit.write(
             "storing an inbound message",
             lambda: self.store.add_inbound(
                 msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json()
@@ -406,7 +397,7 @@ class Conversation:
     async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict) -> None:
         ch = self.channels.get(msg.channel)
         pol = self.policy(msg.channel)
-        api = self._api_plan(msg, key, verdict) if msg.api else None  # SPEC §13
+        api = self.prepare.api_plan(msg, key, verdict) if msg.api else None  # SPEC §13
         if api is not None and api.error:
             await self._api_refusal(inbound_id, msg, key, api.error)
             return
@@ -437,7 +428,7 @@ class Conversation:
             result,
             reply_mode=pol.reply_to_mode if pol else "off",
             api=api,
-            speak=self._speaker(key, verdict, req, result.turn_id),
+            speak=speaker(self.cfg, self.agent, req, result.turn_id),
         )
         outs = list(reply.outs)
         if isinstance(live, Preview):
@@ -468,50 +459,12 @@ class Conversation:
             log.warning("could not record the last route: %s", e)
         await send.deliver_stored(self.outbox, ids)
 
-    def _api_plan(self, msg: InboundMessage, key: str, verdict: Verdict) -> api_turn.ApiTurn:
-        """What an HTTP API request adds to its session (SPEC §13; bot.api_turn)."""
-        stateless = bool(msg.api.get("stateless"))
-        state = None if stateless else self.store.get(api_turn.state_key(key))
-        plan = api_turn.plan(
-            msg.api,
-            state,
-            epoch=self.store.session(key)["epoch"],
-            own_tools=self.agent.tool_names(verdict.trust or "guest"),
-            native_tools=self.cfg.agent.native_tools,
-        )
-        if plan.fork and not plan.error:
-            log.info("http client rewrote its conversation: session %s starts afresh", key)
-            self.store.reset_session(key)
-        return plan
-
     async def _api_refusal(self, inbound_id: int, msg: InboundMessage, key: str, text: str):
         """Answer an API request that cannot run (HTTP 400); nothing reaches the model."""
         out = OutboundMessage(
             chat_id=msg.chat_id, text=text, account=msg.account, error="invalid_request"
         )
         await self._answer(inbound_id, key, [out], "storing an answer")
-
-    def _speaker(self, key: str, verdict: Verdict, req: TurnRequest, turn_id: str):
-        """Spoken replies (SPEC §11) when a speech model is set, else None."""
-        if not self.cfg.media.tts_model:
-            return None
-        from bot.media import speak_plan
-
-        root = self.file_root(key, verdict)
-
-        async def speak(plan):
-            return await speak_plan(
-                self.cfg,
-                plan,
-                file_root=root if root is not None else self.cfg.agent.workspace,
-                out_dir=root / "media" if root is not None else self.cfg.media_dir / "tts",
-                call=self.agent.gate.bind(req.trust, key, turn_id),  # SPEC §9.5
-            )
-
-        return speak
-
-    async def _store_write(self, what: str, fn: Callable[[], T]) -> T:
-        return await self.commit.write(what, fn)
 
     async def _retry_later(self, inbound_id: int, msg: InboundMessage, key: str) -> None:
         """Process a message again after a full disk stopped its turn."""
@@ -524,16 +477,3 @@ class Conversation:
                 self.outbox.storage.ok()
         if self.accepting:
             self._queue(key, inbound_id, lambda: self._process(inbound_id, msg, key, None))
-
-
-async def _move_in(item: MediaItem, incoming: Path, root: Path) -> MediaItem:
-    """A guest's download, moved from the private ``incoming`` dir into its ``media/``
-    through the root's handle (no link followed); the staged file goes either way."""
-    src = Path(item.target)
-    if src.absolute().parent != incoming.absolute():
-        return item  # not downloaded by us (already a local file or a URL)
-    try:
-        moved = await asyncio.to_thread(fs.move_in, src, root, Path("media") / src.name)
-    finally:
-        src.unlink(missing_ok=True)
-    return dataclasses.replace(item, target=str(moved))

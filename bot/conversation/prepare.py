@@ -17,7 +17,9 @@ from bot import fs
 from bot.admission import Verdict, guest_dir
 from bot.agent.turn import Agent, format_user_turn, zone
 from bot.config import Config
-from bot.conversation.types import UserTurn
+from bot.conversation import api
+from bot.conversation.types import ApiTurn, UserTurn
+from bot.store import Store
 from channels.base import Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge
 
 log = logging.getLogger("chela.router")
@@ -29,10 +31,30 @@ def file_root(cfg: Config, key: str, verdict: Verdict) -> Path | None:
 
 
 class Prepare:
-    def __init__(self, cfg: Config, agent: Agent, channels: dict[str, Channel]) -> None:
+    def __init__(
+        self, cfg: Config, agent: Agent, channels: dict[str, Channel], store: Store
+    ) -> None:
         self.cfg = cfg
         self.agent = agent
         self.channels = channels
+        self.store = store
+
+    def api_plan(self, msg: InboundMessage, key: str, verdict: Verdict) -> ApiTurn:
+        """What an HTTP API request adds to its session (SPEC §13; ``conversation.api``):
+        a client that rewrote its conversation starts the session afresh."""
+        stateless = bool(msg.api.get("stateless"))
+        state = None if stateless else self.store.get(api.state_key(key))
+        turn = api.plan(
+            msg.api,
+            state,
+            epoch=self.store.session(key)["epoch"],
+            own_tools=self.agent.tool_names(verdict.trust or "guest"),
+            native_tools=self.cfg.agent.native_tools,
+        )
+        if turn.fork and not turn.error:
+            log.info("http client rewrote its conversation: session %s starts afresh", key)
+            self.store.reset_session(key)
+        return turn
 
     async def user_turn(
         self,

@@ -81,6 +81,27 @@ async def chat_reply(
     return ChatReply(tuple(outs), api_reply)
 
 
+def speaker(cfg: Any, agent: Any, req: TurnRequest, turn_id: str) -> Speak | None:
+    """Spoken replies (SPEC §11) when a speech model is set, else None: a guest's audio is
+    written in its own directory."""
+    if not cfg.media.tts_model:
+        return None
+    from bot.media import speak_plan
+
+    root = req.file_root if req.trust == "guest" else None
+
+    async def speak(plan: ReplyPlan) -> ReplyPlan:
+        return await speak_plan(
+            cfg,
+            plan,
+            file_root=root if root is not None else cfg.agent.workspace,
+            out_dir=root / "media" if root is not None else cfg.media_dir / "tts",
+            call=agent.gate.bind(req.trust, req.session_key, turn_id),  # SPEC §9.5
+        )
+
+    return speak
+
+
 def scheduled_plan(result: TurnResult, *, heartbeat: bool, ack_max_chars: int = 300) -> ReplyPlan:
     """A heartbeat's or cron job's reply (HEARTBEAT_OK and its ack rules for a heartbeat)."""
     if heartbeat:

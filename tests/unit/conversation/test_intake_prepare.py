@@ -46,7 +46,7 @@ def test_file_root_is_a_guests_own_directory(tmp_path):
 
 async def test_the_user_turn_of_a_plain_message(tmp_path):
     cfg = parse_config({"agent": {"state_dir": str(tmp_path)}})
-    prep = Prepare(cfg, agent=None, channels={})
+    prep = Prepare(cfg, agent=None, channels={}, store=None)
     turn = await prep.user_turn(
         msg("hello there"), "k", Verdict("serve", "owner"), pending=[], was_mentioned=None
     )
@@ -57,10 +57,36 @@ async def test_attachments_without_a_channel_are_left_alone(tmp_path):
     cfg = parse_config({"agent": {"state_dir": str(tmp_path)}})
     item = MediaItem(kind="image", target="", ref="file-1")
     m = msg(attachments=[item])
-    assert await Prepare(cfg, None, {}).fetch_media(m, Verdict("serve", "owner"), "k") == []
+    assert await Prepare(cfg, None, {}, None).fetch_media(m, Verdict("serve", "owner"), "k") == []
     assert m.attachments == [item]
 
 
 async def test_move_in_leaves_a_file_it_did_not_download(tmp_path):
     item = MediaItem(kind="image", target=str(tmp_path / "elsewhere" / "a.png"))
     assert await _move_in(item, tmp_path / "incoming", tmp_path / "guest") is item
+
+
+class Tools:
+    def tool_names(self, trust):
+        return {"exec"}
+
+
+def test_an_api_plan_that_forks_starts_the_session_afresh(tmp_path):
+    cfg = parse_config({"agent": {"state_dir": str(tmp_path)}})
+    store = Store(":memory:")
+    try:
+        prep = Prepare(cfg, Tools(), {}, store)
+        first = msg(api={"messages": [{"role": "user", "content": "a"}]})
+        plan = prep.api_plan(first, "k", Verdict("serve", "owner"))
+        assert not plan.error and not plan.fork
+        store.put("api:k", {"epoch": 0, "seen": [*plan.seen, "x"], "pending": []})
+        epoch = store.session("k")["epoch"]
+        edited = [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "edited"},
+            {"role": "user", "content": "b"},
+        ]
+        plan = prep.api_plan(msg(api={"messages": edited}), "k", Verdict("serve", "owner"))
+        assert plan.fork and store.session("k")["epoch"] == epoch + 1
+    finally:
+        store.close()
