@@ -8,9 +8,11 @@ answered as usual.  Turn progress is published on ``conversation.events``."""
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 from tests.e2e import eventually, make_config, running, telegram_section
-from tests.fakes.llm import streamed, text
+from tests.fakes.llm import streamed, text, tool_calls
 
 
 def tg_config(tmp_path, llm, tg, **kw):
@@ -96,3 +98,33 @@ async def _until(sub, kind):
         yield ev
         if ev.kind == kind:
             return
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def test_stop_kills_the_command_the_turn_is_running(tmp_path, llm, tg):
+    # the owner's command runs on the host (sandbox off): its pid is a real one
+    llm.script(
+        tool_calls([("exec", {"command": "echo $$ > pid.txt; exec sleep 60"})]), text("never")
+    )
+    tools = {"enabled": ["exec"], "exec": {"security": "full", "sandbox": "off"}}
+    cfg = make_config(tmp_path, llm, channels=telegram_section(tg), tools=tools)
+    pid_file = Path(cfg.agent.workspace) / "pid.txt"
+    async with running(cfg) as d:
+        with d.router.events.subscribe() as sub:
+            tg.inject_message(42, "run the long job", from_id=42, username="alice")
+            key = await _started(sub)
+            await eventually(lambda: pid_file.exists() and pid_file.read_text().strip())
+            pid = int(pid_file.read_text())
+            assert alive(pid)
+            assert await d.router.stop(key) is True
+        await eventually(lambda: not alive(pid), timeout=5)
+        await asyncio.sleep(0.3)
+        assert tg.sent == [] and len(llm.requests) == 1
+    assert os.path.exists(pid_file)
