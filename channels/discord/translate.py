@@ -313,6 +313,28 @@ def plan_send(
     non-numeric ``edit_id`` names no message: the chunk is simply sent)."""
     limit = min(int(chunk_limit), MAX_TEXT)
     plan: list[tuple[str, Any]] = [("text", c) for c in chunks(msg.text, limit, max_lines)]
+    plan += _media_plan(msg, limit, max_lines, local_files)
+    reference = reply_reference(msg.reply_to_id)
+    key = msg.idempotency_key[:20]
+    preview = msg.edit_id
+    calls: list[ApiCall] = []
+    for index, (kind, value) in enumerate(plan):
+        ref = reference if msg.reply_mode == "all" or index == 0 else None
+        nonce = f"{key}.{index}" if key else None
+        if kind == "text":
+            calls.append(_text_call(channel_id, value, ref, nonce, preview))
+            preview = ""
+        else:
+            calls.append(_files_call(channel_id, value, ref, nonce))
+    return calls
+
+
+def _media_plan(
+    msg: OutboundMessage, limit: int, max_lines: int, local_files: Collection[str]
+) -> list[tuple[str, Any]]:
+    """The attachments as ("text", chunk) and ("files", items) steps, in order: consecutive
+    local files grouped up to 10 per message, URLs and missing files as lines of text."""
+    plan: list[tuple[str, Any]] = []
     pending_lines: list[str] = []
     pending_files: list[MediaItem] = []
 
@@ -327,13 +349,9 @@ def plan_send(
             pending_files.clear()
 
     for item in msg.media:
-        if item.is_url:
+        if item.is_url or item.target not in local_files:
             flush_files()
-            pending_lines.append(item.target)
-            continue
-        if item.target not in local_files:
-            flush_files()
-            pending_lines.append(unavailable_note(media_name(item)))
+            pending_lines.append(item.target if item.is_url else unavailable_note(media_name(item)))
             continue
         flush_lines()
         pending_files.append(item)
@@ -341,32 +359,31 @@ def plan_send(
             flush_files()
     flush_lines()
     flush_files()
+    return plan
 
-    reference = reply_reference(msg.reply_to_id)
-    key = msg.idempotency_key[:20]
-    preview = msg.edit_id
-    calls: list[ApiCall] = []
-    for index, (kind, value) in enumerate(plan):
-        ref = reference if msg.reply_mode == "all" or index == 0 else None
-        nonce = f"{key}.{index}" if key else None
-        if kind == "text":
-            send = send_call(channel_id, value, ref, nonce)
-            preview_id = snowflake(preview) if preview else None
-            preview = ""
-            if preview_id is not None:
-                target = {"channel_id": channel_id, "message_id": preview_id}
-                calls.append(
-                    ApiCall(EDIT, {**target, "content": value}, (ApiCall(DELETE, target), send))
-                )
-            else:
-                calls.append(send)
-            continue
-        files = [(item.target, media_name(item)) for item in value]
-        note = "\n".join(unavailable_note(name) for _, name in files)
-        params = {"channel_id": channel_id, "files": files, "reference": ref, "nonce": nonce}
-        fallback = send_call(channel_id, note, ref, f"{nonce}n" if nonce else None)
-        calls.append(ApiCall(SEND_FILES, params, (fallback,)))
-    return calls
+
+def _text_call(
+    channel_id: int, text: str, ref: int | None, nonce: str | None, preview: str
+) -> ApiCall:
+    """One text chunk: an edit of the live preview (falling back to deleting it and sending
+    anew) when there is one with a numeric id, else a send."""
+    send = send_call(channel_id, text, ref, nonce)
+    preview_id = snowflake(preview) if preview else None
+    if preview_id is None:
+        return send
+    target = {"channel_id": channel_id, "message_id": preview_id}
+    return ApiCall(EDIT, {**target, "content": text}, (ApiCall(DELETE, target), send))
+
+
+def _files_call(
+    channel_id: int, items: list[MediaItem], ref: int | None, nonce: str | None
+) -> ApiCall:
+    """One message of files; if they cannot be read, a note naming them instead."""
+    files = [(item.target, media_name(item)) for item in items]
+    note = "\n".join(unavailable_note(name) for _, name in files)
+    params = {"channel_id": channel_id, "files": files, "reference": ref, "nonce": nonce}
+    fallback = send_call(channel_id, note, ref, f"{nonce}n" if nonce else None)
+    return ApiCall(SEND_FILES, params, (fallback,))
 
 
 # ----------------------------------------------------------------------------- previews

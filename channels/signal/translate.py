@@ -220,18 +220,55 @@ def plan_send(
     Attachments: ``local_files`` are the targets the caller found to be files on disk;
     those go with the last chunk, URLs and missing files become lines of text."""
     chat_id, target = send_target(msg.chat_id, chat_kinds)
-    limit = chunk_limit
-    chunks: list[str] = []
-    styles: dict[int, list[str]] = {}  # chunk index → signal-cli text styles
-    if msg.text and msg.text.strip():
-        # rendering only removes markup ("[t](u)" becomes "t (u)"), so chunks stay in the limit
-        for md in chunk_markdown(msg.text, limit):
-            plain, ranges = markdown_to_signal(md)
-            if plain.strip():
-                if ranges and text_styles:
-                    styles[len(chunks)] = ranges
-                chunks.append(plain)
+    chunks, styles = _text_chunks(msg.text, chunk_limit, text_styles)
+    paths, notes = _media_parts(msg, local_files)
+    if notes:
+        tail = "\n".join(notes)
+        if chunks and len(chunks[-1]) + 2 + len(tail) <= chunk_limit:
+            chunks[-1] = f"{chunks[-1]}\n\n{tail}"
+        else:
+            chunks.extend(_hard_split(tail, chunk_limit))
+    plan = SendPlan(chat_id)
+    if not chunks and not paths:
+        return plan
+    plan.quote = quote_params(
+        msg.reply_to_id, chat_id, target, me=me, authors=authors, own_sent=own_sent
+    )
+    chunks = chunks or [""]
+    for i, text in enumerate(chunks):
+        params: dict[str, Any] = dict(target)
+        if text:
+            params["message"] = text
+        if plan.quote and (i == 0 or msg.reply_mode == "all"):
+            params.update(plan.quote)
+        if i == len(chunks) - 1 and paths:
+            params["attachments"] = paths
+        if i in styles:
+            params["textStyle"] = styles[i]
+        plan.sends.append(params)
+    return plan
 
+
+def _text_chunks(
+    text: str, limit: int, text_styles: bool
+) -> tuple[list[str], dict[int, list[str]]]:
+    """The text's chunks as plain text, and chunk index → signal-cli text styles."""
+    chunks: list[str] = []
+    styles: dict[int, list[str]] = {}
+    if not text or not text.strip():
+        return chunks, styles
+    # rendering only removes markup ("[t](u)" becomes "t (u)"), so chunks stay in the limit
+    for md in chunk_markdown(text, limit):
+        plain, ranges = markdown_to_signal(md)
+        if plain.strip():
+            if ranges and text_styles:
+                styles[len(chunks)] = ranges
+            chunks.append(plain)
+    return chunks, styles
+
+
+def _media_parts(msg: OutboundMessage, local_files: Collection[str]) -> tuple[list[str], list[str]]:
+    """(files to attach, lines of text for URLs and files that are not there)."""
     paths: list[str] = []
     notes: list[str] = []
     for item in msg.media:
@@ -244,34 +281,7 @@ def plan_send(
             paths.append(str(p))
         else:
             notes.append(f"[attachment unavailable: {item.name or p.name}]")
-    if notes:
-        tail = "\n".join(notes)
-        if chunks and len(chunks[-1]) + 2 + len(tail) <= limit:
-            chunks[-1] = f"{chunks[-1]}\n\n{tail}"
-        else:
-            chunks.extend(_hard_split(tail, limit))
-    plan = SendPlan(chat_id)
-    if not chunks and not paths:
-        return plan
-    if not chunks:
-        chunks = [""]
-
-    plan.quote = quote_params(
-        msg.reply_to_id, chat_id, target, me=me, authors=authors, own_sent=own_sent
-    )
-    last = len(chunks) - 1
-    for i, text in enumerate(chunks):
-        params: dict[str, Any] = dict(target)
-        if text:
-            params["message"] = text
-        if plan.quote and (i == 0 or msg.reply_mode == "all"):
-            params.update(plan.quote)
-        if i == last and paths:
-            params["attachments"] = paths
-        if i in styles:
-            params["textStyle"] = styles[i]
-        plan.sends.append(params)
-    return plan
+    return paths, notes
 
 
 def reaction_params(
