@@ -85,6 +85,37 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+LOG_MAX_BYTES = 5 * 1024 * 1024
+LOG_BACKUPS = 3
+
+
+def log_file(cfg: Config) -> Path:
+    """Where ``chela run`` keeps its log (``chela logs`` reads it)."""
+    return cfg.agent.state_dir / "logs" / "chela.log"
+
+
+def add_log_file(cfg: Config) -> Path:
+    """Also write the log to :func:`log_file` (0600), rotated at 5 MB, 3 old files kept."""
+    from logging.handlers import RotatingFileHandler
+
+    from bot.private import private_dir
+
+    path = log_file(cfg)
+    private_dir(path.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
+    handler = RotatingFileHandler(
+        path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+    )
+    root = logging.getLogger()
+    first = root.handlers[0] if root.handlers else None
+    if first is not None:
+        handler.setFormatter(first.formatter)
+        for f in first.filters:
+            handler.addFilter(f)
+    root.addHandler(handler)
+    return path
+
+
 # Set by the commands that run a daemon (run, chat, heartbeat) once it has stopped cleanly.
 _STOPPED_CLEANLY = False
 

@@ -16,6 +16,7 @@ from bot.cli import (
     doctor,
     heartbeat,
     init,
+    logs,
     mcp,
     onboard,
     pairing,
@@ -34,6 +35,7 @@ COMMANDS = (
     chat,
     doctor,
     status,
+    logs,
     usage,
     prompt,
     context,
@@ -58,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         "New here? Run `chela onboard`, then `chela doctor`, then `chela chat`.",
     )
     p.add_argument(
-        "--version", action="version", version=_version(), help="print the version and exit"
+        "--version",
+        action="version",
+        version=_version(),
+        help="print the version and exit",
     )
     p.add_argument(  # also accepted after the subcommand (`chela check --config my.toml`)
         "--config",

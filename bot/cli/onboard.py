@@ -16,59 +16,21 @@ import logging
 import os
 import sys
 import tomllib
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from bot.channel_specs import CONFIGURED, MESSAGING, SPECS
+from bot.cli.answers import (
+    CHANNELS,
+    ID_HINTS,
+    KEY_VARS,
+    TOKEN_VARS,
+    Answers,
+    answers_from_file,
+    default_key_var,
+)
 from bot.config import ConfigError, parse_config
 
-CHANNELS = CONFIGURED
-
-# the usual key variable of a litellm provider prefix
-KEY_VARS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-}
-
-# the secrets each chat channel needs in its default mode, with their default variables
-TOKEN_VARS = {
-    name: secrets for name in MESSAGING if (secrets := SPECS[name].secrets(parse_config({})))
-}
-
-ID_HINTS = {name: SPECS[name].owner_id_hint for name in MESSAGING}
-
-
-@dataclass
-class Answers:
-    model: str = "openai/gpt-4o-mini"
-    api_base: str = ""
-    api_key_env: str = ""
-    workspace: str = "~/.chela/workspace"
-    state_dir: str = "~/.chela"
-    timezone: str = ""
-    channels: list[str] = field(default_factory=list)
-    tokens: dict[str, dict[str, str]] = field(default_factory=dict)  # channel -> {key: env var}
-    owners: dict[str, list[str]] = field(default_factory=dict)  # channel -> ids
-    signal_account: str = ""
-    signal_url: str = "http://127.0.0.1:8080"
-    telegram_api_base: str = ""  # a self-hosted Bot API server
-
-
-def default_key_var(model: str, api_base: str = "") -> str:
-    """The variable a provider's key usually lives in: ``anthropic/…`` → ANTHROPIC_API_KEY;
-    none for a local server (``api_base``) or a provider without a usual one (ollama/…).
-    The one rule for both the flags and the questions."""
-    if api_base:
-        return ""
-    return KEY_VARS.get(model.split("/", 1)[0].lower(), "") if "/" in model else "OPENAI_API_KEY"
+__all__ = ["KEY_VARS", "Answers", "default_key_var"]
 
 
 def default_config_path() -> Path:
@@ -195,34 +157,6 @@ def from_args(args, base: Answers | None = None) -> Answers:
 
 
 # ------------------------------------------------------------------------ interactive
-def answers_from_file(path: Path) -> Answers | None:
-    """An existing config's answers, the suggestions when onboarding again (None: unreadable)."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
-    agent, chans = data.get("agent", {}), data.get("channels", {})
-    a = Answers()
-    for key in ("model", "api_base", "api_key_env", "workspace", "state_dir", "timezone"):
-        if isinstance(agent.get(key), str):
-            setattr(a, key, agent[key])
-    for name in CHANNELS:
-        sec = chans.get(name)
-        if not isinstance(sec, dict) or not sec.get("enabled"):
-            continue
-        a.channels.append(name)
-        if name in TOKEN_VARS:
-            a.tokens[name] = {k: str(sec.get(k) or d) for k, d in TOKEN_VARS[name].items()}
-        if isinstance(sec.get("allow_from"), list):
-            a.owners[name] = [str(i) for i in sec["allow_from"]]
-        if name == "signal":
-            a.signal_account = str(sec.get("account", ""))
-            a.signal_url = str(sec.get("http_url", a.signal_url))
-        if name == "telegram":
-            a.telegram_api_base = str(sec.get("api_base", ""))
-    return a
-
-
 def _q(text: str, default: str = "", ok=None, error: str = "") -> str:
     """One question; an answer ``ok`` refuses is said so and asked again on an empty line
     (a new session each time: nothing of the refused text is left to type over)."""

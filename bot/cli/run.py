@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from bot.cli.common import add_common, daemon_stopped, load, setup_logging
+from bot.cli.common import add_common, add_log_file, daemon_stopped, load, setup_logging
 from bot.config import ConfigError
 
 log = logging.getLogger("chela.run")
@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load(args)
     setup_logging(cfg, args.log_level or "INFO")
+    add_log_file(cfg)  # stderr and <state_dir>/logs/chela.log (`chela logs`)
     verdict = validate(cfg)  # the same verdict as `chela check`: its errors, its warnings
     if verdict.errors:
         for e in verdict.errors:
@@ -40,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         rc = asyncio.run(Daemon(cfg).run())
-    except (ConfigError, StoreError, LockHeld) as e:  # named and explained; never a traceback
+    except (
+        ConfigError,
+        StoreError,
+        LockHeld,
+    ) as e:  # named and explained; never a traceback
         print(f"chela: {e}", file=sys.stderr)
         return 1
     daemon_stopped()

@@ -75,8 +75,10 @@ def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:
                 out.append(
                     (
                         name,
-                        f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty "
-                        "and the channel is enabled",
+                        (
+                            f"channels.{name}.{key}: environment variable {env or '(unset)'} "
+                            "is empty and the channel is enabled"
+                        ),
                         f"export {env}=... (or set channels.{name}.enabled = false)",
                     )
                 )
