@@ -324,44 +324,55 @@ class SlackChannel(Channel):
     async def _run(self, call: ApiCall, chat_id: str, ids: list[str], errors: list[str]) -> None:
         """Make one planned call, then its fallback when Slack refuses it.  A post that
         fails is recorded in ``errors`` (the rest still goes out)."""
-        from slack_sdk.errors import SlackApiError
-
         if call.method == translate.POST:
-            try:
-                ids.append(await self._post(call))
-            except SlackApiError as e:
-                errors.append(str(e.response.get("error", "") if e.response is not None else e))
-                log.warning("slack: chat.postMessage to %s failed: %s", chat_id, errors[-1])
-            except Exception as e:
-                errors.append(f"{type(e).__name__}: {e}")
-                log.warning("slack: chat.postMessage to %s failed: %s", chat_id, errors[-1])
+            await self._run_post(call, chat_id, ids, errors)
+            return
+        if call.method == translate.DELETE:
+            await self._run_delete(call)
             return
         if call.method == translate.UPDATE:
-            if await self._replace_preview(call):
+            done = await self._replace_preview(call)
+            if done:
                 ids.append(call.params["ts"])
-                return
-        elif call.method == translate.DELETE:
-            try:
-                await self._web.chat_delete(**call.params)
-            except Exception as e:
-                log.info(
-                    "slack: the stale preview %s could not be deleted: %s", call.params["ts"], e
-                )
-            return
         elif call.method == translate.UPLOAD:
-            try:
-                resp = await self._web.files_upload_v2(**call.params)
-            except Exception as e:
-                log.warning("slack: upload of %s failed: %s", call.params["filename"], e)
-            else:
-                ids.append(translate.upload_id(resp, chat_id))
-                if call.params.get("thread_ts"):
-                    self._bot_threads.put(call.params["thread_ts"])
-                return
+            done = await self._run_upload(call, chat_id, ids)
         else:  # pragma: no cover - plan_send plans nothing else
             raise ChannelError(f"slack: no way to run {call.method}")
-        for fallback in call.fallback:
-            await self._run(fallback, chat_id, ids, errors)
+        if not done:
+            for fallback in call.fallback:
+                await self._run(fallback, chat_id, ids, errors)
+
+    async def _run_post(
+        self, call: ApiCall, chat_id: str, ids: list[str], errors: list[str]
+    ) -> None:
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            ids.append(await self._post(call))
+        except SlackApiError as e:
+            errors.append(str(e.response.get("error", "") if e.response is not None else e))
+            log.warning("slack: chat.postMessage to %s failed: %s", chat_id, errors[-1])
+        except Exception as e:
+            errors.append(f"{type(e).__name__}: {e}")
+            log.warning("slack: chat.postMessage to %s failed: %s", chat_id, errors[-1])
+
+    async def _run_delete(self, call: ApiCall) -> None:
+        try:
+            await self._web.chat_delete(**call.params)
+        except Exception as e:
+            log.info("slack: the stale preview %s could not be deleted: %s", call.params["ts"], e)
+
+    async def _run_upload(self, call: ApiCall, chat_id: str, ids: list[str]) -> bool:
+        """True when the file went up; False sends the fallback (a note)."""
+        try:
+            resp = await self._web.files_upload_v2(**call.params)
+        except Exception as e:
+            log.warning("slack: upload of %s failed: %s", call.params["filename"], e)
+            return False
+        ids.append(translate.upload_id(resp, chat_id))
+        if call.params.get("thread_ts"):
+            self._bot_threads.put(call.params["thread_ts"])
+        return True
 
     async def _replace_preview(self, call: ApiCall) -> bool:
         """``chat.update`` the preview into the reply's first chunk.  False when Slack
