@@ -12,6 +12,7 @@ from channels.redact import redacted_stdio
 from bot.cli import (
     chat,
     check,
+    completion,
     context,
     doctor,
     heartbeat,
@@ -44,6 +45,7 @@ COMMANDS = (
     pairing,
     heartbeat,
     mcp,
+    completion,
 )
 
 
