@@ -173,15 +173,7 @@ def _next_chunk(
                 break
             prefix, window = "", limit  # nothing fits next to the reopened fence: drop it
             line_budget = max_lines
-        w = window
-        if line_budget is not None:
-            nl = -1
-            for _ in range(line_budget):
-                nl = rest.find("\n", nl + 1)
-                if nl < 0:
-                    break
-            if nl >= 0:
-                w = min(w, nl)
+        w = _line_window(rest, window, line_budget)
         if len(rest) <= w:
             end = nxt = len(rest)
         else:
@@ -189,28 +181,8 @@ def _next_chunk(
         piece = rest[:end].rstrip()
         if not piece.strip():
             piece = rest[:end]
+        end, nxt, piece, fence = _not_on_a_bare_opener(rest, prefix, w, end, nxt, piece)
         body = prefix + piece
-        fence = _open_fence_at_end(body)
-        # do not end a chunk on a bare fence opener: cut before it instead
-        if fence is not None and fence[2] >= len(prefix) and "\n" not in body[fence[2] :]:
-            opener_at = fence[2] - len(prefix)
-            if rest[:opener_at].strip():
-                end = nxt = opener_at
-                piece = rest[:end].rstrip()
-                body = prefix + piece
-                fence = None  # no fence was open before the opener
-            else:
-                # the opener starts the chunk and the line after it is longer than the
-                # window (minified JSON): cut inside that line, never send an empty block.
-                # (rest is longer than w, so the line goes on past room)
-                inner = len(body) - len(prefix) + 1
-                room = w - inner - len(fence[3]) - len(fence[0]) - 1
-                if room >= 1:
-                    cut, after = _find_cut(rest[inner:], room)
-                    end, nxt = inner + cut, inner + after
-                    piece = rest[:end]
-                    body = prefix + piece
-                    fence = _open_fence_at_end(body)
         chunk = body + ("\n" + fence[3] + fence[0] if fence is not None else "")
         over = len(chunk) - limit
         extra_lines = 0 if max_lines is None else _line_count(chunk) - max_lines
@@ -220,7 +192,14 @@ def _next_chunk(
             window = min(window, end) - over
         if extra_lines > 0 and line_budget is not None:
             line_budget = min(line_budget, _line_count(piece)) - extra_lines
-    # safety net (tiny limits): a plain cut that honours the limits, fences not carried
+    return _plain_cut(rest, limit, max_lines)
+
+
+def _plain_cut(
+    rest: str, limit: int, max_lines: int | None
+) -> tuple[str, int, tuple[str, str, int, str] | None]:
+    """The safety net (tiny limits): a plain cut that honours the limits, fences not
+    carried."""
     end = min(len(rest), limit)
     if max_lines is not None:
         lines = rest[:end].split("\n")
@@ -228,3 +207,40 @@ def _next_chunk(
             end = len("\n".join(lines[:max_lines]))
     end = max(end, 1)
     return rest[:end], end, None
+
+
+def _line_window(rest: str, window: int, line_budget: int | None) -> int:
+    """``window`` cut to end before the line ``line_budget`` + 1 starts."""
+    if line_budget is None:
+        return window
+    nl = -1
+    for _ in range(line_budget):
+        nl = rest.find("\n", nl + 1)
+        if nl < 0:
+            return window
+    return min(window, nl) if nl >= 0 else window
+
+
+def _not_on_a_bare_opener(
+    rest: str, prefix: str, w: int, end: int, nxt: int, piece: str
+) -> tuple[int, int, str, tuple[str, str, int, str] | None]:
+    """``(end, next_start, piece, fence_left_open)`` for the cut at ``end``, moved so that
+    a chunk never ends on a bare fence opener: the cut goes before the opener, or, when the
+    opener starts the chunk and the line after it is longer than the window (minified
+    JSON), inside that line (never an empty block; ``rest`` is longer than ``w`` there)."""
+    body = prefix + piece
+    fence = _open_fence_at_end(body)
+    if fence is None or fence[2] < len(prefix) or "\n" in body[fence[2] :]:
+        return end, nxt, piece, fence
+    opener_at = fence[2] - len(prefix)
+    if rest[:opener_at].strip():
+        end = opener_at
+        return end, end, rest[:end].rstrip(), None  # no fence was open before the opener
+    inner = len(body) - len(prefix) + 1
+    room = w - inner - len(fence[3]) - len(fence[0]) - 1
+    if room < 1:
+        return end, nxt, piece, fence
+    cut, after = _find_cut(rest[inner:], room)
+    end, nxt = inner + cut, inner + after
+    piece = rest[:end]
+    return end, nxt, piece, _open_fence_at_end(prefix + piece)
