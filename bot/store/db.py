@@ -182,17 +182,20 @@ def storage_full(e: BaseException) -> bool:
 class SpaceAlarm:
     """Says once, naming the state dir, that writes fail for lack of space, and once that they
     work again: never one line per failed write.  Small writes may still fit while big ones
-    fail, so "works again" needs a write that succeeds ``settle`` seconds after the last
-    failure."""
+    fail, so "works again" needs ``streak`` durable writes in a row without a failure, or one
+    ``settle`` seconds after the last failure."""
 
-    def __init__(self, where: str, settle: float = 5.0):
+    def __init__(self, where: str, settle: float = 5.0, streak: int = 20):
         self.where = where
         self.settle = settle
+        self.streak = streak
         self.full = False
         self._last_failure = 0.0
+        self._ok_in_a_row = 0
 
     def failed(self, e: BaseException) -> None:
         self._last_failure = time.monotonic()
+        self._ok_in_a_row = 0
         if not self.full:
             self.full = True
             log.error(
@@ -203,7 +206,11 @@ class SpaceAlarm:
             )
 
     def ok(self) -> None:
-        if self.full and time.monotonic() - self._last_failure >= self.settle:
+        if not self.full:
+            return
+        self._ok_in_a_row += 1
+        settled = time.monotonic() - self._last_failure >= self.settle
+        if settled or self._ok_in_a_row >= self.streak:
             self.full = False
             log.warning("the state dir %s has room again: database writes work", self.where)
 
