@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import os
 import sys
 from pathlib import Path
@@ -84,7 +85,9 @@ async def test_chat_completions_plain_and_streaming(tmp_path, llm, monkeypatch):
         assert d.store.get("route:last") is None and d.store.get("route:last:http") is None
     # the `user` field keeps its own conversation: the second request saw the first
     assert "hi" in json.dumps(llm.requests[1]["messages"][1:])
-    assert d.store is None  # closed on stop
+    # closed on stop: the connection refuses any further use
+    with pytest.raises(sqlite3.ProgrammingError):
+        d.store.db.execute("SELECT 1")
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "127.0.0.1"])
