@@ -1,8 +1,10 @@
 """Delivery (ARCHITECTURE.md "Folders", L4): everything on the way out to a platform.
 
 * :mod:`bot.delivery.outbox` — the durable outbox: every outbound message a stored row, sent
-  once in order per chat, retried through outages, recovered after a crash; its error classes
-  (``classify``) and the storage alarm.
+  once in order per chat, retried through outages, recovered after a crash; and the storage
+  alarm.
+* :mod:`bot.delivery.failures` — why a send failed (``classify``): refused for good, or worth
+  a retry (and after how long).
 * :mod:`bot.delivery.previews` — live output while the model writes (SPEC §12): chat
   previews edited in place and the HTTP API's token stream.
 
@@ -12,10 +14,10 @@ the scheduled turns, exec approvals and the ``message`` tool.
 
 from __future__ import annotations
 
+from bot.delivery.failures import classify
 from bot.delivery.outbox import (
     Outbox,
     StorageAlarm,
-    classify,
     out_from_json,
     out_json,
 )

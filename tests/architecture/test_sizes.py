@@ -15,7 +15,6 @@ MAX_FUNCTION_LINES = 80
 
 # file -> its line count when the ratchet was set (may only go down)
 FILES_OVER: dict[str, int] = {
-    "bot/delivery/outbox.py": 503,
 }
 
 # "file:function" -> its line count when the ratchet was set (may only go down)
