@@ -36,8 +36,8 @@ ALLOWED: dict[str, int] = {
     "bot/cli/main.py": 1,  # /dev/null over a closed stdout
     "bot/cli/onboard.py": 2,
     "bot/config/load.py": 1,
-    "bot/http_token.py": 3,
-    "bot/lock.py": 2,
+    "bot/app/http_token.py": 3,
+    "bot/app/lock.py": 2,
     "bot/mcp/__init__.py": 1,
     "bot/prompt/init.py": 3,
     "bot/prompt/workspace.py": 1,

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bot import fs
+
+PROC_MAX = 16 * 1024 * 1024  # a /proc/net table read at most
 LISTEN = "0A"  # the TCP state column of /proc/net/tcp for a listening socket
 
 
@@ -14,7 +17,7 @@ def listening_inodes(port: int, proc: Path = Path("/proc")) -> set[str]:
     found: set[str] = set()
     for table in ("tcp", "tcp6"):
         try:
-            lines = (proc / "net" / table).read_text().splitlines()[1:]
+            lines = fs.read_in(proc / "net" / table, PROC_MAX).decode().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
@@ -47,7 +50,7 @@ def describe_holder(port: int, proc: Path = Path("/proc")) -> str:
     for entry in proc.iterdir():
         if entry.name.isdigit() and _holds(entry, wanted):
             try:
-                name = (entry / "comm").read_text().strip()
+                name = fs.read_in(entry / "comm", 4096).decode(errors="replace").strip()
             except OSError:
                 name = "?"
             return f"pid {entry.name} ({name})"

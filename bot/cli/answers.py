@@ -7,10 +7,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot import fs
 from bot.channel_specs import CONFIGURED, MESSAGING, SPECS
 from bot.config import parse_config
 
 CHANNELS = CONFIGURED
+CONFIG_MAX = 1024 * 1024  # a config file read for its answers at most
 
 # the usual key variable of a litellm provider prefix
 KEY_VARS = {
@@ -61,7 +63,7 @@ def default_key_var(model: str, api_base: str = "") -> str:
 def answers_from_file(path: Path) -> Answers | None:
     """An existing config's answers, the suggestions when onboarding again (None: unreadable)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(fs.read_in(path, CONFIG_MAX).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     agent, chans = data.get("agent", {}), data.get("channels", {})

@@ -98,14 +98,15 @@ def add_log_file(cfg: Config) -> Path:
     """Also write the log to :func:`log_file` (0600), rotated at 5 MB, 3 old files kept."""
     from logging.handlers import RotatingFileHandler
 
-    from bot.private import private_dir
+    from bot.private import private_dir, private_file
 
     path = log_file(cfg)
     private_dir(path.parent)
-    os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600))
     handler = RotatingFileHandler(
         path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
     )
+    # 0600 before the first line (the directory is 0700 too, which also covers a rotated file)
+    private_file(path)
     root = logging.getLogger()
     first = root.handlers[0] if root.handlers else None
     if first is not None:
@@ -139,3 +140,14 @@ def quick_exit(rc: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(rc)
+
+
+def preload_litellm(cfg: Config) -> None:
+    """Begin litellm's import (~2 s, ~160 MB) now, to overlap the daemon's start-up, when a
+    configured model needs it; a config whose models all take the light Chat Completions
+    path never imports it (SPEC §12)."""
+    from bot.agent import preload
+    from bot.model import litellm_needed
+
+    if litellm_needed(cfg):
+        preload.start()

@@ -36,6 +36,8 @@ from typing import Any
 
 import aiohttp
 
+from bot.net.fetch import endpoint_pool
+
 from bot.model import prices
 from bot.model.routing import ModelTarget, _Route
 
@@ -190,9 +192,7 @@ async def session() -> aiohttp.ClientSession:
     held = _sessions.get(loop)
     if held is not None and not held[0].closed:
         return held[0]
-    s = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0), headers={"User-Agent": "chela"}
-    )
+    s = endpoint_pool({"User-Agent": "chela"})
     closer = _closer(s)
     await closer.__anext__()
     _sessions[loop] = (s, closer)

@@ -15,9 +15,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot import fs
+
 log = logging.getLogger(__name__)
 
 TABLE_NAME = "model_prices_and_context_window_backup.json"
+TABLE_MAX = 64 * 1024 * 1024  # the price table read at most (about 2.4 MB today)
 
 Prices = tuple[float, float, float, float]  # per token: in, out, cache read, cache write
 
@@ -93,7 +96,7 @@ def load() -> dict[str, ModelInfo]:
             parsed: dict[str, ModelInfo] = {}
             path = table_path()
             try:
-                raw = json.loads(path.read_text(encoding="utf-8")) if path else {}
+                raw = json.loads(fs.read_in(path, TABLE_MAX)) if path else {}
             except (OSError, ValueError) as e:
                 log.warning("litellm's price table could not be read (%s): costs count as 0", e)
                 raw = {}

@@ -141,6 +141,13 @@ def _client_errors(target: Target, limits: Limits) -> Iterator[None]:
         raise FetchError(f"connection: {type(e).__name__}: {e}") from None
 
 
+def endpoint_pool(headers: Mapping[str, str]) -> aiohttp.ClientSession:
+    """A long-lived session with kept-alive connections for a model endpoint the owner
+    configured (the Chat Completions path, bot.model.openai_compat); per-call timeouts are
+    the caller's.  Never for a URL someone else chose."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=dict(headers))
+
+
 def endpoint_session(timeout: float, headers: Mapping[str, str]) -> aiohttp.ClientSession:
     """A session for an endpoint the owner configured (a search provider's API), never for a
     URL someone else chose: that goes through ``fetch_url``."""
