@@ -53,7 +53,5 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.cli.main import build_parser
-
-    print(script(build_parser(), args.shell), end="")
+    print(script(args.parser, args.shell), end="")
     return 0

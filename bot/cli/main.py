@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         command.add_parser(sub)
     _describe(sub)
+    p.set_defaults(parser=p)  # `chela completion` reads the whole tree from here
     return p
 
 
