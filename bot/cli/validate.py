@@ -59,6 +59,10 @@ def validate(cfg: Config) -> Verdict:
     for level, line in key_problems(cfg):
         (v.errors if level == "error" else v.warnings).append(line)
     v.warnings += tool_warnings(cfg)
+    if cfg.mcp.servers:  # the MCP package is imported only for a config that has servers
+        from bot.mcp.diagnose import disabled_tools_warnings
+
+        v.warnings += disabled_tools_warnings(cfg)
     return v
 
 
