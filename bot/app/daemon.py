@@ -94,8 +94,10 @@ class Daemon:
         opened for sending only and stored messages are left to the daemon.  Raises
         ``StoreError``/``ConfigError`` when a component cannot be built."""
         from bot.agent import preload
+        from bot.model import litellm_needed
 
-        preload.start()  # no-op when the CLI already started it before reading the config
+        if litellm_needed(cfg):  # an openai-compatible config never imports litellm (SPEC §12)
+            preload.start()  # no-op when the CLI already started it before reading the config
         self.cfg = cfg
         self.use_scheduler = scheduler
         self.receive = receive
@@ -210,7 +212,10 @@ class Daemon:
         model call.  Waiting here rather than in the first turn is what makes the first reply
         after "ready" take one model call."""
         from bot.agent import preload
+        from bot.model import litellm_needed
 
+        if not litellm_needed(self.cfg):
+            return
         wait = self.timeouts.import_wait
         imported = asyncio.ensure_future(preload.litellm())
         stopping = asyncio.ensure_future(self._stop.wait())  # SIGTERM meanwhile: stop now

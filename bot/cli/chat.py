@@ -9,7 +9,14 @@ import io
 import sys
 from collections.abc import Iterator
 
-from bot.cli.common import add_common, daemon_stopped, load, quick_exit, setup_logging
+from bot.cli.common import (
+    add_common,
+    daemon_stopped,
+    load,
+    preload_litellm,
+    quick_exit,
+    setup_logging,
+)
 from bot.config import Config
 
 
@@ -25,10 +32,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.agent import preload
-
-    preload.start()
     cfg = load(args)
+    preload_litellm(cfg)
     interactive = args.message is None and sys.stdin.isatty() and sys.stdout.isatty()
     log_file = cfg.agent.state_dir / "chat.log"
     if interactive:  # logs never land in the conversation

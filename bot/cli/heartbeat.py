@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from bot.cli.common import add_common, daemon_stopped, load, setup_logging
+from bot.cli.common import add_common, daemon_stopped, load, preload_litellm, setup_logging
 from bot.config import Config
 
 
@@ -18,10 +18,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.agent import preload
-
-    preload.start()
     cfg = load(args)
+    preload_litellm(cfg)
     setup_logging(cfg, args.log_level or "INFO")
     rc = asyncio.run(_heartbeat(cfg, args.dry_run))
     daemon_stopped()

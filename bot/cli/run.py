@@ -8,7 +8,14 @@ import logging
 import os
 import sys
 
-from bot.cli.common import add_common, add_log_file, daemon_stopped, load, setup_logging
+from bot.cli.common import (
+    add_common,
+    add_log_file,
+    daemon_stopped,
+    load,
+    preload_litellm,
+    setup_logging,
+)
 from bot.config import ConfigError
 
 log = logging.getLogger("chela.run")
@@ -19,14 +26,12 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.agent import preload
-
-    preload.start()  # litellm's ~2 s import overlaps reading the config and opening channels
+    cfg = load(args)
+    preload_litellm(cfg)  # when needed, its import overlaps the daemon's own imports
     from bot.cli.validate import validate
     from bot.daemon import Daemon
     from bot.lock import LockHeld
 
-    cfg = load(args)
     setup_logging(cfg, args.log_level or "INFO")
     add_log_file(cfg)  # stderr and <state_dir>/logs/chela.log (`chela logs`)
     verdict = validate(cfg)  # the same verdict as `chela check`: its errors, its warnings

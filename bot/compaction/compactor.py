@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
-from bot.model import LLMError, lite
+from bot.model import LLMError, context_window, lite, litellm_needed
 from bot.model.gate import BudgetRefused, ModelGate
 from bot.store import Store, WindowRow, estimate_tokens
 
@@ -70,17 +70,25 @@ class Compactor:
         self._llm_factory = llm_factory  # builds an LLMClient (model, timeout, retries, extra)
         self.main_llm = main_llm
         self._window: int | None = None
+        self._litellm_needed = litellm_needed(cfg)
         self._text_tokens: dict[Any, int] = {}
 
     # ------------------------------------------------------------------- counting
     async def ready(self) -> None:
-        if lite._litellm is None:
+        """litellm's token counter when litellm is loaded or needed; a config whose models
+        all take the light path counts by estimate and never imports it (SPEC §12)."""
+        if lite._litellm is None and self._litellm_needed:
             from bot.agent import preload
 
             await preload.litellm()
 
+    def _counter(self) -> Any:
+        """litellm, when this config counts with it (never for a light-path-only config, so
+        counts do not depend on whether something else imported litellm)."""
+        return lite._litellm if self._litellm_needed else None
+
     def count_message(self, message: dict) -> int:
-        litellm = lite._litellm
+        litellm = self._counter()
         if litellm is None:
             return estimate_tokens(message)
         try:
@@ -89,7 +97,7 @@ class Compactor:
             return estimate_tokens(message)
 
     def count_text(self, text: str) -> int:
-        litellm = lite._litellm
+        litellm = self._counter()
         if litellm is None or not text:
             return len(text) // 4 + 1
         try:
@@ -107,8 +115,12 @@ class Compactor:
 
     def window(self) -> int:
         if self._window is None:
-            w = self.c.context_window or model_window(self.model) or DEFAULT_WINDOW
-            if lite._litellm is not None or self.c.context_window:
+            if self._litellm_needed:
+                known = self.c.context_window or model_window(self.model)
+            else:  # the price table, read as data (litellm not imported)
+                known = self.c.context_window or context_window(self.model)
+            w = known or DEFAULT_WINDOW
+            if lite._litellm is not None or not self._litellm_needed or self.c.context_window:
                 self._window = w  # metadata known (or configured): remember it
             return w
         return self._window
