@@ -23,6 +23,7 @@ from bot.config import ChannelPolicy
 from bot.conversation.events import EventKind, TurnEvent, TurnEvents
 from bot.conversation.types import TurnOutcome
 from bot.delivery.previews import Preview, StreamEvent, StreamText
+from bot.model.choice import CHOICE, Choice
 from channels.base import Channel, InboundMessage
 
 log = logging.getLogger("chela.run")
@@ -104,6 +105,7 @@ class Run:
         self.agent = agent
         self.events = events
         self._running: dict[str, asyncio.Task] = {}
+        self._senders: dict[str, str] = {}  # who started each running turn (a group's /stop)
 
     async def stop(self, key: str) -> bool:
         """Cancel the session's running turn; True when one was running.  Returns once the
@@ -118,6 +120,18 @@ class Run:
         task = self._running.get(key)
         return task is not None and not task.done()
 
+    def started_by(self, key: str) -> str | None:
+        """The sender whose message started the session's running turn (None: none runs)."""
+        return self._senders.get(key) if self.running(key) else None
+
+    def _start(self, req: TurnRequest, on_event, model: str, effort: str) -> asyncio.Task:
+        """The turn's task, its model calls following the session's choices (SPEC §17)."""
+        token = CHOICE.set(Choice(getattr(self.agent, "llm", None), model, effort))
+        try:  # the task copies the context now: the choice is its own, not the lane's
+            return asyncio.ensure_future(self.agent.run_turn(req, on_event=on_event))
+        finally:
+            CHOICE.reset(token)
+
     async def run(
         self,
         req: TurnRequest,
@@ -125,7 +139,12 @@ class Run:
         ch: Channel | None,
         pol: ChannelPolicy | None,
         make_live: Callable[[], Live | None],
+        *,
+        model: str = "",
+        effort: str = "",
     ) -> TurnOutcome:
+        """Run the turn; ``model`` and ``effort``: the session's ``/model`` ("" = the
+        configured chain) and thinking level ("" = none sent)."""
         key, turn = req.session_key, uuid.uuid4().hex
         self.events.publish(TurnEvent("started", key, turn))
         typing = (
@@ -134,8 +153,8 @@ class Run:
         await _ack(ch, pol, msg)
         live = make_live()
         on_event = self._observer(key, turn, live)
-        task = asyncio.ensure_future(self.agent.run_turn(req, on_event=on_event))
-        self._running[key] = task
+        task = self._start(req, on_event, model, effort)
+        self._running[key], self._senders[key] = task, msg.sender_id
         try:
             result = await task
         except asyncio.CancelledError:
@@ -155,7 +174,7 @@ class Run:
             if typing:
                 typing.cancel()
             if self._running.get(key) is task:
-                del self._running[key]
+                del self._running[key], self._senders[key]
         end: EventKind = "error" if result.error else "final"
         self.events.publish(TurnEvent(end, key, turn, text=result.text))
         return TurnOutcome(result, live, turn)

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.model import lite
+from bot.model import choice, lite
 from bot.model import openai_compat as compat
 from bot.model import prices
 from bot.model.errors import LLMError, _classify, _retry_after, no_key_error, unroutable_error
@@ -94,6 +94,7 @@ class LLMClient:
             *fallbacks,
         ]
         self._state = [_State() for _ in self.targets]
+        self.fallback_count = len(fallbacks)  # targets past these: sessions' /model choices
         self.timeout = timeout
         self.max_retries = max(0, int(max_retries))
         self.backoff_base = backoff_base
@@ -118,6 +119,12 @@ class LLMClient:
     @property
     def _api_key(self) -> str:
         return self.targets[0].api_key
+
+    def add_target(self, target: ModelTarget) -> int:
+        """A model a session switched to (``bot.model.choice``), kept with its state."""
+        self.targets.append(target)
+        self._state.append(_State())
+        return len(self.targets) - 1
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, fallbacks={len(self.targets) - 1})"
@@ -192,6 +199,7 @@ class LLMClient:
         if params:
             kw.update(params)
             kw.setdefault("drop_params", True)
+        choice.apply_effort(self, t, kw, litellm)
         if streaming:
             kw["stream"] = True
             kw["stream_options"] = {"include_usage": True}
@@ -342,13 +350,16 @@ class LLMClient:
         return f"{type(cause).__name__}: {scrub(text, self._secrets)}"
 
     # -------------------------------------------------------------------- the chain
-    def _order(self) -> list[int]:
-        """The models to try, in order: those not cooling down (all of them if none is)."""
+    def _order(self, chain: list[int] | None = None) -> list[int]:
+        """The models to try, in order: those of ``chain`` (default: the configured ones)
+        not cooling down (all of them if none is)."""
         now = self.clock()
-        order = [i for i, s in enumerate(self._state) if s.cooled_until <= now]
+        chain = list(range(self.fallback_count + 1)) if chain is None else chain
+        order = [i for i in chain if self._state[i].cooled_until <= now]
         if not order:  # every model is cooling down: try them all rather than none
-            order = list(range(len(self.targets)))
-        for i, s in enumerate(self._state):
+            order = chain
+        for i in chain:
+            s = self._state[i]
             if i not in order:
                 log.debug(
                     "skipping model=%s: cooling down %.0fs more after %s",
@@ -416,7 +427,7 @@ class LLMClient:
         is passed to it as it arrives, and the Completion is the same as without (tool
         calls assembled, usage from the provider).  A model that fails before its first
         delta falls over to the next as usual; after it, the call fails."""
-        order = self._order()
+        order = self._order(choice.chain(self))
         litellm = await self._litellm_for(order)
         failed: list[tuple[ModelTarget, LLMError]] = []
         for i in order:
