@@ -22,6 +22,7 @@ from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy, Config
 from bot.approvals import Approvals
 from bot.conversation.commands import COMMANDS, CommandPorts, command_call, run_command
+from bot.conversation.commands import controls
 from bot.conversation import api as api_turn
 from bot.conversation import failures, gating, requests
 from bot.conversation.commit import Commit, next_delay
@@ -68,10 +69,6 @@ class Conversation:
         self.lanes = lanes
         self.channels = channels
         self.outbox = outbox  # every reply is a stored row it sends (built by the daemon)
-        # the command table's reach (/approve and /deny answer held exec commands)
-        self.command_ports = CommandPorts(
-            cfg, store, agent, turn_request=self._command_request, approvals=approvals
-        )
         self._name_re = gating.name_pattern(cfg.agent.name)
         self.approved = Approved(store)
         self.accepting = True
@@ -85,6 +82,16 @@ class Conversation:
         self.preview_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
         self.events = events or TurnEvents()  # turn progress, for the UI and the HTTP stream
         self.runner = Run(agent, self.events)
+        # the command table's reach (/approve and /deny answer held exec commands, /stop
+        # stops the running turn)
+        self.command_ports = CommandPorts(
+            cfg,
+            store,
+            agent,
+            turn_request=self._command_request,
+            approvals=approvals,
+            turns=self.runner,
+        )
         self.prepare = Prepare(cfg, agent, channels, store)
         self.commit = Commit(store, outbox.storage, lambda: self.accepting)
 
@@ -415,7 +422,15 @@ class Conversation:
             media=turn.media,
             api=api,
         )
-        outcome = await self.runner.run(req, msg, ch, pol, lambda: self._live_output(ch, pol, msg))
+        outcome = await self.runner.run(
+            req,
+            msg,
+            ch,
+            pol,
+            lambda: self._live_output(ch, pol, msg),
+            model=controls.session_model(self.cfg, self.store, key),  # SPEC §17.2, §17.3
+            effort=controls.session_effort(self.cfg, self.store, key),
+        )
         if outcome.result is None:  # stopped: the user message is kept, no answer
             await self._commit_stopped(inbound_id, key, req, outcome.turn, bool(pending))
             return

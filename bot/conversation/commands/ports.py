@@ -37,6 +37,14 @@ class ApprovalsPort(Protocol):
     def answer(self, code: str, approve: bool) -> str: ...
 
 
+class TurnsPort(Protocol):
+    """The running turns (``bot.conversation.run.Run``), for /stop."""
+
+    def started_by(self, key: str) -> str | None: ...
+
+    async def stop(self, key: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class CommandPorts:
     cfg: Config
@@ -45,6 +53,7 @@ class CommandPorts:
     # the session's turn request with no user turn (what the prompt and history are made of)
     turn_request: Callable[[CommandCall], TurnRequest]
     approvals: ApprovalsPort | None = None  # None unless some exec security is "ask"
+    turns: TurnsPort | None = None  # the running turns (None: nothing can be stopped)
 
 
 Handler = Callable[[CommandCall, CommandPorts], Awaitable[str]]

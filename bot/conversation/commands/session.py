@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Literal
 
 from bot.agent.turn import zone
+from bot.conversation.commands import controls
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.types import CommandCall
 
@@ -22,8 +23,11 @@ async def status(call: CommandCall, ports: CommandPorts) -> str:
     s = store.session(call.key)
     now = datetime.now(zone(cfg)).strftime("%Y-%m-%d %H:%M %Z")
     u = await ports.agent.context_usage(ports.turn_request(call))
+    model = controls.session_model(cfg, store, call.key)
+    thinking = controls.session_thinking(cfg, store, call.key)
     return (
-        f"Model: {cfg.agent.model}\nSession: {call.key}\nMessages: {store.message_count(call.key)}\n"
+        f"Model: {model}\nThinking: {thinking}\nSession: {call.key}\n"
+        f"Messages: {store.message_count(call.key)}\n"
         f"Tokens: {s['usage_in']} in / {s['usage_out']} out\n"
         f"Context: {u['used']} / {u['budget']} tokens of history (window {u['window']}, "
         f"compactions {u['compactions']})\nTime: {now}"

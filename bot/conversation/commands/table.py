@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.conversation.commands import approvals, session, usage
+from bot.conversation.commands import approvals, controls, session, usage
 from bot.conversation.commands.help import help_text
 from bot.conversation.commands.ports import CommandPorts, Handler
 from bot.conversation.types import CommandCall
@@ -75,6 +75,23 @@ TABLE: tuple[CommandSpec, ...] = (
         where="direct",
         owner_only=True,
         immediate=True,
+    ),
+    CommandSpec(
+        "stop", "/stop", "stop the answer being written now", controls.stop, immediate=True
+    ),
+    CommandSpec(
+        "model",
+        "/model [name|default]",
+        "list the models, or switch this chat to one",
+        controls.model,
+        owner_only=True,
+    ),
+    CommandSpec(
+        "think",
+        "/think [off|minimal|low|medium|high]",
+        "how hard the model thinks in this chat",
+        controls.think,
+        owner_only=True,
     ),
     CommandSpec("usage", "/usage", "tokens and cost of today's model calls", usage.usage),
     CommandSpec("help", "/help", "this list", _help),

@@ -108,8 +108,8 @@ OWNER_ONLY = [s for s in TABLE if s.owner_only]
 
 def test_the_table_holds_the_refusals_of_today():
     assert [s.name for s in PLACED] == ["activation", "approve", "deny"]
-    assert [s.name for s in OWNER_ONLY] == ["activation", "approve", "deny"]
-    assert [s.name for s in TABLE if s.immediate] == ["approve", "deny"]
+    assert [s.name for s in OWNER_ONLY] == ["activation", "approve", "deny", "model", "think"]
+    assert [s.name for s in TABLE if s.immediate] == ["approve", "deny", "stop"]
 
 
 @pytest.mark.parametrize("spec", PLACED, ids=lambda s: s.name)
@@ -200,6 +200,7 @@ async def test_help_lists_per_sender_from_the_table(ports):
         "/status: model, session and usage",
         "/context [list|detail|json]: what the system prompt is made of",
         "/compact [focus]: summarize the older part of this conversation now",
+        "/stop: stop the answer being written now",
         "/usage: tokens and cost of today's model calls",
         "/help: this list",
     ]
