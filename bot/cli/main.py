@@ -23,6 +23,7 @@ from bot.cli import (
     pairing,
     prompt,
     run,
+    sessions,
     status,
     usage,
 )
@@ -38,6 +39,7 @@ COMMANDS = (
     status,
     logs,
     usage,
+    sessions,
     prompt,
     context,
     init,

@@ -37,6 +37,32 @@ class MessagesMixin(SessionsMixin):
             picked.pop(0)
         return [json.loads(d) for d, _ in picked]
 
+    def transcript(self, key: str) -> list[dict]:
+        """Every stored message of the session's current epoch, oldest first (summarized
+        ones too), each with its time and kind: what `chela sessions show` prints.  Read
+        only: an unknown key gives [] and creates nothing."""
+        row = self.db.execute("SELECT epoch FROM sessions WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return []
+        rows = self.db.execute(
+            "SELECT data, created, kind FROM messages WHERE session_key=? AND epoch=? ORDER BY id",
+            (key, row[0]),
+        ).fetchall()
+        return [{**json.loads(d), "created": created, "kind": kind} for d, created, kind in rows]
+
+    def sessions_list(self) -> list[dict]:
+        """Every session, most recently used first: key, updated, messages of its current
+        epoch, tokens in and out."""
+        rows = self.db.execute(
+            "SELECT s.key, s.updated, s.usage_in, s.usage_out, "
+            "(SELECT COUNT(*) FROM messages m WHERE m.session_key=s.key AND m.epoch=s.epoch) "
+            "FROM sessions s ORDER BY s.updated DESC, s.key"
+        ).fetchall()
+        return [
+            {"key": k, "updated": u, "usage_in": i, "usage_out": o, "messages": n}
+            for k, u, i, o, n in rows
+        ]
+
     def message_count(self, key: str) -> int:
         epoch = self.session(key)["epoch"]
         return self.db.execute(
