@@ -50,7 +50,11 @@ class LLMError(Exception):
 
 
 _RETRY_STATUSES = {408, 409, 425, 429}
-_NO_KEY_MESSAGE = "No API key is configured for the model. Set agent.api_key_env (or agent.api_base for a local server)."
+_NO_KEY_MESSAGE = (
+    "No API key is configured for the model: the variable agent.api_key_env names must be set "
+    "in the daemon's environment (e.g. `export ANTHROPIC_API_KEY=...`, then restart), or set "
+    "agent.api_base for a local server."
+)
 _UNREACHABLE = (
     "The model is not reachable right now (connection failed). Please try again in a moment."
 )
