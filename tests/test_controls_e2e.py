@@ -5,10 +5,12 @@ twin: the owner's (or the guest's own) legitimate use."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
+from bot.model import choice
 from tests.e2e import eventually, make_config, running, telegram_section
-from tests.fakes.llm import delay, text, tool_calls
+from tests.fakes.llm import delay, error, text, tool_calls
 from tests.test_stop_e2e import alive
 
 OWNER, GUEST, GROUP = 42, 555, -1001
@@ -214,3 +216,30 @@ async def test_help_lists_the_controls_per_trust_level(tmp_path, llm, tg):
     for line in ("/stop:", "/model [name|default]:", "/think [off|minimal|low|medium|high]:"):
         assert line in owner
     assert "/stop:" in guest and "/model" not in guest and "/think" not in guest
+
+
+async def test_agent_fallbacks_follow_the_sessions_model(tmp_path, llm, tg):
+    # the chosen model fails (500, after its one retry): the fallback answers, not agent.model
+    llm.script(error(500), error(500), text("from the backup"))
+    async with running(cfg_for(tmp_path, llm, tg, agent=models(llm))):
+        await _say(tg, 1, OWNER, "/model fast")
+        assert await _say(tg, 2, OWNER, "hello") == "from the backup"
+    assert [r["model"] for r in llm.requests] == ["fast-model", "fast-model", "backup-model"]
+
+
+async def test_a_model_without_reasoning_gets_the_call_without_it(tmp_path, llm, tg, caplog):
+    # gpt-4o-mini is in the price table without reasoning: the effort is dropped, one log line
+    choice._told.discard("openai/gpt-4o-mini")  # told once per process: maybe by another test
+    caplog.set_level(logging.INFO, logger="bot.model.client")
+    llm.script(text("a"), text("b"), text("c"))
+    agent = {"models": {"mini": "openai/gpt-4o-mini", "o3": "openai/o3-mini"}}
+    async with running(cfg_for(tmp_path, llm, tg, agent=agent)):
+        await _say(tg, 1, OWNER, "/think high")
+        await _say(tg, 2, OWNER, "/model mini")
+        assert await _say(tg, 3, OWNER, "hello") == "a"
+        assert await _say(tg, 4, OWNER, "again") == "b"
+        await _say(tg, 5, OWNER, "/model fake-model")
+        await _say(tg, 6, OWNER, "and now")  # the twin: a model the table does not know
+    assert [r.get("reasoning_effort") for r in llm.requests] == [None, None, "high"]
+    told = [r for r in caplog.records if "does not take reasoning_effort" in r.getMessage()]
+    assert len(told) == 1 and "openai/gpt-4o-mini" in told[0].getMessage()
