@@ -64,17 +64,23 @@ def admit(msg: InboundMessage, cfg: Config, approved: Container[tuple[str, str]]
     if pol is None:
         return Verdict("serve", "owner", "local or token-authenticated channel")
     if msg.chat_type == "group":
-        if pol.group_policy == "disabled":
-            return Verdict("drop", reason="groups disabled")
-        if msg.chat_id in pol.owner_groups:
-            return Verdict("serve", "owner", "owner group")
-        if (
-            pol.group_policy == "allowlist"
-            and "*" not in pol.groups
-            and msg.chat_id not in pol.groups
-        ):
-            return Verdict("drop", reason="group not allowlisted")
-        return Verdict("serve", "guest", "group")
+        return _admit_group(msg, pol)
+    return _admit_direct(msg, cfg, pol, approved)
+
+
+def _admit_group(msg: InboundMessage, pol: ChannelPolicy) -> Verdict:
+    if pol.group_policy == "disabled":
+        return Verdict("drop", reason="groups disabled")
+    if msg.chat_id in pol.owner_groups:
+        return Verdict("serve", "owner", "owner group")
+    if pol.group_policy == "allowlist" and "*" not in pol.groups and msg.chat_id not in pol.groups:
+        return Verdict("drop", reason="group not allowlisted")
+    return Verdict("serve", "guest", "group")
+
+
+def _admit_direct(
+    msg: InboundMessage, cfg: Config, pol: ChannelPolicy, approved: Container[tuple[str, str]]
+) -> Verdict:
     if is_owner_sender(msg, cfg):
         return Verdict("serve", "owner", "owner id")
     if pol.dm_policy == "disabled":
