@@ -61,6 +61,10 @@ def _decode(body: str) -> ParsedCall:
                 None,
                 f"tool call is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
             )
+    return _decode_object(obj)
+
+
+def _decode_object(obj: Any) -> ParsedCall:
     if not isinstance(obj, dict):
         return ParsedCall("", None, 'tool call must be a JSON object with "name" and "arguments"')
     name = obj.get("name")
