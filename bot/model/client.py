@@ -127,7 +127,7 @@ class LLMClient:
         return len(self.targets) - 1
 
     def __repr__(self) -> str:  # never show the key
-        return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, fallbacks={len(self.targets) - 1})"
+        return f"LLMClient(model={self.model!r}, api_base={self.api_base!r}, fallbacks={self.fallback_count})"
 
     # ------------------------------------------------------------------- the request
     def _kwargs(
