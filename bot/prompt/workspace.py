@@ -223,17 +223,7 @@ def read_text(path: str, deps: Deps, *, root_real: str | None = None) -> str | N
     else:
         st = lst
         deps[path] = (st.st_size, st.st_mtime_ns)
-    if not _stat.S_ISREG(st.st_mode):
-        return None
-    if st.st_size > MAX_FILE_BYTES:
-        log.warning("ignoring %s: larger than 2 MiB", path)
-        return None
-    if root_real is not None and st.st_nlink > 1:
-        # a hard link may be a second name of any file of the same user (~/.ssh/id_rsa):
-        # unlike a symlink, nothing says where else it lives, so it counts as missing
-        log.warning(
-            "ignoring %s: it is a hard link (%d names); copy the file instead", path, st.st_nlink
-        )
+    if _counts_as_missing(path, st, root_real):
         return None
     try:
         with open(real, "rb") as fh:
@@ -244,6 +234,24 @@ def read_text(path: str, deps: Deps, *, root_real: str | None = None) -> str | N
     if len(data) > MAX_FILE_BYTES:
         return None
     return data.decode("utf-8", errors="replace")
+
+
+def _counts_as_missing(path: str, st: os.stat_result, root_real: str | None) -> bool:
+    """``read_text``'s checks on the (followed) stat: not a regular file, too large, or
+    (inside a workspace) a hard link."""
+    if not _stat.S_ISREG(st.st_mode):
+        return True
+    if st.st_size > MAX_FILE_BYTES:
+        log.warning("ignoring %s: larger than 2 MiB", path)
+        return True
+    if root_real is not None and st.st_nlink > 1:
+        # a hard link may be a second name of any file of the same user (~/.ssh/id_rsa):
+        # unlike a symlink, nothing says where else it lives, so it counts as missing
+        log.warning(
+            "ignoring %s: it is a hard link (%d names); copy the file instead", path, st.st_nlink
+        )
+        return True
+    return False
 
 
 # --------------------------------------------------------------------------- bootstrap files
@@ -350,12 +358,9 @@ def _load_one(workspace: str, ws_real: str, name: str, default_soul: str, deps: 
 # --------------------------------------------------------------------------- project walk
 
 
-def project_files(
-    project_dir: str, *, per_file: int, exclude_real: set[str], deps: Deps
-) -> list[LoadedFile]:
-    """CLAUDE.md / CLAUDE.local.md / AGENTS.md from ``project_dir`` up to the root, plus
-    ``.claude/rules/*.md`` at the start; outermost first, headed by the relative path."""
-    start = os.path.abspath(os.path.expanduser(project_dir))
+def _project_candidates(start: str, deps: Deps) -> list[str]:
+    """The project file paths ``project_files`` looks at, outermost level first, then
+    ``.claude/rules/*.md`` under ``start``."""
     levels: list[str] = []
     cur = start
     while True:
@@ -375,9 +380,17 @@ def project_files(
         except OSError:
             names = []
         candidates.extend(os.path.join(rules_dir, n) for n in names)
+    return candidates
 
+
+def project_files(
+    project_dir: str, *, per_file: int, exclude_real: set[str], deps: Deps
+) -> list[LoadedFile]:
+    """CLAUDE.md / CLAUDE.local.md / AGENTS.md from ``project_dir`` up to the root, plus
+    ``.claude/rules/*.md`` at the start; outermost first, headed by the relative path."""
+    start = os.path.abspath(os.path.expanduser(project_dir))
     out: list[LoadedFile] = []
-    for path in candidates:
+    for path in _project_candidates(start, deps):
         text = read_text(path, deps)
         if text is None:
             continue
