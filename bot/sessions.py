@@ -85,34 +85,38 @@ class SessionLanes:
                 job, fut = q.popleft()
                 if fut.cancelled():
                     continue
-                async with self._sem:
-                    self._running.add(key)
-                    task = asyncio.ensure_future(job())
-                    self._current[key] = task
-                    try:
-                        result = await task
-                    except asyncio.CancelledError:
-                        if not fut.done():
-                            fut.cancel()
-                        me = asyncio.current_task()
-                        if me is None or me.cancelling() or not task.cancelled():
-                            raise
-                        # only this job was cancelled (cancel()): the lane goes on with the next
-                        log.info("job cancelled on %s", key)
-                    except Exception as e:  # the job logs its own details
-                        log.exception("job failed on %s", key)
-                        if not fut.done():
-                            fut.set_exception(e)
-                    else:
-                        if not fut.done():
-                            fut.set_result(result)
-                    finally:
-                        self._current.pop(key, None)
-                        self._running.discard(key)
+                await self._run_one(key, job, fut)
         finally:
             self._workers.pop(key, None)
             if not q:
                 self._queues.pop(key, None)
+
+    async def _run_one(self, key: str, job: Job, fut: asyncio.Future) -> None:
+        """Run one queued job of the lane of ``key`` and settle its future."""
+        async with self._sem:
+            self._running.add(key)
+            task = asyncio.ensure_future(job())
+            self._current[key] = task
+            try:
+                result = await task
+            except asyncio.CancelledError:
+                if not fut.done():
+                    fut.cancel()
+                me = asyncio.current_task()
+                if me is None or me.cancelling() or not task.cancelled():
+                    raise
+                # only this job was cancelled (cancel()): the lane goes on with the next
+                log.info("job cancelled on %s", key)
+            except Exception as e:  # the job logs its own details
+                log.exception("job failed on %s", key)
+                if not fut.done():
+                    fut.set_exception(e)
+            else:
+                if not fut.done():
+                    fut.set_result(result)
+            finally:
+                self._current.pop(key, None)
+                self._running.discard(key)
 
     async def drain(self, timeout: float) -> bool:
         """Stop taking jobs and wait for the running ones; True when all finished."""
