@@ -62,6 +62,10 @@ def text(t: str) -> StreamEvent:
     return StreamEvent("text", text=t)
 
 
+# a regression that leaves a message unsettled fails in seconds, not at the suite's 180 s
+pytestmark = pytest.mark.timeout(10)
+
+
 @pytest.fixture
 def ch():
     return ScriptedChannel(edit=True)

@@ -17,6 +17,10 @@ from channels.base import MediaItem, OutboundMessage
 from tests.unit.delivery.memory import ScriptedChannel, disk_full, refused, until
 
 
+# a regression that leaves a message unsettled fails in seconds, not at the suite's 180 s
+pytestmark = pytest.mark.timeout(10)
+
+
 @pytest.fixture
 def store():
     s = Store(":memory:")

@@ -11,6 +11,10 @@ from bot.store import Store
 from tests.unit.delivery.memory import ScriptedChannel, refused
 
 
+# a regression that leaves a message unsettled fails in seconds, not at the suite's 180 s
+pytestmark = pytest.mark.timeout(10)
+
+
 @pytest.fixture
 async def env():
     store = Store(":memory:")
