@@ -96,6 +96,28 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, cal
 
         plan = dataclasses.replace(plan, text=body)
         media += [MediaItem("voice", words) for words in spoken]
+    if await _speak_voice_items(cfg, media, extra_text, file_root, out_dir, call, root):
+        changed = True
+    if await _speak_reply_text(cfg, plan, media, out_dir, call, root):
+        changed = True
+    if not changed:
+        return plan
+    text = "\n".join([plan.text, *extra_text]).strip() if extra_text else plan.text
+    return dataclasses.replace(plan, text=text, media=[m for m in media if m is not None])
+
+
+async def _speak_voice_items(
+    cfg: Any,
+    media: list[Any],
+    extra_text: list[str],
+    file_root: Path,
+    out_dir: Path,
+    call: Any,
+    root: Any,
+) -> bool:
+    """Synthesise each voice item of ``media`` whose target is words (in place; a failed
+    one becomes None and its words go to ``extra_text``).  True when there was one."""
+    changed = False
     for i, item in enumerate(media):
         if item.kind != "voice" or item.is_url or _existing_file(item.target, file_root):
             continue
@@ -111,23 +133,28 @@ async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, cal
             extra_text.append(words)
             continue
         media[i] = dataclasses.replace(item, target=str(path), name="voice.ogg", mime="audio/ogg")
-    has_audio = any(m is not None and m.kind in ("voice", "audio") for m in media)
-    if plan.audio_as_voice and not has_audio and plan.text.strip():
-        changed = True
-        try:
-            path = await speak(cfg, plan.text.strip(), out_dir, call=call, root=root)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.warning("speech synthesis failed: %s", type(e).__name__)
-        else:
-            from channels.base import MediaItem
+    return changed
 
-            media.append(MediaItem("voice", str(path), "voice.ogg", "audio/ogg"))
-    if not changed:
-        return plan
-    text = "\n".join([plan.text, *extra_text]).strip() if extra_text else plan.text
-    return dataclasses.replace(plan, text=text, media=[m for m in media if m is not None])
+
+async def _speak_reply_text(
+    cfg: Any, plan: Any, media: list[Any], out_dir: Path, call: Any, root: Any
+) -> bool:
+    """``[[audio_as_voice]]`` on a reply without audio: its text spoken, appended to
+    ``media``.  True when it applied (even when the synthesis failed)."""
+    has_audio = any(m is not None and m.kind in ("voice", "audio") for m in media)
+    if not (plan.audio_as_voice and not has_audio and plan.text.strip()):
+        return False
+    try:
+        path = await speak(cfg, plan.text.strip(), out_dir, call=call, root=root)
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        log.warning("speech synthesis failed: %s", type(e).__name__)
+    else:
+        from channels.base import MediaItem
+
+        media.append(MediaItem("voice", str(path), "voice.ogg", "audio/ogg"))
+    return True
 
 
 _VOICE_TEXT = re.compile(r"\[\s*voice\s*:(?P<words>[^\[\]\n]+)\](?!\()", re.IGNORECASE)
