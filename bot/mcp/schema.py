@@ -72,34 +72,59 @@ def _clean(node: Any, defs: dict[str, Any], depth: int) -> Any:
         return {"type": "object"}
     ref = node.get("$ref")
     if isinstance(ref, str):
-        target = defs.get(ref)
-        merged = {k: v for k, v in node.items() if k != "$ref"}
-        if isinstance(target, dict):
-            merged = {**target, **merged}
-        else:
-            merged.setdefault("type", "object")
-        return _clean(merged, defs, depth + 1)
+        return _clean(_inline_ref(node, ref, defs), defs, depth + 1)
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _DROP_KEYS:
             continue
-        if key == "description" and isinstance(value, str):
-            out[key] = strip_invisible(value)  # the server's words (SPEC §9.5)
-        elif key == "properties" and isinstance(value, dict):
-            out[key] = {str(k): _clean(v, defs, depth + 1) for k, v in value.items()}
-        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
-            out[key] = _clean(value, defs, depth + 1)
-        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
-            options = [_clean(v, defs, depth + 1) for v in value]
-            non_null = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
-            if len(non_null) == 1 and isinstance(non_null[0], dict):
-                # Optional[X]: the common shape; keep X itself
-                for k, v in non_null[0].items():
-                    out.setdefault(k, v)
-            elif non_null:
-                out[key] = non_null
-        else:
-            out[key] = value
+        _clean_entry(out, key, value, defs, depth)
+    _settle_type(out)
+    return out
+
+
+def _inline_ref(node: dict[str, Any], ref: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its local ``$ref`` replaced by the target's keys (the node's own
+    keys win); an unknown reference becomes an object."""
+    target = defs.get(ref)
+    merged = {k: v for k, v in node.items() if k != "$ref"}
+    if isinstance(target, dict):
+        merged = {**target, **merged}
+    else:
+        merged.setdefault("type", "object")
+    return merged
+
+
+def _clean_entry(
+    out: dict[str, Any], key: str, value: Any, defs: dict[str, Any], depth: int
+) -> None:
+    if key == "description" and isinstance(value, str):
+        out[key] = strip_invisible(value)  # the server's words (SPEC §9.5)
+    elif key == "properties" and isinstance(value, dict):
+        out[key] = {str(k): _clean(v, defs, depth + 1) for k, v in value.items()}
+    elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
+        out[key] = _clean(value, defs, depth + 1)
+    elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+        _merge_options(out, key, value, defs, depth)
+    else:
+        out[key] = value
+
+
+def _merge_options(
+    out: dict[str, Any], key: str, value: list[Any], defs: dict[str, Any], depth: int
+) -> None:
+    options = [_clean(v, defs, depth + 1) for v in value]
+    non_null = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+    if len(non_null) == 1 and isinstance(non_null[0], dict):
+        # Optional[X]: the common shape; keep X itself
+        for k, v in non_null[0].items():
+            out.setdefault(k, v)
+    elif non_null:
+        out[key] = non_null
+
+
+def _settle_type(out: dict[str, Any]) -> None:
+    """One type (not a list); arrays carry ``items``; objects carry ``properties`` and a
+    ``required`` naming only properties that exist."""
     t = out.get("type")
     if isinstance(t, list):
         kinds = [x for x in t if x != "null"]
@@ -108,15 +133,18 @@ def _clean(node: Any, defs: dict[str, Any], depth: int) -> Any:
     if t == "array" and not isinstance(out.get("items"), dict):
         out["items"] = {}
     if t == "object" or "properties" in out:
-        props = out.get("properties")
-        if not isinstance(props, dict):
-            props = out["properties"] = {}
-        out.setdefault("type", "object")
-        req = out.get("required")
-        if isinstance(req, list):
-            req = [r for r in req if r in props]
-            if req:
-                out["required"] = req
-            else:
-                out.pop("required")
-    return out
+        _settle_object(out)
+
+
+def _settle_object(out: dict[str, Any]) -> None:
+    props = out.get("properties")
+    if not isinstance(props, dict):
+        props = out["properties"] = {}
+    out.setdefault("type", "object")
+    req = out.get("required")
+    if isinstance(req, list):
+        req = [r for r in req if r in props]
+        if req:
+            out["required"] = req
+        else:
+            out.pop("required")
