@@ -92,6 +92,10 @@ _WATCH_MASK = (
 _ANCESTOR_MASK = (
     IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
 )
+# Failed watches (negated errnos) that only mean "not there / not ours to see": a
+# dependency file may also be unreadable; a directory (listed or ancestor) may not.
+_FILE_TOLERATED = (-errno.ENOENT, -errno.ENOTDIR, -errno.EACCES)
+_DIR_TOLERATED = (-errno.ENOENT, -errno.ENOTDIR)
 _EVENT = struct.Struct("iIII")
 _VERIFY_ATTEMPTS = 3
 # Timestamp granularity safety margin (coarse kernel clocks, 1-2 s on some filesystems).
@@ -296,10 +300,7 @@ class PromptCache:
         result: PromptResult | None = None
         racy = False
         for _ in range(_VERIFY_ATTEMPTS):
-            if self._ino is not None:
-                data = self._ino.read()
-                if data:
-                    self._handle(data)
+            self._drain_events()
             slot.dirty = False
             started = time.time_ns()
             result = self._build(ctx)
@@ -331,13 +332,24 @@ class PromptCache:
         slot.result = result
         slot.racy = racy and self._ino is None
         if self._slots.get(slot.ctx) is not slot:
-            while len(self._slots) >= self._max_entries:
-                # evict the oldest context (dicts keep insertion order)
-                victim = self._slots.pop(next(iter(self._slots)))
-                self._by_id.pop(id(victim.ctx), None)
-            self._slots[slot.ctx] = slot
-            self._by_id[id(slot.ctx)] = slot
+            self._keep(slot)
         return result
+
+    def _drain_events(self) -> None:
+        """Apply the pending inotify events (when watching)."""
+        if self._ino is not None:
+            data = self._ino.read()
+            if data:
+                self._handle(data)
+
+    def _keep(self, slot: _Slot) -> None:
+        """Store a new slot, evicting the oldest ones beyond ``max_entries``."""
+        while len(self._slots) >= self._max_entries:
+            # evict the oldest context (dicts keep insertion order)
+            victim = self._slots.pop(next(iter(self._slots)))
+            self._by_id.pop(id(victim.ctx), None)
+        self._slots[slot.ctx] = slot
+        self._by_id[id(slot.ctx)] = slot
 
     def _register(self, ctx: PromptContext, result: PromptResult) -> bool:
         """Watch everything ``result`` depends on.  False when watching had to be given up."""
@@ -355,28 +367,10 @@ class PromptCache:
         try:
             for path, seen in result.deps.items():
                 if seen is not None:
-                    wd = watch(path)
-                    if wd >= 0:
-                        self._wd_all.setdefault(wd, set()).add(ctx)
-                    elif wd not in (-errno.ENOENT, -errno.ENOTDIR, -errno.EACCES):
-                        raise OSError(-wd, os.strerror(-wd))
-                child = path
-                parent = os.path.dirname(child)
-                while parent != child:
-                    wd = watch(parent, _ANCESTOR_MASK)
-                    if wd >= 0:
-                        self._wd_names.setdefault(wd, {}).setdefault(
-                            os.path.basename(child), set()
-                        ).add(ctx)
-                    elif wd not in (-errno.ENOENT, -errno.ENOTDIR):
-                        raise OSError(-wd, os.strerror(-wd))
-                    child, parent = parent, os.path.dirname(parent)
+                    self._note_all(ctx, watch(path), _FILE_TOLERATED)
+                self._watch_ancestors(ctx, path, watch)
             for path in result.listed_dirs:
-                wd = watch(path)
-                if wd >= 0:
-                    self._wd_all.setdefault(wd, set()).add(ctx)
-                elif wd not in (-errno.ENOENT, -errno.ENOTDIR):
-                    raise OSError(-wd, os.strerror(-wd))
+                self._note_all(ctx, watch(path), _DIR_TOLERATED)
         except OSError as exc:
             # e.g. ENOSPC (watch limit) or EACCES on an ancestor we depend on:
             # give up on inotify for good and validate by stat.
@@ -386,6 +380,30 @@ class PromptCache:
             return False
         return True
 
+    def _note_all(self, ctx: PromptContext, wd: int, tolerated: tuple[int, ...]) -> None:
+        """Record a watch whose every event concerns ``ctx``; a failure not in
+        ``tolerated`` (negated errnos) raises OSError."""
+        if wd >= 0:
+            self._wd_all.setdefault(wd, set()).add(ctx)
+        elif wd not in tolerated:
+            raise OSError(-wd, os.strerror(-wd))
+
+    def _watch_ancestors(
+        self, ctx: PromptContext, path: str, watch: Callable[[str, int], int]
+    ) -> None:
+        """Watch each ancestor directory of ``path`` for the name leading to it."""
+        child = path
+        parent = os.path.dirname(child)
+        while parent != child:
+            wd = watch(parent, _ANCESTOR_MASK)
+            if wd >= 0:
+                self._wd_names.setdefault(wd, {}).setdefault(os.path.basename(child), set()).add(
+                    ctx
+                )
+            elif wd not in _DIR_TOLERATED:
+                raise OSError(-wd, os.strerror(-wd))
+            child, parent = parent, os.path.dirname(parent)
+
     def _handle(self, data: bytes) -> None:
         hit: set[PromptContext] = set()
         everything = False
@@ -393,21 +411,7 @@ class PromptCache:
             if mask & IN_Q_OVERFLOW or wd < 0:
                 everything = True
                 continue
-            keys = self._wd_all.get(wd)
-            if keys:
-                hit.update(keys)
-            names = self._wd_names.get(wd)
-            if names:
-                if name and not mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT):
-                    keys = names.get(name)
-                    if keys:
-                        hit.update(keys)
-                else:
-                    for keys in names.values():
-                        hit.update(keys)
-            if mask & IN_IGNORED:
-                self._wd_all.pop(wd, None)
-                self._wd_names.pop(wd, None)
+            self._collect(wd, mask, name, hit)
         if everything:
             for slot in self._slots.values():
                 slot.dirty = True
@@ -416,3 +420,21 @@ class PromptCache:
             found = self._slots.get(ctx)
             if found is not None:
                 found.dirty = True
+
+    def _collect(self, wd: int, mask: int, name: str, hit: set[PromptContext]) -> None:
+        """Add the contexts one event concerns to ``hit``; forget a watch the kernel dropped."""
+        keys = self._wd_all.get(wd)
+        if keys:
+            hit.update(keys)
+        names = self._wd_names.get(wd)
+        if names:
+            if name and not mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT):
+                keys = names.get(name)
+                if keys:
+                    hit.update(keys)
+            else:
+                for keys in names.values():
+                    hit.update(keys)
+        if mask & IN_IGNORED:
+            self._wd_all.pop(wd, None)
+            self._wd_names.pop(wd, None)
