@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -72,35 +73,13 @@ async def tg():
 
 
 # ------------------------------------------------------------------------- test tiers
-# `pytest -m "not e2e"` is the fast tier (the pure translators, the reply rules, config, store,
-# prompt, tools): seconds, for the edit-test loop.  A test is end-to-end when it starts a fake
-# platform or model server (these fixtures), lives in a module that drives the daemon, an adapter
-# against its wire-level fake, or subprocesses, or calls `exec` (a sandbox per call).
-E2E_FIXTURES = {"llm", "tg", "fake_llm", "site", "search"}
-E2E_MODULE_PREFIXES = (
-    "test_e2e_",
-    "test_first_hour",
-    "test_crash",
-    "test_startstop",
-    "test_mcp",
-    "test_trust_e2e",
-    "test_commands_e2e",
-    "test_compaction_e2e",
-    "test_telegram",
-    "test_slack",
-    "test_signal",
-    "test_discord",
-    "test_sandbox",
-    "test_llm",
-    "test_failover",
-    "test_media",
-    "test_outbox",
-    "test_web_tools",
-    "test_http_security",
-    "test_files_safety",
-    "test_state_errors",
-    "test_systemd",
-)
+# The tier is the folder (ARCHITECTURE.md "Tests mirror the house"): tests/unit/<package>/ and
+# tests/architecture/ are the fast tier (pure rules, stages over an in-memory store, a fake
+# channel: no daemon, no subprocess, no sandbox), run with `pytest tests/unit tests/architecture`
+# or `pytest -m "not e2e"`; every other test file drives an SDK against its wire fake, the
+# daemon, a subprocess or a sandbox and is marked e2e.
+TESTS = Path(__file__).resolve().parent
+FAST_FOLDERS = frozenset({"unit", "architecture"})
 
 
 def pytest_configure(config):
@@ -111,15 +90,9 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.path.name if item.path else ""
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if module.endswith("_translate.py"):
-            continue  # an adapter's pure translators: table tests, no server
-        if (
-            module.startswith(E2E_MODULE_PREFIXES)
-            or fixtures & E2E_FIXTURES
-            or any(f.startswith("fake_") for f in fixtures)
-            or "exec" in item.name
-            or "sandbox" in item.name
-        ):
+        try:
+            folder = item.path.resolve().relative_to(TESTS).parts[0]
+        except (AttributeError, ValueError, IndexError):
+            folder = ""
+        if folder not in FAST_FOLDERS:
             item.add_marker(pytest.mark.e2e)

@@ -18,7 +18,9 @@ def add_parser(sub) -> None:
     sp = add_common(
         sub.add_parser("sessions", help="list, show, export or reset the conversations")
     )
-    verbs = sp.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = sp.add_subparsers(
+        dest="verb", required=True, metavar="VERB", help="list, show, export or reset"
+    )
     verbs.add_parser("list", help="every session, most recently used first")
     show = verbs.add_parser("show", help="the transcript of one session")
     show.add_argument("key", help="the session key (see `chela sessions list`)")

@@ -16,7 +16,7 @@ from bot.cli.doctor import doctor
 from bot.config import load_config
 from tests.e2e import config_file
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cfg(tmp_path: Path, llm) -> Path:
