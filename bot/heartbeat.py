@@ -18,9 +18,9 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot import heartbeat_rules as rules
+from bot.rules import heartbeat as rules
 from bot import owner_route
-from bot.admission import channel_policy
+from bot.rules.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
 from bot.conversation import commit
@@ -36,7 +36,9 @@ from channels.base import Channel
 log = logging.getLogger("chela.heartbeat")
 
 BUSY_RETRY_SECONDS = 30.0
-STATELESS_MARKER = "-stateless:"  # the session key of a request without `user` (bot/admission.py)
+STATELESS_MARKER = (
+    "-stateless:"  # the session key of a request without `user` (bot/rules/admission.py)
+)
 STATELESS_KEEP = 86400.0  # seconds a stateless HTTP API session is kept after its request
 _DELIVERY_REASON = {
     "delivered": "",

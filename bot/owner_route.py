@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Mapping
 
-from bot.admission import channel_policy, is_owner_sender
+from bot.rules.admission import channel_policy, is_owner_sender
 from bot.config import Config
 from bot.store import Store
 from channels.base import Channel, InboundMessage

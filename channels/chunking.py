@@ -1,6 +1,6 @@
 """Splitting Markdown into chunks a platform accepts (SPEC §3.5), and fence detection.
 
-Pure functions shared by the core (``bot.replies`` uses the fence helpers to leave code
+Pure functions shared by the core (``bot.rules.replies`` uses the fence helpers to leave code
 alone) and by the adapters, which chunk before rendering for their platform: they live
 on the channels side so that ``channels/`` never imports ``bot/``.
 """

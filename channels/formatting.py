@@ -1,6 +1,6 @@
 """Markdown → platform text (pure functions, SPEC §3.5).
 
-The core hands adapters Markdown chunks (already split by ``bot.replies.chunk_markdown``);
+The core hands adapters Markdown chunks (already split by ``bot.rules.replies.chunk_markdown``);
 each adapter renders a chunk with one of these:
 
 - :func:`markdown_to_telegram_html` — Telegram Bot API ``parse_mode=HTML``;

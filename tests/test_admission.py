@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.admission import admit, guest_dir, is_owner_sender, session_key
+from bot.rules.admission import admit, guest_dir, is_owner_sender, session_key
 from bot.config import parse_config
 from bot.router import COMMANDS, help_text, parse_command
 from channels.base import InboundMessage

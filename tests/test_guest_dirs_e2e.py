@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.admission import guest_dir, session_key
+from bot.rules.admission import guest_dir, session_key
 from channels.base import InboundMessage
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import text

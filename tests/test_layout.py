@@ -29,5 +29,5 @@ def test_channels_never_import_the_core():
 def test_the_check_sees_an_import_of_the_core(tmp_path):
     # the twin: the same walk finds such an import, top-level or lazy inside a function
     f = tmp_path / "x.py"
-    f.write_text("import os\n\ndef f():\n    from bot.replies import parse_reply\n")
-    assert "bot.replies" in _imports(f)
+    f.write_text("import os\n\ndef f():\n    from bot.rules.replies import parse_reply\n")
+    assert "bot.rules.replies" in _imports(f)

@@ -36,7 +36,7 @@ def test_import_is_lazy():
     import subprocess
 
     code = (
-        "import sys, bot.model, bot.agent.loop, bot.agent.tools, bot.agent.textproto, channels.redact\n"
+        "import sys, bot.model, bot.agent.loop, bot.agent.tools, bot.rules.textproto, channels.redact\n"
         "assert 'litellm' not in sys.modules, 'litellm imported eagerly'\n"
     )
     subprocess.run(

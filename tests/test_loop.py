@@ -293,7 +293,7 @@ async def test_exec_through_loop(fake, ws):
     ],
 )
 def test_text_after_an_unclosed_tool_call_is_kept(reply, visible, names):
-    from bot.agent.textproto import parse_tool_calls
+    from bot.rules.textproto import parse_tool_calls
 
     text, calls = parse_tool_calls(reply)
     assert text == visible

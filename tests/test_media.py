@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from bot.admission import guest_dir, session_key
+from bot.rules.admission import guest_dir, session_key
 from channels.base import InboundMessage
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import text

@@ -211,7 +211,7 @@ def test_heartbeat_template_is_effectively_empty(tmp_path: Path) -> None:
     init_workspace(tmp_path / "w")
     text = (tmp_path / "w" / "HEARTBEAT.md").read_text()
     try:
-        from bot.heartbeat_rules import is_effectively_empty
+        from bot.rules.heartbeat import is_effectively_empty
     except ImportError:  # pragma: no cover - module owned by another engineer
         is_effectively_empty = None
     if is_effectively_empty is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from channels.redact import scrub
-from bot.agent.textproto import ParsedCall, format_tool_results, parse_tool_calls, split_reasoning
+from bot.rules.textproto import ParsedCall, format_tool_results, parse_tool_calls, split_reasoning
 from bot.agent.tools import ExecPolicy, ToolContext, build_registry
 from bot.agent.tools.exec_tool import check_allowlisted
 from bot.prompt.context import ToolSpec

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from bot.config import Config
 from bot.prompt.context import PromptContext, RuntimeInfo
-from bot.untrusted import clean_inline, quoted
+from bot.rules.untrusted import clean_inline, quoted
 
 if TYPE_CHECKING:
     from bot.agent.request import TurnRequest

@@ -19,7 +19,12 @@ from bot.model.gate import BudgetRefused
 from bot.delivery.previews import StreamEvent
 from bot.model import Completion, LLMClient, LLMError
 from channels.redact import scrub
-from .textproto import format_tool_results, parse_tool_calls, split_reasoning, strip_thinking
+from bot.rules.textproto import (
+    format_tool_results,
+    parse_tool_calls,
+    split_reasoning,
+    strip_thinking,
+)
 from .tools import ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.admission import Trust
+from bot.rules.admission import Trust
 
 
 @dataclass

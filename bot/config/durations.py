@@ -1,7 +1,7 @@
 """Durations written in the config: ``"30m"``, ``"1h30m"``, ``"250ms"`` ... to seconds.
 
 Pure: the config validates every duration key with :func:`parse_duration`, and the heartbeat
-rules (``bot.heartbeat_rules``) re-export it for the scheduler and ``chela heartbeat``.
+rules (``bot.rules.heartbeat``) re-export it for the scheduler and ``chela heartbeat``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.admission import Verdict
+from bot.rules.admission import Verdict
 from bot.conversation.types import CommandCall, Dispatched, HistoryOnly, Skipped, TurnCall
 from channels.base import InboundMessage
 

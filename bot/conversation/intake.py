@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from bot.store import Store
-from bot.untrusted import valid_utf8
+from bot.rules.untrusted import valid_utf8
 from channels.base import InboundMessage
 
 

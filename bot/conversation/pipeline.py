@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import owner_route, pairing
-from bot.admission import Verdict, admit, channel_policy, session_key
+from bot.rules.admission import Verdict, admit, channel_policy, session_key
 from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy, Config
 from bot.approvals import Approvals

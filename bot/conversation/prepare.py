@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import fs
-from bot.admission import Verdict, guest_dir
+from bot.rules.admission import Verdict, guest_dir
 from bot.agent.turn import Agent, format_user_turn, zone
 from bot.config import Config
 from bot.conversation import api

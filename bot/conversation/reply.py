@@ -12,7 +12,7 @@ from typing import Any, Literal
 from bot.agent.turn import TurnRequest, TurnResult
 from bot.conversation import api as api_turn
 from bot.delivery.outbound import build_outbound
-from bot.replies import ReplyPlan, parse_reply
+from bot.rules.replies import ReplyPlan, parse_reply
 from channels.base import Channel, InboundMessage, OutboundMessage
 
 Speak = Callable[[ReplyPlan], Awaitable[ReplyPlan]]

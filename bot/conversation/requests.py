@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.admission import Trust
+from bot.rules.admission import Trust
 from bot.agent.turn import TurnRequest
 from bot.conversation.types import ApiTurn
 from channels.base import InboundMessage

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.admission import Verdict
+from bot.rules.admission import Verdict
 from bot.agent.turn import TurnResult
 from bot.delivery.previews import Preview, StreamText
 from channels.base import InboundMessage

@@ -1,7 +1,7 @@
 """Attachments a reply names (SPEC §3.4, §9.5): each local target checked against the turn's
 roots and, for a guest, copied once into the daemon's staging dir, so what is sent is the
 bytes that were checked.  Does file I/O, so it lives beside delivery, not among the pure
-reply rules of bot/replies.py."""
+reply rules of bot/rules/replies.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ counts).  Two consumers turn them into something a user sees:
   arrive (the HTTP API's ``stream: true``): append-only text deltas.
 
 Both show only :func:`visible_text` of what the model wrote: the same rules
-``bot.replies.parse_reply`` applies to a final reply (``NO_REPLY``, ``HEARTBEAT_OK``, reply
+``bot.rules.replies.parse_reply`` applies to a final reply (``NO_REPLY``, ``HEARTBEAT_OK``, reply
 tags, media markers), ``<think>`` content and ``<tool_call>`` blocks removed, and an
 undecided tail held back (``NO_`` may become ``NO_REPLY``, ``[[rep`` a reply tag, ``<thi``
 a ``<think>``).
@@ -43,8 +43,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.agent.textproto import split_reasoning
-from bot.replies import HEARTBEAT_TOKEN, SILENT_TOKEN, closes_span, parse_reply
+from bot.rules.textproto import split_reasoning
+from bot.rules.replies import HEARTBEAT_TOKEN, SILENT_TOKEN, closes_span, parse_reply
 from channels.base import Channel, OutboundMessage
 
 log = logging.getLogger("chela.streaming")

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from bot.agent.tools.base import Tool, ToolContext, ToolError
 from bot.config.env_values import expand
-from bot.untrusted import clean_inline, untrusted_block
+from bot.rules.untrusted import clean_inline, untrusted_block
 
 from .diagnose import (
     StderrCapture,

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from bot.config.env_values import expand
-from bot.untrusted import clean_inline
+from bot.rules.untrusted import clean_inline
 from channels.redact import scrub
 
 from .schema import tool_name

@@ -16,7 +16,7 @@ import hashlib
 import re
 from typing import Any
 
-from bot.untrusted import strip_invisible
+from bot.rules.untrusted import strip_invisible
 
 MAX_NAME = 64
 _DROP_KEYS = {

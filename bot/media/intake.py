@@ -14,7 +14,7 @@ from bot.media.documents import is_pdf, is_text_like, read_text_file, save_to_in
 from bot.media.images import NotAnImage, _image_slot, process_image, sniff_image
 from bot.media.pdf import PDF_MARGIN_CHARS, pdf_text
 from bot.media.remote import fetch_image_url
-from bot.untrusted import clean_inline, untrusted_block
+from bot.rules.untrusted import clean_inline, untrusted_block
 
 log = logging.getLogger("chela.media")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot import fs
-from bot.untrusted import clean_inline
+from bot.rules.untrusted import clean_inline
 
 log = logging.getLogger("chela.media")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.model.errors import empty_answer
-from bot.untrusted import valid_utf8
+from bot.rules.untrusted import valid_utf8
 
 
 @dataclass(frozen=True)

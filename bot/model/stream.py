@@ -19,7 +19,7 @@ from bot.model.response import (
     tool_call,
     usage_numbers,
 )
-from bot.untrusted import valid_utf8
+from bot.rules.untrusted import valid_utf8
 
 
 class _Collector:

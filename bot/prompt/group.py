@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from bot.untrusted import clean_inline
+from bot.rules.untrusted import clean_inline
 
 from . import texts
 

@@ -6,7 +6,7 @@ the connection pinned to the checked addresses, at every redirect hop.  Only tex
 
 HTML becomes Markdown with trafilatura when it is installed (``pip install
 'chela[web]'``), else with a small built-in converter that keeps headings, links, lists
-and paragraphs.  The result is fenced as untrusted data (``bot.untrusted``).
+and paragraphs.  The result is fenced as untrusted data (``bot.rules.untrusted``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 import aiohttp
 
 from bot import net
-from bot.untrusted import untrusted_block
+from bot.rules.untrusted import untrusted_block
 
 from .base import Tool, ToolContext, ToolError, arg_int, arg_str, schema
 from .webpage import decode_body, html_to_markdown

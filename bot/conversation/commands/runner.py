@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.admission import Verdict, is_owner_sender
+from bot.rules.admission import Verdict, is_owner_sender
 from bot.config import Config
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.commands.table import COMMANDS, CommandSpec

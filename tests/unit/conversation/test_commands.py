@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.admission import Verdict
+from bot.rules.admission import Verdict
 from bot.config import parse_config
 from bot.conversation.commands import (
     COMMANDS,

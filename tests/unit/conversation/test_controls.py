@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot.admission import Verdict
+from bot.rules.admission import Verdict
 from bot.config import parse_config
 from bot.conversation.commands import CommandPorts, command_call, run_command
 from bot.conversation.commands import controls

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.admission import Verdict
+from bot.rules.admission import Verdict
 from bot.conversation.dispatch import dispatch
 from bot.conversation.types import CommandCall, HistoryOnly, Skipped, TurnCall
 from channels.base import InboundMessage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.admission import Verdict
+from bot.rules.admission import Verdict
 from bot.config import parse_config
 from bot.conversation.intake import Approved, valid_text
 from bot.conversation.prepare import Prepare, _move_in, file_root

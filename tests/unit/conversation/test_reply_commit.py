@@ -18,7 +18,7 @@ from bot.conversation.reply import (
     scheduled_plan,
 )
 from bot.conversation.types import ApiTurn
-from bot.replies import parse_reply
+from bot.rules.replies import parse_reply
 from bot.store import Store
 from channels.base import InboundMessage, OutboundMessage
 

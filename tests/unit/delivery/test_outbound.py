@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from bot.delivery.outbound import build_outbound, channel_traits
-from bot.replies import ReplyPlan
+from bot.rules.replies import ReplyPlan
 from channels.base import Capabilities, MediaItem
 from tests.unit.delivery.memory import ScriptedChannel
 

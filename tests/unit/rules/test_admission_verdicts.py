@@ -1,4 +1,4 @@
-"""Admission as a table (bot/admission.py, SPEC §9): one row per way a verdict is reached, and
+"""Admission as a table (bot/rules/admission.py, SPEC §9): one row per way a verdict is reached, and
 the session an HTTP API caller lands in.  (tests/test_admission.py holds the owner-id and
 guest-directory rules next to the command parser.)"""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.admission import admit, channel_policy, is_owner_sender, session_key
+from bot.rules.admission import admit, channel_policy, is_owner_sender, session_key
 from bot.config import parse_config
 from channels.base import InboundMessage
 

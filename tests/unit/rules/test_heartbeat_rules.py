@@ -1,4 +1,4 @@
-"""Table-driven tests for bot.heartbeat_rules (SPEC §6)."""
+"""Table-driven tests for bot.rules.heartbeat (SPEC §6)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.heartbeat_rules import (
+from bot.rules.heartbeat import (
     HeartbeatDecision,
     decide,
     heartbeat_user_message,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.delivery.attachments import resolve_media
-from bot.replies import (
+from bot.rules.replies import (
     HEARTBEAT_TOKEN,
     REPLY_TO_CURRENT,
     SILENT_TOKEN,
@@ -623,7 +623,7 @@ def test_resolve_media_without_roots_refuses_local():
 
 
 def test_chunk_rendered_rechunks_what_renders_too_long():
-    from bot.replies import chunk_rendered
+    from bot.rules.replies import chunk_rendered
 
     def grow(md: str) -> str:  # "&" renders 5 characters long, like Slack's &amp;
         return md.replace("&", "&amp;")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot.delivery import StreamEvent, StreamText, visible_text
-from bot.replies import parse_reply
+from bot.rules.replies import parse_reply
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The text tool protocol and reasoning tags (bot/agent/textproto.py) as tables: which JSON in a
+"""The text tool protocol and reasoning tags (bot/rules/textproto.py) as tables: which JSON in a
 reply is a call (and what is wrong with a broken one), what stays visible, and tool results
 that cannot close or forge a block."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.agent.textproto import (
+from bot.rules.textproto import (
     ParsedCall,
     format_tool_results,
     parse_tool_calls,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.agent.textproto import parse_tool_calls
+from bot.rules.textproto import parse_tool_calls
 
 CALL = '<tool_call>{"name": "read", "arguments": {"path": "a"}}'
 

@@ -1,4 +1,4 @@
-"""Untrusted text made safe to show the model (bot/untrusted.py, SPEC §9.2): one line, no
+"""Untrusted text made safe to show the model (bot/rules/untrusted.py, SPEC §9.2): one line, no
 invisible characters, quoted, capped; a long body fenced with a tag it cannot guess."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from bot.untrusted import (
+from bot.rules.untrusted import (
     clean_inline,
     data_line,
     quoted,
