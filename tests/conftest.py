@@ -96,3 +96,17 @@ def pytest_collection_modifyitems(config, items):
             folder = ""
         if folder not in FAST_FOLDERS:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored():
+    """`chela` commands run in-process (main([...])) set the root logger's level and handlers
+    (setup_logging); put them back after each test, so a later test's caplog sees INFO lines
+    whatever ran before it."""
+    import logging
+
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers

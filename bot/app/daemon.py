@@ -228,8 +228,9 @@ class Daemon:
         elif (failure := imported.exception()) is not None:
             log.error("litellm failed to import: %s: %s", type(failure).__name__, failure)
 
-    async def _start_once(self, name: str, ch: Channel) -> bool:
-        """One attempt; True when the channel is up.  A taken address stops the daemon."""
+    async def _start_once(self, name: str, ch: Channel, delay: float) -> bool:
+        """One attempt; True when the channel is up (a failure is logged with the wait
+        before the next, ``delay``).  A taken address stops the daemon."""
         try:
             await ch.start(self.router.on_inbound)
         except asyncio.CancelledError:
@@ -240,9 +241,9 @@ class Daemon:
                 log.error("%s", self._fatal)
                 self._stop.set()
             elif isinstance(e, ChannelError):
-                log.error("channel %s failed to start: %s", name, e)
+                log.error("channel %s failed to start: %s; retrying in %.0fs", name, e, delay)
             else:
-                log.exception("channel %s failed to start: %s", name, e)
+                log.exception("channel %s failed to start: %s; retrying in %.0fs", name, e, delay)
             return False
         log.info("channel %s started", name)
         if name not in self.up:
@@ -254,7 +255,7 @@ class Daemon:
         """Start the channel, retrying with backoff; restart it if it later dies on its own."""
         delay = 1.0
         while not self._stop.is_set():
-            if await self._start_once(name, ch):
+            if await self._start_once(name, ch, delay):
                 started.set()
                 up_since = time.monotonic()
                 err = await ch.wait_closed()
@@ -267,8 +268,6 @@ class Daemon:
                     "channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay
                 )
                 await self._stop_one(name, ch)
-            elif not self._stop.is_set():
-                log.info("channel %s: next attempt in %.0fs", name, delay)
             started.set()  # do not hold up start-up for a broken channel
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)

@@ -33,7 +33,15 @@ def run(args: argparse.Namespace) -> int:
     from bot.lock import LockHeld
 
     setup_logging(cfg, args.log_level or "INFO")
-    add_log_file(cfg)  # stderr and <state_dir>/logs/chela.log (`chela logs`)
+    try:
+        add_log_file(cfg)  # stderr and <state_dir>/logs/chela.log (`chela logs`)
+    except OSError as e:  # the state dir is a file, read-only, full: say where, no traceback
+        print(
+            f"chela: cannot write the log under {cfg.agent.state_dir} (agent.state_dir): "
+            f"{e.strerror or e}",
+            file=sys.stderr,
+        )
+        return 1
     verdict = validate(cfg)  # the same verdict as `chela check`: its errors, its warnings
     if verdict.errors:
         for e in verdict.errors:
