@@ -36,6 +36,7 @@ from channels.base import Channel
 log = logging.getLogger("chela.heartbeat")
 
 BUSY_RETRY_SECONDS = 30.0
+FIRST_ATTEMPT_WAIT = 10.0  # seconds a heartbeat or cron run waits for its send's first attempt
 STATELESS_MARKER = (
     "-stateless:"  # the session key of a request without `user` (bot/rules/admission.py)
 )
@@ -230,7 +231,17 @@ class Scheduled:
         ids = commit.scheduled(
             self.store, key, result, kind=kind, channel=channel, out=out, state=state
         )
-        status = (await send.deliver_stored(self.outbox, ids) or ["failed"])[0]
+        try:  # the first attempt is awaited, but never for ever: the outbox goes on alone
+            sent = await asyncio.wait_for(send.deliver_stored(self.outbox, ids), FIRST_ATTEMPT_WAIT)
+        except TimeoutError:
+            log.warning(
+                "%s: the first delivery attempt did not finish within %.0fs; "
+                "the outbox goes on with it in the background",
+                kind,
+                FIRST_ATTEMPT_WAIT,
+            )
+            sent = ["queued"]
+        status = (sent or ["failed"])[0]
         return "delivered" if status == "sent" else status
 
     # --------------------------------------------------------------------------- cron

@@ -44,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     verdict = validate(cfg)  # the same verdict as `chela check`: its errors, its warnings
     if verdict.errors:
-        for e in verdict.errors:
-            print(f"chela: {e}", file=sys.stderr)
+        for problem in verdict.errors:
+            print(f"chela: {problem}", file=sys.stderr)
         return 1
     for w in verdict.warnings:
         log.warning("%s", w)
