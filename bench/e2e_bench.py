@@ -35,8 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.model import LLMClient, lite
-from bot.model.response import _parse_response
+from bot.model import lite, litellm_needed
 from bot.daemon import Daemon
 from tests.e2e import TG_TOKEN, make_config, telegram_section
 from tests.fakes.llm import FakeLLM
@@ -44,45 +43,6 @@ from tests.fakes.telegram import FakeTelegram
 
 
 T0 = time.perf_counter()
-DIRECT = False
-DIRECT_SESSION: list = []  # the prototype's aiohttp session, closed at the end
-NO_LITELLM = False
-
-
-def skip_litellm() -> None:
-    """WHAT-IF (bench only, --no-litellm): start-up as it will be once it skips litellm's
-    import when no configured model needs it (bot.model.litellm_needed): the preload
-    is marked done without importing, so the figures show the light path alone."""
-    import concurrent.futures
-
-    from bot.agent import preload
-
-    done: concurrent.futures.Future = concurrent.futures.Future()
-    done.set_result(None)
-    preload._future = done
-
-
-def direct_llm() -> None:
-    """PROTOTYPE (bench only): LLMClient.complete as one aiohttp POST to api_base/chat/completions."""
-    import aiohttp
-
-    session = DIRECT_SESSION
-
-    async def complete(self, messages, tools=None, **kw):
-        if not session:
-            session.append(aiohttp.ClientSession())
-        payload = {"model": self.model.split("/", 1)[-1], "messages": messages}
-        if tools:
-            payload["tools"] = tools
-        async with session[0].post(
-            self.api_base.rstrip("/") + "/chat/completions",
-            json=payload,
-            headers={"Authorization": "Bearer sk-local"},
-        ) as resp:
-            data = await resp.json()
-        return _parse_response(data)
-
-    LLMClient.complete = complete
 
 
 def rss_mb() -> float:
@@ -175,8 +135,6 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     rss_before = rss_mb()
 
     # ---- start-up
-    if NO_LITELLM:
-        skip_litellm()
     d = Daemon(cfg, scheduler=False)
     t0 = time.perf_counter()
     await d.start()
@@ -184,13 +142,12 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     while tg.first_poll is None:
         await asyncio.sleep(0.001)
     t_poll = tg.first_poll - t0
-    # wait for the background litellm import the daemon started, then warm the whole path
+    # wait for the background litellm import the daemon started (only a config with a
+    # model on litellm's path starts one), then warm the whole path
     t_imp = time.perf_counter()
-    while lite._litellm is None and not NO_LITELLM:
+    while litellm_needed(cfg) and lite._litellm is None:
         await asyncio.sleep(0.01)
     t_imp = time.perf_counter() - t_imp
-    if DIRECT:
-        direct_llm()
     for i in range(5):
         tg.inject_timed(9_000_000 + i, "warm up")
     await wait_replies(tg, 5, 60)
@@ -251,15 +208,12 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     t = time.perf_counter()
     await d.stop()
     t_stop = time.perf_counter() - t
-    if DIRECT_SESSION:
-        await DIRECT_SESSION.pop().close()
     await tg.stop()
     await llm.stop()
 
     print(
         f"\ne2e_bench: {chats} chats x {per_chat} messages, nproc={os.cpu_count()}, python {sys.version.split()[0]}, "
         f"max_concurrent_turns={cfg.session.max_concurrent_turns}, fakes in-process"
-        + (", PROTOTYPE direct-llm" if DIRECT else "")
     )
     print(
         f"start-up: Daemon.start() → first getUpdates {t_poll * 1000:.0f} ms  [<1500]   "
@@ -304,32 +258,16 @@ def main() -> None:
     ap.add_argument("--per-chat", type=int, default=10)
     ap.add_argument("--rate", type=float, default=100.0, help="paced phase: messages per second")
     ap.add_argument(
-        "--direct-llm",
-        action="store_true",
-        help="prototype: LLMClient.complete as one plain aiohttp POST instead of litellm",
-    )
-    ap.add_argument(
         "--path",
         choices=("openai_compat", "litellm"),
         default="openai_compat",
         help="the model path for the fake's openai/ model (SPEC §12): Chela's own client "
         "(the default since issue 28) or litellm (CHELA_MODEL_PATH=litellm)",
     )
-    ap.add_argument(
-        "--no-litellm",
-        action="store_true",
-        help="what-if: start-up skips litellm's import (see skip_litellm)",
-    )
     a = ap.parse_args()
-    if a.no_litellm:
-        global NO_LITELLM
-        NO_LITELLM = True
     if a.path == "litellm":
         os.environ["CHELA_MODEL_PATH"] = "litellm"
     print(f"model path: {a.path}", file=sys.stderr)
-    if a.direct_llm:
-        global DIRECT
-        DIRECT = True
     asyncio.run(run(a.chats, a.per_chat, a.rate))
 
 
