@@ -62,7 +62,7 @@ async def llm():
 
 @pytest.fixture
 async def tg():
-    """A started fake Telegram Bot API (tests/fakes/telegram.py) for the token in tests/e2e.py."""
+    """A started fake Telegram Bot API (tests/fakes/telegram.py) for the token in tests/e2e/harness.py."""
     from tests.e2e import TG_TOKEN
     from tests.fakes.telegram import FakeTelegram
 
