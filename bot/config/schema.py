@@ -18,6 +18,7 @@ from .clock import check_hhmm, check_zone
 from .durations import parse_duration
 from .env_values import Secrets, collect, env_names
 from .tools import McpConfig, ToolsConfig
+from .ui import UiConfig
 
 
 class SessionConfig(Model):
@@ -179,6 +180,7 @@ class Config(Model):
     plugins: list[PluginConfig] = Field(default_factory=list)
     cron: list[CronJob] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    ui: UiConfig = Field(default_factory=UiConfig)
 
     # where it was loaded from (not a TOML key)
     source: Path | None = Field(default=None, exclude=True)
