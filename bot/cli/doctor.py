@@ -80,6 +80,7 @@ def static_findings(cfg: Config) -> list[Finding]:
         Finding("FAIL" if level == "error" else "WARN", "model key", line)
         for level, line in key_problems(cfg)
     ]
+    out += model_path_findings(cfg)
     out += [
         Finding("WARN", "config", w, "only if this is not what you meant")
         for w in config_warnings(cfg) + tool_warnings(cfg)
@@ -121,6 +122,19 @@ def static_findings(cfg: Config) -> list[Finding]:
             )
         )
     return out
+
+
+_PATH_NAMES = {"openai_compat": "light (Chela's own client)", "litellm": "litellm"}
+
+
+def model_path_findings(cfg: Config) -> list[Finding]:
+    """One line per configured model naming the path that serves it (SPEC §12)."""
+    from bot.model.openai_compat import model_paths
+
+    return [
+        Finding("OK", "model path", f"{key} = {model}: {_PATH_NAMES.get(path, path)}")
+        for key, model, path in model_paths(cfg)
+    ]
 
 
 async def check_mcp(cfg: Config) -> list[Finding]:

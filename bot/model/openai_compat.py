@@ -109,6 +109,27 @@ def litellm_needed(cfg: Any) -> bool:
     return needs_litellm(configured_models(cfg))
 
 
+def model_paths(cfg: Any) -> list[tuple[str, str, str]]:
+    """``(key, model, path)`` for every model a config names, for ``chela doctor``:
+    ``agent.model``, ``agent.fallbacks[i]``, ``agent.models.<alias>``,
+    ``agent.compaction.model``, and ``media.transcription_model`` / ``media.tts_model``
+    (always litellm: its audio calls serve them)."""
+    a = cfg.agent
+    named = [("agent.model", a.model, a.api_base)]
+    named += [
+        (f"agent.fallbacks[{i}]", f.model, f.api_base or "") for i, f in enumerate(a.fallbacks)
+    ]
+    named += [(f"agent.models.{k}", m, a.api_base) for k, m in a.models.items()]
+    named.append(("agent.compaction.model", a.compaction.model, a.api_base))
+    out = [(key, m, path_for(m, base)) for key, m, base in named if m]
+    media = getattr(cfg, "media", None)
+    for key in ("transcription_model", "tts_model"):
+        model = getattr(media, key, "") if media is not None else ""
+        if model:
+            out.append((f"media.{key}", model, "litellm"))
+    return out
+
+
 def route(model: str) -> _Route:
     """The route of a light-path model: its name without the prefix and its prices."""
     provider, _, name = model.partition("/")
