@@ -29,6 +29,7 @@ from bot.store.rows import OUTBOX_PENDING, InboundRow, OutboxRow, WindowRow
 from bot.store.sessions import SessionsMixin
 from bot.store.summaries import SummariesMixin
 from bot.store.turns import TurnsMixin
+from bot.store.ui import UiAuthMixin
 from bot.store.usage import UsageMixin
 
 __all__ = [
@@ -58,6 +59,7 @@ class Store(
     KvMixin,
     CronMixin,
     UsageMixin,
+    UiAuthMixin,
 ):
     """The state database: one connection, every table group's methods."""
 

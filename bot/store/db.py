@@ -143,6 +143,21 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
     to_      TEXT NOT NULL DEFAULT '',
     created  REAL NOT NULL
 );
+
+-- the Control UI (SPEC §16.2): login codes and browser sessions, only as SHA-256 hashes
+CREATE TABLE IF NOT EXISTS ui_login_codes (
+    hash     TEXT PRIMARY KEY,
+    created  REAL NOT NULL,
+    expires  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ui_sessions (
+    id          TEXT PRIMARY KEY,                  -- public id (System page, DELETE route)
+    cookie_hash TEXT NOT NULL UNIQUE,
+    csrf_hash   TEXT NOT NULL,
+    created     REAL NOT NULL,
+    last_seen   REAL NOT NULL,
+    user_agent  TEXT NOT NULL DEFAULT ''
+);
 """
 
 
