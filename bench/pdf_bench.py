@@ -85,7 +85,7 @@ async def part3(tmp: Path) -> None:
     from tests.e2e import TG_TOKEN, config_file, eventually, telegram_section
     from tests.fakes.llm import FakeLLM
     from tests.fakes.telegram import FakeTelegram
-    from tests.test_first_hour import start_daemon, wait_log
+    from tests.e2e.test_first_hour import start_daemon, wait_log
 
     async with FakeLLM() as llm:
         tg = FakeTelegram(token=TG_TOKEN, bot_username="chela_bot")

@@ -32,7 +32,7 @@ class ChannelPolicy(Model):
 
     TITLE: ClassVar[str] = ""  # how people write the channel's name
     # the platform can edit the bot's own messages (its adapter's Capabilities.edit, checked
-    # by tests/test_channel_specs.py): what a live preview (streaming = "partial") needs
+    # by tests/unit/app/test_channel_specs.py): what a live preview (streaming = "partial") needs
     EDITS: ClassVar[bool] = False
 
     enabled: bool = False

@@ -34,7 +34,7 @@ class ModelTarget:
 
 
 # providers whose chat path in litellm returns a coroutine for acompletion=True without
-# doing network work before it (checked by tests/test_llm_fast_path.py); the others, and
+# doing network work before it (checked by tests/integration/test_llm_fast_path.py); the others, and
 # anything unknown, go through litellm.acompletion
 INLINE_PROVIDERS = frozenset(
     {

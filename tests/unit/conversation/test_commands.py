@@ -1,6 +1,6 @@
 """The command table (bot.conversation.commands): ``CommandCall → Replies`` with an in-memory
 store and a tiny agent, no daemon.  Each refusal has its twin (the same command where and by
-whom it is allowed); the e2e proofs are tests/test_commands_e2e.py and tests/test_trust_e2e.py."""
+whom it is allowed); the e2e proofs are tests/e2e/test_commands_e2e.py and tests/e2e/test_trust_e2e.py."""
 
 from __future__ import annotations
 

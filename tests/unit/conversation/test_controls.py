@@ -1,6 +1,6 @@
 """/stop, /model and /think (bot.conversation.commands.controls) in memory: the table's
 handlers with an in-memory store and a stand-in for the running turns; the e2e proofs are
-tests/test_controls_e2e.py.  And the model client's side (bot.model.choice): the chain a
+tests/e2e/test_controls_e2e.py.  And the model client's side (bot.model.choice): the chain a
 session's choice makes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Admission as a table (bot/rules/admission.py, SPEC §9): one row per way a verdict is reached, and
-the session an HTTP API caller lands in.  (tests/test_admission.py holds the owner-id and
+the session an HTTP API caller lands in.  (tests/unit/rules/test_admission.py holds the owner-id and
 guest-directory rules next to the command parser.)"""
 
 from __future__ import annotations
