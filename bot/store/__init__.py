@@ -22,6 +22,7 @@ from bot.store.db import SCHEMA, USAGE_SCHEMA, StoreError, estimate_tokens, stor
 from bot.store.group_history import GroupHistoryMixin
 from bot.store.inbound import InboundMixin
 from bot.store.kv import KvMixin
+from bot.store.ledger import LedgerMixin
 from bot.store.messages import MessagesMixin
 from bot.store.outbox import OutboxMixin, _new_nonce
 from bot.store.pairing import PairingMixin
@@ -58,6 +59,7 @@ class Store(
     PairingMixin,
     KvMixin,
     CronMixin,
+    LedgerMixin,
     UsageMixin,
     UiAuthMixin,
 ):

@@ -158,6 +158,42 @@ CREATE TABLE IF NOT EXISTS ui_sessions (
     last_seen   REAL NOT NULL,
     user_agent  TEXT NOT NULL DEFAULT ''
 );
+
+-- schedules (SPEC §17.5): tool jobs, each job's kept state, and the ledger of occurrences
+CREATE TABLE IF NOT EXISTS schedule_jobs (
+    name     TEXT PRIMARY KEY,
+    kind     TEXT NOT NULL,                        -- at | every | schedule
+    spec     TEXT NOT NULL,
+    prompt   TEXT NOT NULL,
+    target   TEXT NOT NULL DEFAULT 'last',
+    to_      TEXT NOT NULL DEFAULT '',
+    catch_up REAL NOT NULL DEFAULT 3600,
+    anchor   REAL NOT NULL DEFAULT 0,
+    route    TEXT NOT NULL DEFAULT '{}',           -- the chat a tool job was created from
+    created  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS schedule_state (
+    name   TEXT PRIMARY KEY,
+    paused INTEGER NOT NULL DEFAULT 0,
+    anchor REAL NOT NULL DEFAULT 0,
+    spec   TEXT NOT NULL DEFAULT '',
+    ended  REAL
+);
+CREATE TABLE IF NOT EXISTS schedule_ledger (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    job      TEXT NOT NULL,
+    due      REAL NOT NULL,
+    status   TEXT NOT NULL,                        -- running | ran | skipped | missed
+    reason   TEXT NOT NULL DEFAULT '',
+    detail   TEXT NOT NULL DEFAULT '',             -- a run's delivery result
+    manual   INTEGER NOT NULL DEFAULT 0,
+    catch_up INTEGER NOT NULL DEFAULT 0,
+    run_id   TEXT NOT NULL DEFAULT '',
+    started  REAL,
+    ended    REAL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS schedule_ledger_once ON schedule_ledger(job, due) WHERE manual = 0;
+CREATE INDEX IF NOT EXISTS schedule_ledger_job ON schedule_ledger(job, id);
 """
 
 
