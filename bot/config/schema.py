@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from .agent import AgentConfig
 from .base import Model, as_strs, ids_only
@@ -138,11 +138,26 @@ class PluginConfig(Model):
 
 
 class CronJob(Model):
+    """A ``[[cron]]`` job (SPEC §17.5): exactly one of ``at``, ``every``, ``schedule``."""
+
     name: str
-    schedule: str
     prompt: str
+    at: str = ""  # ISO 8601; without an offset in agent.timezone
+    every: str = ""  # a duration, at least 10 s
+    schedule: str = ""  # crontab (5 fields) in agent.timezone
+    catch_up: str = "1h"  # 0s = never catch up
     target: str = "last"
     to: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_in(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "in" in data:
+            raise ValueError(
+                "'in' is not accepted in [[cron]] (a relative time in a file has no 'now'): "
+                'use at = "YYYY-MM-DDTHH:MM" instead'
+            )
+        return data
 
     @field_validator("name")
     @classmethod
@@ -156,9 +171,38 @@ class CronJob(Model):
     def _target(cls, v: str) -> str:
         return check_target(v)
 
+    @field_validator("at")
+    @classmethod
+    def _at(cls, v: str) -> str:
+        if v:
+            from datetime import datetime
+
+            try:
+                datetime.fromisoformat(v.strip())
+            except ValueError:
+                raise ValueError(
+                    f"bad time {v!r}: use an ISO 8601 date-time such as 2026-11-27T07:30"
+                ) from None
+        return v
+
+    @field_validator("every")
+    @classmethod
+    def _every(cls, v: str) -> str:
+        if v and parse_duration(v) < 10:
+            raise ValueError(f"every = {v!r} is too short: at least 10s")
+        return v
+
+    @field_validator("catch_up")
+    @classmethod
+    def _catch_up(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, v: str) -> str:
+        if not v:
+            return v
         from apscheduler.triggers.cron import CronTrigger
 
         try:
@@ -166,6 +210,28 @@ class CronJob(Model):
         except ValueError as e:
             raise ValueError(f"bad crontab expression {v!r}: {e}") from None
         return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CronJob:
+        given = [k for k in ("at", "every", "schedule") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(
+                f"job {self.name!r} needs exactly one of at, every or schedule"
+                + (f" (has {', '.join(given)})" if given else "")
+            )
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "at" if self.at else "every" if self.every else "schedule"
+
+    @property
+    def spec(self) -> str:
+        return self.at or self.every or self.schedule
+
+    @property
+    def catch_up_seconds(self) -> float:
+        return parse_duration(self.catch_up)
 
 
 class Config(Model):
