@@ -99,3 +99,28 @@ def ask_route(
         return route
     found = last(store, cfg)
     return found if found and found.get("channel") in channels else None
+
+
+# how a channel reaches a user's direct chat by their id (Discord opens a DM channel for
+# ``user:<id>``; Telegram, Slack and Signal take the user id itself)
+_DIRECT_CHAT = {"discord": "user:{}"}
+
+
+def owner_ids(cfg: Config, channel: str) -> list[str]:
+    """The channel's owner ids in config order: ``allow_from``, then on Signal
+    ``owner.numbers`` (SPEC §17.4)."""
+    pol = channel_policy(cfg, channel)
+    if pol is None:
+        return []
+    ids = list(pol.allow_from) + (list(cfg.owner.numbers) if channel == "signal" else [])
+    return [i.strip() for i in ids if i.strip()]
+
+
+def first_owner(cfg: Config, channel: str, account: str = "default") -> dict | None:
+    """The channel's owner route: the direct chat with its first owner id (SPEC §17.4),
+    as a route (``channel``, ``chat_id``, ``account``); None when the channel has none."""
+    ids = owner_ids(cfg, channel)
+    if not ids:
+        return None
+    chat = _DIRECT_CHAT.get(channel, "{}").format(ids[0])
+    return {"channel": channel, "chat_id": chat, "account": account or "default"}

@@ -1,43 +1,96 @@
-"""The pairing flow (ARCHITECTURE.md move 6, SPEC §9): a stranger's direct message is held
-and answered with a pairing code; the owner's approval (``chela pairing approve``) lets the
-held message through.  The codes and their limits are ``bot.pairing``."""
+"""The pairing flow (ARCHITECTURE.md move 6, SPEC §9, §17.4): a stranger's direct message is
+held and answered with a pairing code; the owner is told once per request, on the
+channel's owner route; the owner's approval (``/pair approve``, ``chela pairing approve``
+or the Control UI) lets the held message through.  The codes and their limits are
+``bot.pairing``."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 
-from bot import pairing
+from bot import owner_route, pairing
+from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
+from bot.rules.untrusted import clean_inline, quoted
 from bot.store import Store
 from channels.base import InboundMessage, OutboundMessage
 
 log = logging.getLogger("chela.router")
 
+FIRST_MESSAGE_CHARS = 200  # of the stranger's message, in the owner's notice
 
-async def reply(store: Store, outbox: Outbox, msg: InboundMessage) -> None:
-    """Answer a stranger's first message with a pairing code (at most one reply an hour),
-    and log how the owner admits them."""
-    text = pairing.request_pairing(store, msg.channel, msg.sender_id, msg.sender_name)
-    code = next(
-        (r["code"] for r in store.pairing_requests(msg.channel) if r["sender_id"] == msg.sender_id),
-        "?",
+
+def owner_notice(msg: InboundMessage, code: str) -> str:
+    """What the owner is told of a new request.  The sender's name and message are theirs
+    (SPEC §9.2): one line each, quoted, capped, so they cannot pose as our own lines."""
+    name = quoted(msg.sender_name or msg.sender_username or "", 80)
+    first = quoted(msg.text or "", FIRST_MESSAGE_CHARS)
+    return (
+        f"Pairing request on {msg.channel} from {name} (id {clean_inline(msg.sender_id, 80)})\n"
+        f"Their message: {first}\n"
+        f"Code: {code}\n"
+        f"To admit them as a guest: /pair approve {code}\n"
+        f"To refuse: /pair deny {code}"
+    )
+
+
+async def _tell_owner(cfg: Config, outbox: Outbox, msg: InboundMessage, code: str) -> None:
+    route = owner_route.first_owner(cfg, msg.channel, msg.account)
+    if route is None:
+        log.info(
+            "pairing request channel=%s sender=%s code=%s: the channel has no owner route "
+            "(allow_from is empty); only this log line tells the owner",
+            msg.channel,
+            msg.sender_id,
+            code,
+        )
+        return
+    with contextlib.suppress(Exception):
+        await send.deliver(
+            outbox,
+            msg.channel,
+            send.to_route(route, owner_notice(msg, code)),
+            kind="pairing",
+        )
+
+
+async def reply(
+    store: Store,
+    outbox: Outbox,
+    msg: InboundMessage,
+    cfg: Config | None = None,
+    *,
+    notices: pairing.NoticesPort | None = None,
+) -> None:
+    """Answer a stranger's message with a pairing code (at most one reply an hour); on a
+    new request tell the owner once (``cfg`` given) and publish ``pairing.pending``."""
+    made = pairing.request(
+        store, msg.channel, msg.sender_id, msg.sender_name, clean_inline(msg.text or "", 2000)
     )
     log.info(
         "pairing requested channel=%s sender=%s code=%s replied=%s; to admit them run: chela pairing approve %s %s",
         msg.channel,
         msg.sender_id,
-        code,
-        bool(text),
+        made.code,
+        bool(made.reply),
         msg.channel,
-        code,
+        made.code,
     )
-    if text:
+    if made.reply:
         with contextlib.suppress(Exception):
             await send.deliver(
                 outbox,
                 msg.channel,
-                OutboundMessage(chat_id=msg.chat_id, text=text, account=msg.account),
+                OutboundMessage(chat_id=msg.chat_id, text=made.reply, account=msg.account),
                 kind="pairing",
             )
+    if not made.new:
+        return
+    if notices is not None:
+        row = next((r for r in pairing.pending(store) if r["code"] == made.code), None)
+        if row is not None:
+            notices.publish("pairing.pending", row)
+    if cfg is not None:
+        await _tell_owner(cfg, outbox, msg, made.code)

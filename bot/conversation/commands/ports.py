@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.agent.turn import TurnRequest
+from bot.pairing import NoticesPort
 from bot.config import Config
 from bot.conversation.types import CommandCall
 from bot.prompt.context import PromptContext
@@ -54,6 +55,7 @@ class CommandPorts:
     turn_request: Callable[[CommandCall], TurnRequest]
     approvals: ApprovalsPort | None = None  # None unless some exec security is "ask"
     turns: TurnsPort | None = None  # the running turns (None: nothing can be stopped)
+    notices: NoticesPort | None = None  # where /pair publishes its decisions (the UI reads)
 
 
 Handler = Callable[[CommandCall, CommandPorts], Awaitable[str]]
