@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.model import lite, litellm_needed
-from bot.daemon import Daemon
+from bot.app.daemon import Daemon
 from tests.e2e import TG_TOKEN, make_config, telegram_section
 from tests.fakes.llm import FakeLLM
 from tests.fakes.telegram import FakeTelegram

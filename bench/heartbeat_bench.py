@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.daemon import Daemon
+from bot.app.daemon import Daemon
 from tests.e2e import make_config
 from tests.fakes.llm import FakeLLM, text
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.model import LLMClient, warm_up
 from bot.compaction import SUMMARY_INSTRUCTIONS
-from bot.daemon import Daemon
-from bot.router import Router
+from bot.app.daemon import Daemon
+from bot.conversation.pipeline import Conversation as Router
 from channels.base import InboundMessage
 from channels.terminal import TerminalChannel
 from tests.e2e import make_config

@@ -128,7 +128,7 @@ def current_rss_mb() -> float:
 
 async def part2(data: bytes, turns: int) -> None:
     from bot.model import warm_up
-    from bot.daemon import Daemon
+    from bot.app.daemon import Daemon
     from tests.e2e import make_config, telegram_section
     from tests.fakes.llm import FakeLLM
     from tests.fakes.telegram import FakeTelegram

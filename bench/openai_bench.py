@@ -38,7 +38,7 @@ async def run(clients: int, requests: int, with_system: bool) -> None:
 
     import openai
 
-    from bot.daemon import Daemon
+    from bot.app.daemon import Daemon
     from tests.e2e import make_config
     from tests.fakes.llm import FakeLLM, text, usage
 

@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.model import Completion, LLMClient, warm_up
 from bot.model.response import _parse_response
-from bot.daemon import Daemon
-from bot.router import Router
+from bot.app.daemon import Daemon
+from bot.conversation.pipeline import Conversation as Router
 from channels.base import InboundMessage
 from channels.terminal import TerminalChannel
 from tests.e2e import make_config

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.daemon import Daemon  # noqa: E402
+from bot.app.daemon import Daemon  # noqa: E402
 from tests.e2e import TG_TOKEN, make_config, telegram_section  # noqa: E402
 from tests.fakes.llm import FakeLLM, text  # noqa: E402
 from tests.fakes.telegram import FakeTelegram  # noqa: E402

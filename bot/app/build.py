@@ -19,7 +19,7 @@ from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
 from bot.heartbeat import CronService, Scheduled
-from bot.router import Router
+from bot.conversation.pipeline import Conversation as Router
 from bot.sessions import SessionLanes
 from bot.store import Store, StoreError
 from channels.base import Channel

@@ -65,7 +65,7 @@ class ChannelSpec:
 
 # ------------------------------------------------------------------------- the adapters
 def _telegram(cfg: Config, t: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    from bot.router import COMMANDS
+    from bot.conversation.commands import COMMANDS
 
     return {
         "token": secret["token_env"],

@@ -19,7 +19,7 @@ from bot.config import Config, ConfigError
 from bot.media import pdf
 from channels.base import Channel, ChannelError
 
-__all__ = [  # the channel helpers are re-exported for the old path bot.daemon
+__all__ = [  # the channel helpers are imported from here by the CLI and tests
     "PAIRING_POLL",
     "Daemon",
     "PortInUse",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot import fs
-from bot.channel_specs import CONFIGURED, MESSAGING, SPECS
+from bot.app.channels import CONFIGURED, MESSAGING, SPECS
 from bot.config import parse_config
 
 CHANNELS = CONFIGURED

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int:
-    from bot.daemon import Daemon
+    from bot.app.daemon import Daemon
     from channels.terminal import TerminalChannel, chat_loop, line_loop
 
     term = TerminalChannel()

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"fallback {i}: {f.model}" + (f" via {f.api_base}" if f.api_base else ""))
     _print_channels(cfg)
     if cfg.channels.http.enabled:
-        from bot.http_token import describe_http_token
+        from bot.app.http_token import describe_http_token
 
         print(describe_http_token(cfg))
     if "exec" in cfg.tools.enabled or "exec" in cfg.tools.guest:
@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_channels(cfg: Config) -> None:
-    from bot.channel_specs import CONFIGURED
-    from bot.daemon import enabled_channels
+    from bot.app.channels import CONFIGURED
+    from bot.app.daemon import enabled_channels
 
     names = CONFIGURED
     needs = {name: list(cfg.channel_secrets(name).values()) for name in names}

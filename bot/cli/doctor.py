@@ -25,7 +25,7 @@ from bot.cli.validate import (
 )
 from bot.cli.validate import secret_problems as config_problems
 from bot.config import Config, config_warnings
-from bot.channel_specs import CONFIGURED
+from bot.app.channels import CONFIGURED
 from channels.util import parse_listen
 
 DEFAULT_DISCORD_API = "https://discord.com/api/v10"
@@ -374,8 +374,8 @@ def check_http_port(cfg: Config, daemon: dict | None) -> Finding:
 
 
 async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
-    from bot.daemon import enabled_channels
-    from bot.lock import running_daemon
+    from bot.app.daemon import enabled_channels
+    from bot.app.lock import running_daemon
 
     out = static_findings(cfg)
     if not live:

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _heartbeat(cfg: Config, dry_run: bool) -> int:
-    from bot.daemon import Daemon, build_channel
+    from bot.app.daemon import Daemon, build_channel
     from bot.heartbeat import resolve_target
     from bot.store import Store
 

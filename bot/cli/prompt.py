@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import json
 
-from bot.channel_specs import MESSAGING
+from bot.app.channels import MESSAGING
 from bot.cli.common import add_common, load, need_workspace
 from bot.config import ChannelPolicy, Config
 
@@ -61,7 +61,7 @@ def _channel_traits(cfg: Config, channel: str) -> tuple[tuple[str, ...], str]:
     """The channel's capabilities and reactions setting, as the daemon would pass them."""
     if not channel:
         return (), "off"
-    from bot.daemon import channel_class
+    from bot.app.daemon import channel_class
 
     caps = tuple(channel_class(channel).capabilities.names())
     pol = getattr(cfg.channels, channel, None)

@@ -29,8 +29,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args)
     preload_litellm(cfg)  # when needed, its import overlaps the daemon's own imports
     from bot.cli.validate import validate
-    from bot.daemon import Daemon
-    from bot.lock import LockHeld
+    from bot.app.daemon import Daemon
+    from bot.app.lock import LockHeld
 
     setup_logging(cfg, args.log_level or "INFO")
     try:

@@ -68,7 +68,7 @@ def validate(cfg: Config) -> Verdict:
 
 def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:
     """An enabled channel's empty secret variable, as ``(channel, problem, fix)``."""
-    from bot.channel_specs import MESSAGING
+    from bot.app.channels import MESSAGING
 
     out: list[tuple[str, str, str]] = []
     for name in MESSAGING:

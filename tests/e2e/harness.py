@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Config, parse_config
-from bot.daemon import Daemon
+from bot.app.daemon import Daemon
 
 TG_TOKEN = "123456:TEST-telegram-token"
 

@@ -242,7 +242,7 @@ async def eventually(predicate, timeout: float) -> None:
 PROACTIVE = """
 import asyncio, os, signal, sys
 from bot.config import load_config
-from bot.daemon import Daemon
+from bot.app.daemon import Daemon
 
 async def main():
     d = Daemon(load_config(sys.argv[1]), scheduler=False)

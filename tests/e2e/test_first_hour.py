@@ -17,7 +17,7 @@ import pytest
 
 from bot.cli import main
 from bot.cli.doctor import doctor
-from bot.lock import LockHeld, StateLock, running_daemon
+from bot.app.lock import LockHeld, StateLock, running_daemon
 from bot.sessions import SessionLanes
 from tests.e2e import TG_TOKEN, config_file, eventually, make_config, running, telegram_section
 from tests.fakes.llm import error, text
@@ -204,7 +204,7 @@ def test_lock_is_released_with_the_process_and_refuses_while_held(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys,time; from bot.lock import StateLock; "
+            "import sys,time; from bot.app.lock import StateLock; "
             f"StateLock({str(tmp_path)!r}).acquire(); print('held', flush=True); time.sleep(60)",
         ],
         env=env(),
@@ -456,7 +456,7 @@ def test_pairing_list_is_a_table_with_headers(tmp_path, capsys):
 async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_command(
     tmp_path, llm, tg, caplog
 ):
-    from bot.router import COMMANDS
+    from bot.conversation.commands import COMMANDS
 
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg))
     caplog.set_level("INFO", logger="chela")

@@ -27,7 +27,7 @@ SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nowner-only\n-----END OPENSSH PRI
 
 @pytest.fixture
 def fast_pairing(monkeypatch):
-    monkeypatch.setattr("bot.daemon.PAIRING_POLL", 0.05)
+    monkeypatch.setattr("bot.app.daemon.PAIRING_POLL", 0.05)
 
 
 def cfg_for(tmp_path, llm, tg, *, media: dict | None = None, **tg_kw):

@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 
 from bot.config import ConfigError
-from bot.daemon import Daemon
-from bot.http_token import describe_http_token, ensure_http_token
+from bot.app.daemon import Daemon
+from bot.app.http_token import describe_http_token, ensure_http_token
 from tests.e2e import make_config, running
 from tests.fakes.llm import text
 

@@ -14,7 +14,7 @@ import aiohttp
 import openai
 import pytest
 
-from bot.api_turn import NO_RESULT, digest, seen_count
+from bot.conversation.api import NO_RESULT, digest, seen_count
 from tests.e2e import make_config, running
 from tests.fakes.llm import always, error, image_urls, text, tool_calls, usage
 from tests.fakes.media_samples import image_bytes
@@ -555,7 +555,7 @@ def _u(text: str) -> dict:
 
 
 def test_plan_refusals_and_their_twins():
-    from bot.api_turn import plan
+    from bot.conversation.api import plan
 
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
     ok = plan(
@@ -586,7 +586,7 @@ def test_plan_refusals_and_their_twins():
 
 def test_plan_record_follows_the_epoch():
     """A record from before /new (another epoch) is not used: the client's history is new."""
-    from bot.api_turn import plan
+    from bot.conversation.api import plan
 
     msgs = [_u("q1"), {"role": "assistant", "content": "a1"}, _u("q2")]
     record = {"epoch": 0, "seen": [digest(m) for m in msgs[:2]], "pending": []}

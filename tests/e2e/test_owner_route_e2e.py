@@ -27,7 +27,7 @@ SECRET = "From your memory: the safe code is 4711."
 
 @pytest.fixture(autouse=True)
 def fast_pairing(monkeypatch):
-    monkeypatch.setattr("bot.daemon.PAIRING_POLL", 0.05)
+    monkeypatch.setattr("bot.app.daemon.PAIRING_POLL", 0.05)
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ async def test_stopping_the_daemon_cuts_a_document_read_short(tmp_path, llm, tg,
 
     monkeypatch.setattr(pdf_mod, "READ_TIMEOUT", 120.0)
     monkeypatch.setattr(pdf_mod, "CPU_SECONDS", 120)
-    from bot.daemon import Daemon
+    from bot.app.daemon import Daemon
 
     daemon = Daemon(cfg_for(tmp_path, llm, tg))
     await daemon.start()

@@ -49,7 +49,7 @@ async def approve_friend(tmp_path, cfg, tg, capsys) -> None:
 
 @pytest.fixture
 def fast_pairing(monkeypatch):
-    monkeypatch.setattr("bot.daemon.PAIRING_POLL", 0.05)
+    monkeypatch.setattr("bot.app.daemon.PAIRING_POLL", 0.05)
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.channel_specs import CONFIGURED, MESSAGING, SPECS, env_fields
+from bot.app.channels import CONFIGURED, MESSAGING, SPECS, env_fields
 from bot.config import ChannelPolicy, ChannelsConfig, parse_config
 from bot.config.channels import SECTIONS, title
-from bot.daemon import SecretMissing, build_channel, enabled_channels
+from bot.app.daemon import SecretMissing, build_channel, enabled_channels
 from channels.base import Channel
 
 

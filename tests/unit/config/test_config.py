@@ -135,7 +135,7 @@ def _exit(argv):
 
 def test_missing_channel_secret_names_key_and_variable(monkeypatch):
     """One list of needed secrets per channel (and Slack mode) serves the daemon and `chela check`."""
-    from bot.daemon import SecretMissing, build_channel
+    from bot.app.daemon import SecretMissing, build_channel
 
     monkeypatch.setenv("T_SLACK_BOT", "xoxb-1")
     monkeypatch.setenv("T_SLACK_APP", "xapp-1")

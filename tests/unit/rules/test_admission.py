@@ -6,7 +6,15 @@ import pytest
 
 from bot.rules.admission import admit, guest_dir, is_owner_sender, session_key
 from bot.config import parse_config
-from bot.router import COMMANDS, help_text, parse_command
+from bot.conversation.commands import COMMANDS
+from bot.conversation.commands.help import help_text as _help_text
+from bot.conversation.commands.runner import parse_command
+
+
+def help_text(owner: bool) -> str:
+    return _help_text(COMMANDS.values(), owner)
+
+
 from channels.base import InboundMessage
 
 CFG = parse_config(
