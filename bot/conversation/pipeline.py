@@ -62,6 +62,7 @@ class Conversation:
         *,
         approvals: Approvals | None = None,
         events: TurnEvents | None = None,
+        notices: pairing.NoticesPort | None = None,
     ):
         self.cfg = cfg
         self.store = store
@@ -81,6 +82,7 @@ class Conversation:
         self.preview_clock: Callable[[], float] = time.monotonic
         self.preview_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
         self.events = events or TurnEvents()  # turn progress, for the UI and the HTTP stream
+        self.notices = notices  # what the owner may act on (pairing requests), for the UI
         self.runner = Run(agent, self.events)
         # the command table's reach (/approve and /deny answer held exec commands, /stop
         # stops the running turn)
@@ -91,6 +93,7 @@ class Conversation:
             turn_request=self._command_request,
             approvals=approvals,
             turns=self.runner,
+            notices=notices,
         )
         self.prepare = Prepare(cfg, agent, channels, store)
         self.commit = Commit(store, outbox.storage, lambda: self.accepting)
@@ -227,7 +230,7 @@ class Conversation:
 
     # --------------------------------------------------------------------- processing
     async def _pairing_reply(self, msg: InboundMessage) -> None:
-        await pairing_stage.reply(self.store, self.outbox, msg)
+        await pairing_stage.reply(self.store, self.outbox, msg, self.cfg, notices=self.notices)
 
     async def _process(
         self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict | None

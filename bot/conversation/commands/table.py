@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.conversation.commands import approvals, controls, session, usage
+from bot.conversation.commands import approvals, controls, pair, session, usage
 from bot.conversation.commands.help import help_text
 from bot.conversation.commands.ports import CommandPorts, Handler
 from bot.conversation.types import CommandCall
@@ -92,6 +92,15 @@ TABLE: tuple[CommandSpec, ...] = (
         "how hard the model thinks in this chat",
         controls.think,
         owner_only=True,
+    ),
+    CommandSpec(
+        "pair",
+        "/pair [approve|deny CODE]",
+        "pairing requests: list them, admit a sender or refuse",
+        pair.pair,
+        where="direct",
+        owner_only=True,
+        immediate=True,
     ),
     CommandSpec("usage", "/usage", "tokens and cost of today's model calls", usage.usage),
     CommandSpec("help", "/help", "this list", _help),
