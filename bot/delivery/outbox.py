@@ -101,6 +101,22 @@ def out_from_json(d: dict) -> OutboundMessage:
     return OutboundMessage(**{k: v for k, v in d.items() if k in known})
 
 
+def failed_item(item: _Item, error: str | None) -> dict[str, Any]:
+    """A failed row as the Control UI's Inbox shows it (SPEC §16.4 outbox item)."""
+    text = (item.out.text or "").strip()
+    return {
+        "id": item.id,
+        "channel": item.channel,
+        "chat": item.out.chat_id,
+        "kind": item.kind,
+        "preview": text.split("\n", 1)[0][:200],
+        "state": "failed",
+        "error": error,
+        "attempts": item.attempts,
+        "created": item.created,
+    }
+
+
 def _settle(fut: asyncio.Future, value: str) -> None:
     if not fut.done():
         fut.set_result(value)
@@ -115,7 +131,9 @@ class Outbox:
         max_age: float = 3600.0,
         retry_initial: float = RETRY_INITIAL,
         retry_max: float = RETRY_MAX,
+        notices: Any = None,  # bot.reports.notices.Notices: delivery.failed for the UI
     ):
+        self.notices = notices
         self.store = store
         self.channels = channels
         self.max_age = max_age
@@ -387,6 +405,8 @@ class Outbox:
         if item.id is None:
             return
         row_id = item.id
+        if state == "failed" and self.notices is not None:
+            self.notices.publish("delivery.failed", failed_item(item, error))
         if not self._write(
             f"recording a {state} message",
             lambda: self.store.outbox_done(row_id, state, sent_ids=sent_ids, error=error),
