@@ -7,9 +7,10 @@ left ``None`` for a later start(): what exists is built here, once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot import owner_route
 from bot.agent.turn import Agent
@@ -18,10 +19,12 @@ from bot.approvals import Approvals
 from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
+from bot.reports.notices import Notices
 from bot.heartbeat import CronService, Scheduled
 from bot.conversation.pipeline import Conversation as Router
 from bot.sessions import SessionLanes
 from bot.store import Store, StoreError
+from bot.ui.context import UiContext
 from channels.base import Channel
 
 if TYPE_CHECKING:
@@ -63,12 +66,16 @@ def prepare_dirs(cfg: Config) -> None:
         ) from None
 
 
-def configured_channels(cfg: Config) -> dict[str, Channel]:
-    """The adapters of the enabled channels; one whose secret is missing is named and skipped."""
+def configured_channels(
+    cfg: Config, mounts: Callable[[], list[tuple[str, Any]]] | None = None
+) -> dict[str, Channel]:
+    """The adapters of the enabled channels; one whose secret is missing is named and skipped.
+    ``mounts``: the sub-applications the HTTP channel serves beside its API (the UI)."""
     built: dict[str, Channel] = {}
     for name in enabled_channels(cfg):
         try:
-            built[name] = build_channel(cfg, name)
+            ports = {"mounts": mounts} if name == "http" and mounts is not None else {}
+            built[name] = build_channel(cfg, name, **ports)
         except SecretMissing as e:
             log.error("channel %s not started: %s", name, e)
     return built
@@ -94,7 +101,25 @@ def _mcp(cfg: Config, tools_changed: Callable[[], None]) -> McpManager | None:
     return McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=tools_changed)
 
 
-def build(cfg: Config, given_channels: dict[str, Channel] | None = None) -> Components:
+def _ui_mounts(
+    cfg: Config, ctx: Callable[[], UiContext]
+) -> Callable[[], list[tuple[str, Any]]] | None:
+    """The Control UI's sub-application, built afresh at each HTTP channel start (SPEC §16.1)."""
+    if not (cfg.channels.http.enabled and cfg.ui.enabled):
+        return None
+    from bot.ui.app import not_served_reason, ui_mounts
+
+    reason = not_served_reason(cfg)
+    if reason:
+        log.warning("the Control UI is not served: %s", reason)
+    return lambda: ui_mounts(ctx())
+
+
+def build(
+    cfg: Config,
+    given_channels: dict[str, Channel] | None = None,
+    channel_states: Callable[[], Mapping[str, Any]] | None = None,
+) -> Components:
     """Every component, in dependency order.  Raises ``StoreError`` (dirs) or ``ConfigError``."""
     from bot.prompt.hooks import load_plugins
 
@@ -106,7 +131,9 @@ def build(cfg: Config, given_channels: dict[str, Channel] | None = None) -> Comp
     store = Store(cfg.db_path)
     lanes = SessionLanes(cfg.session.max_concurrent_turns)
     hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
-    channels = configured_channels(cfg) if given_channels is None else dict(given_channels)
+    notices = Notices()  # what the owner may act on, for the UI's event stream (SPEC §16.5)
+    mounts = _ui_mounts(cfg, lambda: ui)  # read when the HTTP channel starts
+    channels = configured_channels(cfg, mounts) if given_channels is None else dict(given_channels)
     # everything that sends goes through the outbox: built before any of them
     outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds)
     approvals = approvals_for(cfg, store, outbox, channels)
@@ -130,4 +157,17 @@ def build(cfg: Config, given_channels: dict[str, Channel] | None = None) -> Comp
     router = Router(cfg, store, agent, lanes, channels, outbox, approvals=approvals)
     scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels)
     cron = CronService(cfg, store, scheduled)
+    ui = UiContext(
+        cfg=cfg,
+        store=store,
+        conversation=router,
+        outbox=outbox,
+        notices=notices,
+        turn_events=router.events,
+        approvals=approvals,
+        channel_states=channel_states or dict,
+        mcp=mcp,
+        started=time.time(),
+        config_path=cfg.source,
+    )
     return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron)

@@ -174,8 +174,9 @@ def channel_class(name: str) -> type[Channel]:
     return SPECS[name].adapter_class()
 
 
-def build_channel(cfg: Config, name: str) -> Channel:
-    """One adapter from its config section.  Raises ``SecretMissing`` naming the env var."""
+def build_channel(cfg: Config, name: str, **ports: Any) -> Channel:
+    """One adapter from its config section (``ports``: what the app adds, e.g. the HTTP
+    channel's sub-applications).  Raises ``SecretMissing`` naming the env var."""
     spec = SPECS.get(name)
     if spec is None:
         raise ValueError(f"channel {name} is not built from the config")
@@ -188,7 +189,7 @@ def build_channel(cfg: Config, name: str) -> Channel:
             )
     # each adapter takes its own keyword arguments; the base class declares none of them
     cls: Any = spec.adapter_class()
-    return cls(**spec.kwargs(cfg, spec.section(cfg), secret, cfg.media_dir))
+    return cls(**spec.kwargs(cfg, spec.section(cfg), secret, cfg.media_dir), **ports)
 
 
 def enabled_channels(cfg: Config) -> list[str]:

@@ -14,6 +14,7 @@ from bot.cli import (
     check,
     completion,
     context,
+    dashboard,
     doctor,
     heartbeat,
     init,
@@ -47,6 +48,7 @@ COMMANDS = (
     pairing,
     heartbeat,
     mcp,
+    dashboard,
     completion,
 )
 

@@ -19,7 +19,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +66,12 @@ class HttpChannel(Channel):
         reply_timeout: float = 600.0,
         allowed_origins: Iterable[str] = (),
         token_hint: str = "",
+        mounts: Callable[[], Iterable[tuple[str, web.Application]]] | None = None,
     ):
         self.host, self.port, self.token = host, port, token
+        # sub-applications served beside the API (e.g. the Control UI under /ui), built
+        # fresh by the caller for each start; this channel knows nothing of their content
+        self.mounts = mounts
         self.model_name = model_name
         self.reply_timeout = reply_timeout
         self.allowed_origins = {norm_origin(o) for o in allowed_origins if o}
@@ -91,14 +95,20 @@ class HttpChannel(Channel):
                 f"refusing to serve the HTTP API on {self.host}:{self.port} without a token"
             )
         self._sink = sink
+        mounted = list(self.mounts()) if self.mounts is not None else []
         guard = Guard(
             host=self.host,
             token=self.token,
             allowed_origins=self.allowed_origins,
             token_hint=self.token_hint,
             base_url=self._base_url,
+            mounted=[prefix for prefix, _ in mounted],
         )
         app = web.Application(client_max_size=MAX_BODY, middlewares=[guard.middleware])
+        for prefix, sub in mounted:
+            app.add_subapp(prefix, sub)
+        if mounted:
+            app.router.add_get("/", _redirect_to(mounted[0][0] + "/"))
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/models/{model_id:.+}", self._model)
@@ -306,6 +316,15 @@ class HttpChannel(Channel):
         if failed:
             return await reply.failed(failed, content)
         return await reply.finish(content)
+
+
+def _redirect_to(location: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /`` when a sub-application is mounted: a browser lands on it."""
+
+    async def redirect(request: web.Request) -> web.Response:
+        return web.Response(status=302, headers={"Location": location})
+
+    return redirect
 
 
 async def _read_body(request: web.Request) -> dict | web.Response:

@@ -36,8 +36,11 @@ class Guard:
         allowed_origins: Iterable[str],
         token_hint: str,
         base_url: Callable[[], str],
+        mounted: Iterable[str] = (),
     ) -> None:
         self.host = host
+        # prefixes of the sub-applications mounted beside the API: they keep their own door
+        self.mounted = tuple(mounted)
         self.token = token
         self.allowed_origins = set(allowed_origins)
         self.token_hint = token_hint  # where the owner finds the token, for the 401 message
@@ -45,6 +48,8 @@ class Guard:
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self._mounted(request.path):
+            return await handler(request)  # the sub-application's own guard decides
         try:
             refusal = self.refusal(request)
             if refusal is not None:
@@ -70,10 +75,15 @@ class Guard:
                 return refused
         if request.path == "/healthz" and request.match_info.http_exception is None:
             return None  # liveness needs no token
+        if request.path == "/" and self.mounted and request.method in ("GET", "HEAD"):
+            return None  # the redirect to the first mounted sub-application
         if not self._authorized(request):
             return self._unauthorized()
         refused = _route_refusal(request)
         return refused if refused is not None else _body_refusal(request)
+
+    def _mounted(self, path: str) -> bool:
+        return any(path == p or path.startswith(p + "/") for p in self.mounted)
 
     def _host_allowed(self, header: str) -> bool:
         host = host_of(header)

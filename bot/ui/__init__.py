@@ -1,0 +1,9 @@
+"""The Control UI (SPEC §16): an aiohttp sub-application mounted under ``/ui`` by the HTTP
+channel, plus static files shipped as package data (``static/``).
+
+``context`` is what every route reads (:class:`~bot.ui.context.UiContext`, built by the app),
+``errors`` the one error shape, ``guard`` the request rules every ``/ui/`` request passes
+first (§16.3), ``auth`` login, logout, bootstrap and the browser sessions (§16.2),
+``static_routes`` the files, ``app`` puts them together and ``api`` holds the JSON routes and
+the streams (§16.4–16.5).
+"""
