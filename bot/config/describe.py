@@ -60,6 +60,26 @@ def _http_warnings(cfg: Config) -> list[str]:
     ]
 
 
+def _ui_warnings(cfg: Config) -> list[str]:
+    origin = cfg.ui.public_origin
+    if not (cfg.channels.http.enabled and cfg.ui.enabled):
+        return []
+    if not origin:
+        host, _ = parse_listen(cfg.channels.http.listen)
+        if is_loopback(host):
+            return []
+        return [
+            f"the Control UI is not served: channels.http.listen = {cfg.channels.http.listen!r} "
+            "is not loopback and ui.public_origin is empty"
+        ]
+    if origin.startswith("https://"):
+        return []
+    return [
+        f"ui.public_origin = {origin!r} is not https://: the Control UI's cookie and login "
+        "codes would travel in clear text; put a TLS proxy in front and use its https address"
+    ]
+
+
 def config_warnings(cfg: Config) -> list[str]:
     """Risky but valid settings, for ``chela check``."""
     warns: list[str] = []
@@ -67,4 +87,4 @@ def config_warnings(cfg: Config) -> list[str]:
         ch: ChannelPolicy = getattr(cfg.channels, name)
         if ch.enabled:
             warns += _channel_warnings(name, ch)
-    return warns + _exec_warnings(cfg) + _http_warnings(cfg)
+    return warns + _exec_warnings(cfg) + _http_warnings(cfg) + _ui_warnings(cfg)
