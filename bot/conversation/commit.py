@@ -10,15 +10,18 @@ until it lands or the daemon stops."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from bot import owner_route
 from bot.agent.turn import TurnRequest, TurnResult
 from bot.delivery.outbox import out_json
 from bot.store import Store, storage_full
-from channels.base import OutboundMessage
+from channels.base import InboundMessage, OutboundMessage
 
 T = TypeVar("T")
+log = logging.getLogger("chela.router")
 
 STORE_RETRY_MAX = 30.0  # the longest wait between two tries of a store write on a full disk
 
@@ -93,16 +96,41 @@ class Commit:
             ),
         )
 
-    async def stopped(self, inbound_id: int, key: str, req: TurnRequest, turn: str) -> None:
-        """A stopped turn: the user message is kept, no partial answer, nothing sent."""
+    async def stopped(
+        self,
+        inbound_id: int,
+        key: str,
+        req: TurnRequest,
+        turn: str,
+        outs: Sequence[OutboundMessage] = (),
+        state: dict[str, Any] | None = None,
+    ) -> list[int]:
+        """A stopped turn: the user message is kept, no partial answer; ``outs``: what an
+        HTTP API caller still gets (``reply.stopped_reply``), with its record (``state``)."""
         user: dict[str, Any] = {"role": "user", "content": req.user_text}
         if req.media:
             user["media"] = list(req.media)
         msgs = [*req.prior, user] if req.user_turn else list(req.prior)
-        await self.write(
+        return await self.write(
             "storing a stopped turn",
-            lambda: self.store.commit_turn(key, turn, msgs, inbound_id=inbound_id),
+            lambda: self.store.commit_turn(
+                key,
+                turn,
+                msgs,
+                inbound_id=inbound_id,
+                outbound=[out_json(o) for o in outs] or None,
+                state=state,
+            ),
         )
+
+
+def last_route(store: Store, msg: InboundMessage, trust: str | None, proactive: bool) -> None:
+    """Where heartbeats, cron jobs and approval requests reach the owner (never a guest),
+    after a chat turn is stored: never fails the turn (and answers twice) now."""
+    try:
+        owner_route.record(store, msg, trust=trust, proactive=proactive)
+    except Exception as e:
+        log.warning("could not record the last route: %s", e)
 
 
 def scheduled(

@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bot import owner_route, pairing
+from bot import pairing
 from bot.rules.admission import Verdict, admit, channel_policy, session_key
 from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy, Config
@@ -24,18 +25,25 @@ from bot.approvals import Approvals
 from bot.conversation.commands import COMMANDS, CommandPorts, command_call, run_command
 from bot.conversation.commands import controls
 from bot.conversation import api as api_turn
-from bot.conversation import failures, gating, requests
+from bot.conversation import failures, gating
+from bot.conversation import commit
 from bot.conversation.commit import Commit, next_delay
 from bot.conversation.events import TurnEvents
 from bot.conversation import pairing as pairing_stage
 from bot.conversation.intake import Approved, valid_text
 from bot.conversation.prepare import Prepare, file_root
-from bot.conversation.reply import chat_reply, speaker
-from bot.conversation.run import Run, live_output
+from bot.conversation.reply import chat_reply, speaker, stopped_reply
+from bot.conversation.run import Run, Stopped, live_output
 from bot.conversation.dispatch import dispatch
-from bot.conversation.types import CommandCall, Dispatched, HistoryOnly, Skipped, TurnCall
+from bot.conversation.types import (
+    CommandCall,
+    Dispatched,
+    HistoryOnly,
+    Skipped,
+    TurnCall,
+    TurnOutcome,
+)
 from bot.delivery import send
-from bot.delivery.outbound import channel_traits
 from bot.delivery.outbox import Outbox
 from bot.sessions import SessionLanes
 from bot.store import Store, storage_full
@@ -339,7 +347,7 @@ class Conversation:
 
     # --------------------------------------------------------------------------- turns
     def _command_request(self, call: CommandCall) -> TurnRequest:
-        return self._turn_request(call.msg, call.key, "", call.verdict, include_intro=False)
+        return self.prepare.request(call.msg, call.key, "", call.verdict, include_intro=False)
 
     def file_root(self, key: str, verdict: Verdict) -> Path | None:
         return file_root(self.cfg, key, verdict)
@@ -362,69 +370,55 @@ class Conversation:
         return await self.runner.stop(key)
 
     async def _commit_stopped(
-        self, inbound_id: int, key: str, req: TurnRequest, turn: str, pending: bool
-    ) -> None:
-        if pending:
-            self.store.take_group_history(key)
-        await self.commit.stopped(inbound_id, key, req, turn)
-
-    def _turn_request(
         self,
+        inbound_id: int,
         msg: InboundMessage,
-        key: str,
-        user_text: str,
-        verdict: Verdict,
-        *,
-        include_intro: bool,
-        media: tuple[dict, ...] = (),
-        api: api_turn.ApiTurn | None = None,
-    ) -> TurnRequest:
-        from bot.prompt.delivery import delivery_instructions
-        from bot.prompt.group import group_chat_context
-
-        caps, reactions = channel_traits(self.channels.get(msg.channel), self.policy(msg.channel))
-        extra = ""
+        req: TurnRequest,
+        turn: str,
+        api: api_turn.ApiTurn | None,
+    ) -> None:
+        """Keep a stopped turn's user message (SPEC §17.1); an HTTP API caller gets its
+        empty answer, and the client's messages count as seen (its next request lines up)."""
+        key = req.session_key
         if msg.chat_type == "group":
-            sess = self.store.session(key)
-            extra = group_chat_context(
-                msg.channel,
-                msg.chat_title or msg.chat_id,
-                [],
-                self._activation(msg, key),
-                include_activation=include_intro and not sess["intro_done"],
-            )
-        ctx = requests.ChatContext(
-            trust=verdict.trust or "guest",
-            file_root=self.file_root(key, verdict),
-            extra_context=extra,
-            after_user_system=delivery_instructions(msg.channel),
-            media=media,
+            self.store.take_group_history(key)
+        ids = await self.commit.stopped(
+            inbound_id, key, req, turn, stopped_reply(msg, api).outs, self._api_state(key, api)
         )
-        return requests.chat_request(
-            msg, key, user_text, requests.Traits(caps, reactions), ctx, api
-        )
+        await send.deliver_stored(self.outbox, ids)
+
+    def _api_state(
+        self, key: str, api: api_turn.ApiTurn | None, reply: dict | None = None
+    ) -> dict[str, Any] | None:
+        """What the client has seen, stored with the turn (a stateful API session only)."""
+        if api is None or not api.stateful:
+            return None
+        record = api_turn.remember(api, reply, self.store.session(key)["epoch"])
+        return {api_turn.state_key(key): record}
 
     async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict) -> None:
-        ch = self.channels.get(msg.channel)
-        pol = self.policy(msg.channel)
         api = self.prepare.api_plan(msg, key, verdict) if msg.api else None  # SPEC §13
         if api is not None and api.error:
             await self._api_refusal(inbound_id, msg, key, api.error)
             return
-        pending = self.store.peek_group_history(key) if msg.chat_type == "group" else []
-        was_mentioned = gating.mentioned(msg, self._name_re) if msg.chat_type == "group" else None
-        turn = await self.prepare.user_turn(
-            msg, key, verdict, pending=pending, was_mentioned=was_mentioned
+        group = msg.chat_type == "group"
+        pending = self.store.peek_group_history(key) if group else []
+        mentioned = gating.mentioned(msg, self._name_re) if group else None
+        try:  # a /stop during the attachments' preparation stops the turn too
+            turn = await self.runner.preparing(
+                key,
+                msg.sender_id,
+                self.prepare.user_turn(msg, key, verdict, pending=pending, was_mentioned=mentioned),
+            )
+        except Stopped:
+            turn = self.prepare.unread_turn(msg, pending=pending, was_mentioned=mentioned)
+            req = self.prepare.request(msg, key, turn.text, verdict, include_intro=True, api=api)
+            await self._commit_stopped(inbound_id, msg, req, uuid.uuid4().hex, api)
+            return
+        req = self.prepare.request(
+            msg, key, turn.text, verdict, include_intro=True, media=turn.media, api=api
         )
-        req = self._turn_request(
-            msg,
-            key,
-            turn.text,
-            verdict,
-            include_intro=True,
-            media=turn.media,
-            api=api,
-        )
+        ch, pol = self.channels.get(msg.channel), self.policy(msg.channel)
         outcome = await self.runner.run(
             req,
             msg,
@@ -435,9 +429,23 @@ class Conversation:
             effort=controls.session_effort(self.cfg, self.store, key),
         )
         if outcome.result is None:  # stopped: the user message is kept, no answer
-            await self._commit_stopped(inbound_id, key, req, outcome.turn, bool(pending))
+            await self._commit_stopped(inbound_id, msg, req, outcome.turn, api)
             return
-        result, live = outcome.result, outcome.live
+        await self._reply(inbound_id, msg, verdict, req, outcome, api)
+
+    async def _reply(
+        self,
+        inbound_id: int,
+        msg: InboundMessage,
+        verdict: Verdict,
+        req: TurnRequest,
+        outcome: TurnOutcome,
+        api: api_turn.ApiTurn | None,
+    ) -> None:
+        """reply → commit → outbox for a finished turn."""
+        key, result, live = req.session_key, outcome.result, outcome.live
+        assert result is not None
+        ch, pol = self.channels.get(msg.channel), self.policy(msg.channel)
         reply = await chat_reply(
             self.cfg,
             ch,
@@ -455,26 +463,15 @@ class Conversation:
             await live.settle(outs)
         elif live is not None:
             live.close()
-        if pending:
+        if msg.chat_type == "group":
             self.store.take_group_history(key)
-        if req.extra_context and msg.chat_type == "group":
-            self.store.mark_intro_done(key)
-        state = None
-        if api is not None and api.stateful:  # what the client has seen, in the same commit
-            record = api_turn.remember(api, reply.api_reply, self.store.session(key)["epoch"])
-            state = {api_turn.state_key(key): record}
+            if req.extra_context:
+                self.store.mark_intro_done(key)
+        state = self._api_state(key, api, reply.api_reply)  # in the same commit
         # the turn and its reply are stored together (retried while the disk is full: the
         # model is not asked again), then the outbox sends the reply
         ids = await self.commit.turn(key, result, inbound_id, outs, state)
-        try:  # where heartbeats, cron jobs and approval requests reach the owner (never a guest)
-            owner_route.record(
-                self.store,
-                msg,
-                trust=verdict.trust,
-                proactive=bool(ch and ch.capabilities.proactive),
-            )
-        except Exception as e:  # the turn is stored: never fail it (and answer twice) now
-            log.warning("could not record the last route: %s", e)
+        commit.last_route(self.store, msg, verdict.trust, bool(ch and ch.capabilities.proactive))
         await send.deliver_stored(self.outbox, ids)
 
     async def _api_refusal(self, inbound_id: int, msg: InboundMessage, key: str, text: str):

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from bot import fs
-from bot.rules.admission import Verdict, guest_dir
-from bot.agent.turn import Agent, format_user_turn, zone
+from bot.rules.admission import Verdict, channel_policy, guest_dir
+from bot.agent.turn import Agent, TurnRequest, format_user_turn, zone
 from bot.config import Config
-from bot.conversation import api
+from bot.conversation import api, gating, requests
+from bot.delivery.outbound import channel_traits
 from bot.conversation.types import ApiTurn, UserTurn
 from bot.store import Store
 from channels.base import Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge
@@ -56,6 +57,45 @@ class Prepare:
             self.store.reset_session(key)
         return turn
 
+    def request(
+        self,
+        msg: InboundMessage,
+        key: str,
+        user_text: str,
+        verdict: Verdict,
+        *,
+        include_intro: bool,
+        media: tuple[dict, ...] = (),
+        api: ApiTurn | None = None,
+    ) -> TurnRequest:
+        """The turn's request (``requests.chat_request`` with what it needs looked up: the
+        channel's traits, a group's context block, the delivery instructions)."""
+        from bot.prompt.delivery import delivery_instructions
+        from bot.prompt.group import group_chat_context
+
+        pol = channel_policy(self.cfg, msg.channel)
+        caps, reactions = channel_traits(self.channels.get(msg.channel), pol)
+        extra = ""
+        if msg.chat_type == "group":
+            sess = self.store.session(key)
+            extra = group_chat_context(
+                msg.channel,
+                msg.chat_title or msg.chat_id,
+                [],
+                gating.activation(sess["activation"], pol),
+                include_activation=include_intro and not sess["intro_done"],
+            )
+        ctx = requests.ChatContext(
+            trust=verdict.trust or "guest",
+            file_root=file_root(self.cfg, key, verdict),
+            extra_context=extra,
+            after_user_system=delivery_instructions(msg.channel),
+            media=media,
+        )
+        return requests.chat_request(
+            msg, key, user_text, requests.Traits(caps, reactions), ctx, api
+        )
+
     async def user_turn(
         self,
         msg: InboundMessage,
@@ -77,6 +117,24 @@ class Prepare:
             was_mentioned=was_mentioned,
         )
         return UserTurn(prep.user_text(text), tuple(prep.media))
+
+    def unread_turn(
+        self, msg: InboundMessage, *, pending: list[Any], was_mentioned: bool | None
+    ) -> UserTurn:
+        """The user turn of a message whose preparation was stopped (SPEC §17.1 keeps the
+        user message): its text, and a note for each attachment that was not read."""
+        notes = [
+            f"attachment not read: {m.name or m.kind} ({m.kind}); the turn was stopped"
+            for m in msg.attachments
+        ]
+        text = format_user_turn(
+            dataclasses.replace(msg, attachments=[]),
+            tz=zone(self.cfg),
+            pending=pending,
+            notes=notes,
+            was_mentioned=was_mentioned,
+        )
+        return UserTurn(text)
 
     async def fetch_media(self, msg: InboundMessage, verdict: Verdict, key: str) -> list[str]:
         """Download the attachments of an admitted message (SPEC §9.4): into the media dir

@@ -81,6 +81,18 @@ async def chat_reply(
     return ChatReply(tuple(outs), api_reply)
 
 
+def stopped_reply(msg: InboundMessage, api: api_turn.ApiTurn | None) -> ChatReply:
+    """A stopped turn's reply (SPEC §17.1: nothing is delivered for it).  An HTTP API
+    caller still waits for its request: it gets an empty assistant message with
+    ``finish_reason`` "stop" (no partial text and no error, like every stopped turn; a
+    status its SDK retries would run the stopped turn again)."""
+    if api is None:
+        return ChatReply(())
+    out = OutboundMessage(chat_id=msg.chat_id, account=msg.account)
+    out.api = {"usage": api_turn.usage_of({}), "tool_calls": [], "finish_reason": "stop"}
+    return ChatReply((out,))
+
+
 def speaker(cfg: Any, agent: Any, req: TurnRequest, turn_id: str) -> Speak | None:
     """Spoken replies (SPEC §11) when a speech model is set, else None: a guest's audio is
     written in its own directory."""

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy
@@ -33,6 +33,11 @@ ACK_EMOJI = "👀"
 FORWARDED = ("text", "step", "tool_start", "tool_end")  # StreamEvent kinds published as events
 
 Live = Preview | StreamText
+T = TypeVar("T")
+
+
+class Stopped(Exception):
+    """The session's turn was stopped (``Run.stop``) while it was being prepared."""
 
 
 def live_output(
@@ -108,8 +113,9 @@ class Run:
         self._senders: dict[str, str] = {}  # who started each running turn (a group's /stop)
 
     async def stop(self, key: str) -> bool:
-        """Cancel the session's running turn; True when one was running.  Returns once the
-        turn's task has ended (its child processes killed by the tools on cancel)."""
+        """Cancel the session's running turn (being prepared or with the model); True when
+        one was running.  Returns once the turn's task has ended (its child processes killed
+        by the tools on cancel)."""
         task = self._running.get(key)
         if task is None or task.done() or not task.cancel():
             return False
@@ -123,6 +129,28 @@ class Run:
     def started_by(self, key: str) -> str | None:
         """The sender whose message started the session's running turn (None: none runs)."""
         return self._senders.get(key) if self.running(key) else None
+
+    def _claim(self, key: str, task: asyncio.Task, sender: str) -> None:
+        self._running[key], self._senders[key] = task, sender
+
+    def _release(self, key: str, task: asyncio.Task) -> None:
+        if self._running.get(key) is task:
+            del self._running[key], self._senders[key]
+
+    async def preparing(self, key: str, sender: str, work: Awaitable[T]) -> T:
+        """Run the turn's preparation (attachments fetched and read, SPEC §11) so that
+        ``stop(key)`` cancels it too: raises ``Stopped`` then (a daemon stop propagates)."""
+        task = asyncio.ensure_future(work)
+        self._claim(key, task, sender)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not _stopped(task):
+                raise
+            log.info("turn stopped while being prepared session=%s", key)
+            raise Stopped(key) from None
+        finally:
+            self._release(key, task)
 
     def _start(self, req: TurnRequest, on_event, model: str, effort: str) -> asyncio.Task:
         """The turn's task, its model calls following the session's choices (SPEC §17)."""
@@ -150,14 +178,15 @@ class Run:
         typing = (
             asyncio.create_task(keep_typing(ch, msg)) if ch and ch.capabilities.typing else None
         )
-        await _ack(ch, pol, msg)
         live = make_live()
         on_event = self._observer(key, turn, live)
         task = self._start(req, on_event, model, effort)
-        self._running[key], self._senders[key] = task, msg.sender_id
+        self._claim(key, task, msg.sender_id)  # no await since the preparation's release
         try:
+            await _ack(ch, pol, msg)
             result = await task
         except asyncio.CancelledError:
+            task.cancel()  # the daemon stops while the ack is sent: the turn goes with it
             await _drop_live(live)
             if not _stopped(task):
                 raise
@@ -173,8 +202,7 @@ class Run:
         finally:
             if typing:
                 typing.cancel()
-            if self._running.get(key) is task:
-                del self._running[key], self._senders[key]
+            self._release(key, task)
         end: EventKind = "error" if result.error else "final"
         self.events.publish(TurnEvent(end, key, turn, text=result.text))
         return TurnOutcome(result, live, turn)
