@@ -134,9 +134,10 @@ SECTIONS = {"media": {"vision": "on"}, "tools": {"web": {"allow_private_hosts": 
 
 async def test_stop_while_the_image_is_fetched_stops_the_turn(tmp_path, llm, monkeypatch):
     llm.script(text("a picture of nothing"), text("Here you are"))
-    async with held_image() as (url, asked, _release), api(
-        tmp_path, llm, monkeypatch, **SECTIONS
-    ) as (d, client):
+    async with (
+        held_image() as (url, asked, _release),
+        api(tmp_path, llm, monkeypatch, **SECTIONS) as (d, client),
+    ):
         call = asyncio.ensure_future(_ask(client, _with_image(url)))
         await asyncio.wait_for(asked.wait(), 15)
         assert d.router.runner.running(KEY)
@@ -155,9 +156,10 @@ async def test_stop_while_the_image_is_fetched_stops_the_turn(tmp_path, llm, mon
 async def test_the_held_image_once_fetched_is_answered(tmp_path, llm, monkeypatch):
     # the twin: without a stop the slow image is read and the turn answered
     llm.script(text("a small picture"))
-    async with held_image() as (url, asked, release), api(
-        tmp_path, llm, monkeypatch, **SECTIONS
-    ) as (d, client):
+    async with (
+        held_image() as (url, asked, release),
+        api(tmp_path, llm, monkeypatch, **SECTIONS) as (_d, client),
+    ):
         call = asyncio.ensure_future(_ask(client, _with_image(url)))
         await asyncio.wait_for(asked.wait(), 15)
         release.set()
