@@ -18,7 +18,7 @@ from bot.store.db import Database
 
 CODE_TTL = 120.0
 MAX_CODES = 5
-TOUCH_EVERY = 5.0  # last_seen is written at most this often per session
+TOUCH_EVERY = 5.0  # last_seen is written at most this often (or a quarter of ``idle``)
 
 
 def digest(value: str) -> str:
@@ -98,7 +98,7 @@ class UiAuthMixin(Database):
         if now - found.last_seen >= idle or now - found.created >= max_age:
             self.db.execute("DELETE FROM ui_sessions WHERE id = ?", (found.id,))
             return None
-        if now - found.last_seen >= TOUCH_EVERY:
+        if now - found.last_seen >= min(TOUCH_EVERY, idle / 4):
             self.db.execute("UPDATE ui_sessions SET last_seen = ? WHERE id = ?", (now, found.id))
         return found
 
