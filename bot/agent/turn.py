@@ -339,6 +339,7 @@ class Agent:
 
     def tool_context(self, req: TurnRequest):
         from bot.agent.tools import ExecPolicy, ToolContext
+        from bot.agent.tools.session import with_origin
 
         a = self.cfg.agent
         owner = req.trust == "owner"
@@ -364,7 +365,7 @@ class Agent:
             if req.kind != "subagent"
             else None,
             session_info=lambda: self._session_info(req.session_key),
-            cron=self.cron_api if owner else None,
+            cron=with_origin(self.cron_api, req.route) if owner else None,
             secrets=self.secrets,
             request_approval=self._approver_for(req),
         )

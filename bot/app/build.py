@@ -20,7 +20,7 @@ from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
 from bot.reports.notices import Notices
-from bot.heartbeat import CronService, Scheduled
+from bot.schedule import ScheduleService, Scheduled
 from bot.conversation.pipeline import Conversation as Router
 from bot.sessions import SessionLanes
 from bot.store import Store, StoreError
@@ -43,7 +43,7 @@ class Components:
     mcp: McpManager | None  # only when [[mcp.servers]] are configured
     router: Router
     scheduled: Scheduled
-    cron: CronService
+    cron: ScheduleService
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -155,8 +155,9 @@ def build(
         cron=(lambda: cron) if "cron" in cfg.tools.enabled else None,
     )
     router = Router(cfg, store, agent, lanes, channels, outbox, approvals=approvals)
-    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels)
-    cron = CronService(cfg, store, scheduled)
+    # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
+    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=router.runner)
+    cron = ScheduleService(cfg, store, scheduled)
     ui = UiContext(
         cfg=cfg,
         store=store,

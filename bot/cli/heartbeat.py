@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _heartbeat(cfg: Config, dry_run: bool) -> int:
     from bot.app.daemon import Daemon, build_channel
-    from bot.heartbeat import resolve_target
+    from bot.schedule import resolve_target
     from bot.store import Store
 
     # start only the channel the heartbeat would deliver to

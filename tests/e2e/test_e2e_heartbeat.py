@@ -203,10 +203,11 @@ async def test_cron_job_created_by_tool_fires_after_restart(tmp_path, llm, tg):
         )
     # a new daemon on the same state dir: the job is back and fires
     async with running(cfg) as d2:
-        job = d2.cron.scheduler.get_job("cron:plants")
-        assert job is not None
+        await d2.cron.booted.wait()
+        job = d2.cron.registry.get("plants")
+        assert job is not None and job.spec == "0 9 * * *"
         llm.script(text("Time to water the plants 🌱"))
-        job.modify(next_run_time=datetime.now(UTC))
+        await d2.cron.run_now("plants")
         sent = await tg.wait_for_sent(2, timeout=15)
         req = llm.requests[-1]
     assert sent[1].chat_id == 42 and "water the plants" in sent[1].visible_text

@@ -136,22 +136,48 @@ SESSIONS_SPAWN = Tool(
 # cron
 
 
-def _field(job: Any, key: str) -> Any:
-    if isinstance(job, dict):
-        return job.get(key)
-    return getattr(job, key, None)
+CRON_ACTIONS = ("add", "list", "pause", "resume", "run_now", "remove")
+WHEN_KEYS = ("at", "in", "every", "schedule")
 
 
-def _fmt_job(job: Any) -> str:
-    name = _field(job, "name")
-    sched = _field(job, "schedule")
-    prompt = _field(job, "prompt") or ""
-    target = _field(job, "target") or ""
-    to = _field(job, "to") or ""
-    dest = f" -> {target}{':' + to if to else ''}" if target else ""
-    if len(prompt) > 120:
-        prompt = prompt[:120] + "…"
-    return f"- {name} [{sched}]{dest}: {prompt}"
+def with_origin(api: Any, route: dict) -> Any:
+    """The cron service as a turn from ``route`` sees it (its jobs deliver back there)."""
+    if api is None or not hasattr(api, "for_route"):
+        return api
+    return api.for_route(route)
+
+
+async def _cron_add(ctx: ToolContext, args: dict) -> str:
+    name = arg_str(args, "name").strip()
+    prompt = arg_str(args, "prompt")
+    if not name or not prompt.strip():
+        raise ToolError("add needs name, prompt and one of at, in, every or schedule")
+    when = {k: arg_str(args, k, required=False) for k in WHEN_KEYS}
+    extra = {k: arg_str(args, k, required=False).strip() for k in ("target", "to")}
+    catch_up = arg_str(args, "catch_up", required=False).strip()
+    assert ctx.cron is not None
+    try:
+        return str(await ctx.cron.add(name, prompt, catch_up=catch_up, **when, **extra))
+    except (ValueError, KeyError) as e:
+        raise ToolError(f"could not add job {name!r}: {e}") from None
+
+
+async def _cron_named(ctx: ToolContext, action: str, name: str) -> str:
+    assert ctx.cron is not None
+    try:
+        res = await getattr(ctx.cron, action)(name)
+    except KeyError:
+        raise ToolError(f"no scheduled job named {name!r}") from None
+    except (ValueError, RuntimeError) as e:
+        raise ToolError(str(e)) from None
+    if action == "remove":
+        if not res:
+            raise ToolError(f"no scheduled job named {name!r}")
+        return f"Removed job {name!r}."
+    if action == "run_now":
+        return f"Job {name!r} is running now (run {res})."
+    state = "paused" if action == "pause" else "active"
+    return f"Job {name!r} is {state}" + ("." if res else " already.")
 
 
 async def _cron(ctx: ToolContext, args: dict) -> str:
@@ -159,54 +185,51 @@ async def _cron(ctx: ToolContext, args: dict) -> str:
         raise ToolError("scheduling is not available in this session")
     action = arg_str(args, "action").strip().lower()
     if action == "add":
-        name = arg_str(args, "name").strip()
-        schedule = arg_str(args, "schedule").strip()
-        prompt = arg_str(args, "prompt")
-        target = arg_str(args, "target", required=False).strip()
-        to = arg_str(args, "to", required=False).strip()
-        if not name or not schedule or not prompt.strip():
-            raise ToolError("add needs name, schedule and prompt")
-        try:
-            res = await ctx.cron.add(name, schedule, prompt, target, to)
-        except (ValueError, KeyError) as e:
-            raise ToolError(f"could not add job {name!r}: {e}") from None
-        extra = f" {res}" if isinstance(res, str) and res else ""
-        return f"Scheduled job {name!r} ({schedule}).{extra}"
+        return await _cron_add(ctx, args)
     if action == "list":
-        jobs = list(await ctx.cron.list() or [])
-        if not jobs:
-            return "No scheduled jobs."
-        return "Scheduled jobs:\n" + "\n".join(_fmt_job(j) for j in jobs)
-    if action == "remove":
-        name = arg_str(args, "name").strip()
-        try:
-            res = await ctx.cron.remove(name)
-        except KeyError:
-            res = False
-        if res is False:
-            raise ToolError(f"no scheduled job named {name!r}")
-        return f"Removed job {name!r}."
-    raise ToolError(f"unknown action {action!r}; use add, list or remove")
+        return str(await ctx.cron.list())
+    if action in CRON_ACTIONS:
+        return await _cron_named(ctx, action, arg_str(args, "name").strip())
+    raise ToolError(f"unknown action {action!r}; use {', '.join(CRON_ACTIONS)}")
 
 
 CRON = Tool(
     "cron",
-    "Schedule, list or remove recurring reminders/tasks (crontab schedules) that run a prompt later.",
+    "Schedule reminders/tasks that run a prompt later (at a time, in a duration, every "
+    "interval or on a crontab schedule); list, pause, resume, run now or remove them.",
     schema(
         {
-            "action": {"type": "string", "enum": ["add", "list", "remove"]},
-            "name": {"type": "string", "description": "Job name (add, remove)."},
-            "schedule": {
-                "type": "string",
-                "description": 'Crontab expression, e.g. "0 9 * * 1-5" (add).',
-            },
+            "action": {"type": "string", "enum": list(CRON_ACTIONS)},
+            "name": {"type": "string", "description": "Job name (all but list)."},
             "prompt": {
                 "type": "string",
                 "description": "What the agent should do when the job fires (add).",
             },
+            "at": {
+                "type": "string",
+                "description": "One run at this local date-time, ISO 8601 (add).",
+            },
+            "in": {
+                "type": "string",
+                "description": 'One run after this duration from now, e.g. "20m", "2h" (add); '
+                "Chela computes the time.",
+            },
+            "every": {
+                "type": "string",
+                "description": 'Run every interval, at least 10s, e.g. "30m" (add).',
+            },
+            "schedule": {
+                "type": "string",
+                "description": 'Crontab expression, e.g. "0 9 * * 1-5" (add).',
+            },
+            "catch_up": {
+                "type": "string",
+                "description": 'How late a missed run may still run, default "1h"; "0s" never (add).',
+            },
             "target": {
                 "type": "string",
-                "description": 'Where to deliver: a channel id, "last" or "none" (add; optional).',
+                "description": 'Where to deliver: a channel id, "last" or "none" (add; optional; '
+                "default: this chat).",
             },
             "to": {
                 "type": "string",

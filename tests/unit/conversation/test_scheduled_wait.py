@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from bot import heartbeat
+from bot.schedule import turns as heartbeat
 from bot.agent.request import TurnResult
 from bot.config import parse_config
 from bot.conversation.reply import scheduled_plan

@@ -1,7 +1,9 @@
 """Scheduled turns: heartbeats (SPEC §6) and cron jobs.
 
 Both enter like a channel does: they build a ``TurnRequest`` for a session, run it on the
-session's lane (so they never overlap a user's turn), and commit like a chat turn: the turn
+session's lane (so they never overlap a user's turn) through the conversation's run stage
+(turn events, ``/stop``, the session's ``/model`` and ``/think``), and commit like a chat
+turn: the turn
 and its reply's outbox row are stored in ONE transaction (``Store.commit_turn``), then the
 outbox sends the row.  A crash between the two sends it after the restart, once; the turn
 is never "sent but not stored" nor "stored but never sent".
@@ -24,6 +26,9 @@ from bot.rules.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
 from bot.conversation import commit
+from bot.conversation.commands.controls import session_effort, session_model
+from bot.conversation.events import TurnEvents
+from bot.conversation.run import Run
 from bot.conversation.reply import scheduled_outbound, scheduled_plan
 from bot.conversation.requests import Traits, scheduled_request
 from bot.delivery import send
@@ -31,16 +36,12 @@ from bot.delivery.outbound import channel_traits
 from bot.delivery.outbox import Outbox
 from bot.sessions import SessionLanes, cron_key, main_key
 from bot.store import Store
-from channels.base import Channel
+from channels.base import Channel, InboundMessage
 
 log = logging.getLogger("chela.heartbeat")
 
 BUSY_RETRY_SECONDS = 30.0
 FIRST_ATTEMPT_WAIT = 10.0  # seconds a heartbeat or cron run waits for its send's first attempt
-STATELESS_MARKER = (
-    "-stateless:"  # the session key of a request without `user` (bot/rules/admission.py)
-)
-STATELESS_KEEP = 86400.0  # seconds a stateless HTTP API session is kept after its request
 _DELIVERY_REASON = {
     "delivered": "",
     "queued": "the platform did not take it yet; stored and retried",
@@ -50,7 +51,8 @@ _DELIVERY_REASON = {
 
 @dataclass
 class Outcome:
-    status: str  # skipped | ack | silent | duplicate | no-target | delivered | queued | dry-run | failed
+    # skipped | stopped | ack | silent | duplicate | no-target | delivered | queued | dry-run | failed
+    status: str
     reason: str = ""
     text: str = ""
     target: dict | None = None
@@ -112,6 +114,7 @@ class Scheduled:
         lanes: SessionLanes,
         outbox: Outbox,
         channels: dict[str, Channel],
+        runner: Run | None = None,
     ):
         self.cfg = cfg
         self.store = store
@@ -119,6 +122,29 @@ class Scheduled:
         self.lanes = lanes
         self.outbox = outbox
         self.channels = channels
+        # the conversation's run stage (the daemon hands its own, so /stop reaches these turns)
+        self.runner = runner or Run(agent, TurnEvents())
+
+    async def _run(self, req: TurnRequest, route: dict | None):
+        """The turn through the run stage, with the session's model and thinking level;
+        None when it was stopped (``/stop``, the UI's Stop)."""
+        key = req.session_key
+        msg = InboundMessage(
+            channel=route["channel"] if route else "schedule",
+            chat_id=str(route["chat_id"]) if route else key,
+            sender_id="",
+            text=req.user_text,
+        )
+        outcome = await self.runner.run(
+            req,
+            msg,
+            None,
+            None,
+            lambda: None,
+            model=session_model(self.cfg, self.store, key),
+            effort=session_effort(self.cfg, self.store, key),
+        )
+        return outcome.result
 
     # ------------------------------------------------------------------------ targets
     def resolve_target(self, target: str, to: str) -> dict | None:
@@ -177,9 +203,11 @@ class Scheduled:
         text = rules.heartbeat_user_message(
             hb.prompt or DEFAULT_HEARTBEAT_PROMPT, now, zone_name(self.cfg) or "UTC"
         )
-        result = await self.agent.run_turn(
-            self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target)
-        )
+        req = self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target)
+        result = await self._run(req, target)
+        if result is None:
+            log.info("heartbeat session=%s stopped", key)
+            return Outcome("stopped", "stopped")
         plan = scheduled_plan(result, heartbeat=True, ack_max_chars=hb.ack_max_chars)
         if result.error:
             out = Outcome("failed", result.error)
@@ -253,9 +281,11 @@ class Scheduled:
         route = self.resolve_target(target, to)
         now = datetime.now(zone(self.cfg)).astimezone()
         text = f"[Scheduled job {name!r} fired at {now.strftime('%Y-%m-%d %H:%M %Z')}]\n\n{prompt}"
-        result = await self.agent.run_turn(
-            self._request(key, text, kind="cron", session_kind="cron", route=route)
-        )
+        req = self._request(key, text, kind="cron", session_kind="cron", route=route)
+        result = await self._run(req, route)
+        if result is None:
+            log.info("cron job=%s stopped", name)
+            return Outcome("stopped", "stopped")
         plan = scheduled_plan(result, heartbeat=False)
         if plan.silent or route is None:
             self._commit(key, result, "cron")
@@ -270,154 +300,3 @@ class Scheduled:
         self.store.put(f"cron:last_run:{name}", {"at": time.time(), "status": out.status})
         log.info("cron job=%s session=%s status=%s", name, key, out.status)
         return out
-
-
-class CronService:
-    """APScheduler 3 ``AsyncIOScheduler`` with the heartbeat and every cron job; also the
-    object behind the agent's ``cron`` tool (add / list / remove)."""
-
-    def __init__(self, cfg: Config, store: Store, scheduled: Scheduled):
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-        self.cfg = cfg
-        self.store = store
-        self.scheduled = scheduled
-        self.scheduler = AsyncIOScheduler(timezone=zone(cfg) or None)
-        self._retry: asyncio.TimerHandle | None = None
-
-    def start(self) -> None:
-        every = self.cfg.heartbeat.every_seconds
-        if every > 0:
-            self.scheduler.add_job(
-                self._heartbeat_tick,
-                "interval",
-                seconds=every,
-                id="heartbeat",
-                max_instances=1,
-                coalesce=True,
-                misfire_grace_time=max(1, int(every)),
-            )
-        for job in self.cfg.cron:
-            self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="config")
-        for row in self.store.cron_jobs():
-            self._schedule(
-                row["name"], row["schedule"], row["prompt"], row["target"], row["to"], source="tool"
-            )
-        # downloaded media older than media.retention_days goes (SPEC §9.4): soon after start, then hourly
-        self.scheduler.add_job(
-            self.prune_media,
-            "interval",
-            hours=1,
-            id="prune-media",
-            max_instances=1,
-            coalesce=True,
-            next_run_time=datetime.now(self.scheduler.timezone),
-        )
-        self.scheduler.start()
-
-    async def prune_media(self) -> int:
-        """Delete inbound media past its retention: the owner's media dir and each guest's.
-        Also the HTTP API's stateless sessions a day after their request (nothing continues
-        them; their usage rows stay)."""
-        from bot.private import prune_older_than
-
-        try:
-            gone = self.store.prune_throwaway_sessions(
-                STATELESS_MARKER, time.time() - STATELESS_KEEP
-            )
-            if gone:
-                log.info("pruned %d stateless HTTP API session(s)", gone)
-        except Exception:
-            log.exception("pruning stateless sessions failed")
-
-        days = self.cfg.media.retention_days
-        dirs = [self.cfg.media_dir, *sorted(self.cfg.guests_dir.glob("*/media"))]
-        try:
-            removed = sum(
-                [await asyncio.to_thread(prune_older_than, d, days) for d in dirs if d.is_dir()]
-            )
-        except asyncio.CancelledError:
-            return 0  # shutting down: the next start prunes again
-        except Exception:
-            log.exception("pruning media failed")
-            return 0
-        if removed:
-            log.info("pruned %d media file(s) older than %g days", removed, days)
-        return removed
-
-    def shutdown(self) -> None:
-        if self._retry:
-            self._retry.cancel()
-        if self.scheduler.running:
-            self.scheduler.shutdown(wait=False)
-
-    def _schedule(
-        self, name: str, schedule: str, prompt: str, target: str, to: str, *, source: str
-    ) -> None:
-        from apscheduler.triggers.cron import CronTrigger
-
-        trigger = CronTrigger.from_crontab(schedule, timezone=zone(self.cfg) or None)
-        self.scheduler.add_job(
-            self._cron_tick,
-            trigger,
-            args=[name, prompt, target, to],
-            id=f"cron:{name}",
-            replace_existing=True,
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=300,
-        )
-        log.info("cron job %s scheduled (%s) from %s", name, schedule, source)
-
-    async def _heartbeat_tick(self) -> None:
-        try:
-            out = await self.scheduled.heartbeat()
-        except Exception:
-            log.exception("heartbeat failed")
-            return
-        if out.status == "skipped" and out.reason == rules.REASON_BUSY:
-            loop = asyncio.get_running_loop()
-            self._retry = loop.call_later(
-                BUSY_RETRY_SECONDS, lambda: asyncio.ensure_future(self._heartbeat_tick())
-            )
-
-    async def _cron_tick(self, name: str, prompt: str, target: str, to: str) -> None:
-        try:
-            await self.scheduled.run_cron(name, prompt, target, to)
-        except Exception:
-            log.exception("cron job %s failed", name)
-
-    # ------------------------------------------------------------- the cron tool's API
-    async def add(
-        self, name: str, schedule: str, prompt: str, target: str = "last", to: str = ""
-    ) -> str:
-        from bot.config import CronJob
-
-        job = CronJob(
-            name=name, schedule=schedule, prompt=prompt, target=target or "last", to=to or ""
-        )
-        self.store.add_cron_job(job.name, job.schedule, job.prompt, job.target, job.to)
-        if self.scheduler.running:
-            self._schedule(job.name, job.schedule, job.prompt, job.target, job.to, source="tool")
-        return f"scheduled {job.name} ({job.schedule})"
-
-    async def list(self) -> list[dict]:
-        jobs = [{**j, "source": "tool"} for j in self.store.cron_jobs()]
-        jobs += [
-            {
-                "name": j.name,
-                "schedule": j.schedule,
-                "prompt": j.prompt,
-                "target": j.target,
-                "to": j.to,
-                "source": "config",
-            }
-            for j in self.cfg.cron
-        ]
-        return jobs
-
-    async def remove(self, name: str) -> bool:
-        removed = self.store.remove_cron_job(name)
-        if removed and self.scheduler.get_job(f"cron:{name}"):
-            self.scheduler.remove_job(f"cron:{name}")
-        return removed
