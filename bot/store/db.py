@@ -412,11 +412,10 @@ class _Tx:
     def __enter__(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         db = self.db
         if not exc_type:
             db.execute("COMMIT")
         elif db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL)
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-        return False
