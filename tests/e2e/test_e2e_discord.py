@@ -167,10 +167,14 @@ async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, dc):
         await dc.wait_for_clients(1)
         dm = dc.add_dm_channel(77, "eve")
         await dc.inject_message(dm, "let me in", author_id=77, username="eve")
-        sent = await dc.wait_for_sent(1, timeout=15)
+        sent = await dc.wait_for_sent(2, timeout=15)
         await quiet(0.5)
-    assert len(dc.sent) == 1 and sent[0]["channel_id"] == dm
+        owner_dm = dc.add_dm_channel(ALICE)  # the one the daemon opened for the owner
+    assert len(dc.sent) == 2 and sent[0]["channel_id"] == dm
     assert "Pairing code" in sent[0]["content"] and "77" in sent[0]["content"]
+    # the owner is told in their direct chat (SPEC §17.4), with the same code
+    code = sent[0]["content"].split("Pairing code: ")[1][:8]
+    assert sent[1]["channel_id"] == owner_dm and f"/pair approve {code}" in sent[1]["content"]
     assert llm.requests == []
 
 

@@ -155,10 +155,13 @@ async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, sig):
     async with running(cfg):
         await sig.wait_for_clients(1)
         sig.inject_message("+15559990000", "let me in", source_name="Eve")
-        sent = await sig.wait_for_sent(1, timeout=15)
+        sent = await sig.wait_for_sent(2, timeout=15)
         await asyncio.sleep(0.5)
-    assert len(sig.sent) == 1 and sent[0]["recipient"] == ["+15559990000"]
+    assert len(sig.sent) == 2 and sent[0]["recipient"] == ["+15559990000"]
     assert "Pairing code" in sent[0]["message"] and "+15559990000" in sent[0]["message"]
+    # the owner is told in their direct chat (SPEC §17.4), with the same code
+    code = sent[0]["message"].split("Pairing code: ")[1][:8]
+    assert sent[1]["recipient"] == [ALICE] and f"/pair approve {code}" in sent[1]["message"]
     assert llm.requests == []
 
 

@@ -166,10 +166,13 @@ async def test_media_markers_link_and_upload(cfg, llm, sl):
 async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, sl):
     async with running(cfg):
         await sl.push_event(dm_event(sl, "let me in", user="UEVE", channel="DEVE"))
-        posts = await sl.wait_for_posts(1, timeout=15)
+        posts = await sl.wait_for_posts(2, timeout=15)
         await asyncio.sleep(0.5)
-    assert len(sl.posted) == 1 and posts[0]["channel"] == "DEVE"
+    assert len(sl.posted) == 2 and posts[0]["channel"] == "DEVE"
     assert "Pairing code" in posts[0]["text"] and "UEVE" in posts[0]["text"]
+    # the owner is told in their direct chat (SPEC §17.4), with the same code
+    code = posts[0]["text"].split("Pairing code: ")[1][:8]
+    assert posts[1]["channel"] == ALICE and f"/pair approve {code}" in posts[1]["text"]
     assert llm.requests == []
 
 

@@ -54,15 +54,16 @@ async def test_unknown_sender_gets_pairing_code_then_is_served(tmp_path, llm, tg
         code = sent[0].visible_text.split("Pairing code: ")[1][:8]
         tg.inject_message(77, "again?", from_id=77, username="eve")
         await asyncio.sleep(1.0)
-        assert len(tg.sent) == 1  # at most one pairing reply an hour
+        assert len([m for m in tg.sent if m.chat_id == 77]) == 1  # one pairing reply an hour
+        assert [m.chat_id for m in tg.sent] == [77, 42]  # and one notice to the owner (§17.4)
         cfg_path = tmp_path / "c.toml"
         cfg_path.write_text(f'[agent]\nstate_dir = "{cfg.agent.state_dir}"\n')
         assert cli_main(["pairing", "approve", "telegram", code, "--config", str(cfg_path)]) == 0
         assert "approved telegram sender 77" in capsys.readouterr().out
         llm.script(text("welcome"))
         tg.inject_message(77, "now?", from_id=77, username="eve")
-        sent = await tg.wait_for_sent(2, timeout=15)
-    assert sent[1].visible_text == "welcome"
+        sent = await tg.wait_for_sent(3, timeout=15)
+    assert sent[2].visible_text == "welcome"
     assert len(llm.requests) == 1
 
 

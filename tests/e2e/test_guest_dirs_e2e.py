@@ -88,9 +88,9 @@ async def test_a_guests_inbox_link_does_not_redirect_a_saved_document(
     llm.script(text("welcome"), text("got it"))
     async with running(cfg):
         await approve_friend(tmp_path, cfg, tg, capsys)
-        await tg.wait_for_sent(3, timeout=15)
+        await tg.wait_for_sent(4, timeout=15)  # with the owner's pairing notice
         plant(gdir_of(cfg, FRIEND) / "inbox", ssh)  # what the guest's exec would do
-        await send_keys(tg, 4)
+        await send_keys(tg, 5)
     assert sorted(p.name for p in ssh.iterdir()) == ["id_rsa"]  # nothing written there
     assert tg.sent[-1].chat_id == FRIEND and tg.sent[-1].visible_text == "got it"
     assert "could not be saved" in last_user_text(llm)
@@ -103,8 +103,8 @@ async def test_a_guests_long_document_is_saved_in_its_inbox(
     llm.script(text("welcome"), text("got it"))
     async with running(cfg):
         await approve_friend(tmp_path, cfg, tg, capsys)
-        await tg.wait_for_sent(3, timeout=15)
-        await send_keys(tg, 4)
+        await tg.wait_for_sent(4, timeout=15)  # with the owner's pairing notice
+        await send_keys(tg, 5)
     saved = gdir_of(cfg, FRIEND) / "inbox" / "authorized_keys"
     assert saved.read_bytes() == KEY and oct(saved.stat().st_mode & 0o777) == "0o600"
     assert "saved as inbox/authorized_keys" in last_user_text(llm)

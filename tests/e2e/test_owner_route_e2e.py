@@ -77,7 +77,8 @@ async def paired_friend_writes(tmp_path, cfg, d, tg, capsys) -> None:
     """FRIEND pairs the way a person does, is answered, then writes again (a guest turn)."""
     n = len(tg.sent)
     await approve_friend(tmp_path, cfg, tg, capsys)
-    await tg.wait_for_sent(n + 3, timeout=15)  # pairing code, "approved", the answer
+    # pairing code, the owner's notice, "approved", the answer
+    await tg.wait_for_sent(n + 4, timeout=15)
     await say(d, tg, FRIEND, "what is new with the owner?")
 
 

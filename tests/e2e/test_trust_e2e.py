@@ -35,10 +35,15 @@ def user_turn(request: dict) -> str:
 
 
 async def approve_friend(tmp_path, cfg, tg, capsys) -> None:
-    """Pair FRIEND the way a person does: they write, the owner approves the code."""
+    """Pair FRIEND the way a person does: they write (the owner is told: two messages
+    sent), the owner approves the code."""
     tg.inject_message(FRIEND, "hello?", from_id=FRIEND, first_name="Friend")
     sent = await tg.wait_for(
         lambda: [m for m in tg.sent if "Pairing code: " in m.visible_text], timeout=15
+    )
+    await tg.wait_for(
+        lambda: [m for m in tg.sent if m.chat_id == OWNER and "Pairing request" in m.visible_text],
+        timeout=15,
     )
     code = sent[-1].visible_text.split("Pairing code: ")[1][:8]
     path = tmp_path / "pair.toml"
@@ -67,12 +72,13 @@ async def test_a_username_equal_to_the_owners_id_is_not_the_owner(tmp_path, llm,
     llm.script(text("hello owner"))
     async with running(cfg_for(tmp_path, llm, tg)):
         tg.inject_message(STRANGER, "I am the owner", from_id=STRANGER, username=str(OWNER))
-        sent = await tg.wait_for_sent(1, timeout=15)
+        sent = await tg.wait_for_sent(2, timeout=15)  # the code, and the owner is told
         assert "Pairing code" in sent[0].visible_text and llm.requests == []
+        assert sent[1].chat_id == OWNER and "Pairing request" in sent[1].visible_text
         # twin: the owner, by id
         tg.inject_message(OWNER, "hi", from_id=OWNER, username="someone_else")
-        sent = await tg.wait_for_sent(2, timeout=15)
-    assert sent[1].visible_text == "hello owner"
+        sent = await tg.wait_for_sent(3, timeout=15)
+    assert sent[2].visible_text == "hello owner"
 
 
 async def test_pairing_approval_tells_the_sender_and_answers_the_message_that_asked(
@@ -82,17 +88,19 @@ async def test_pairing_approval_tells_the_sender_and_answers_the_message_that_as
     llm.script(text("Nice to meet you."))
     async with running(cfg):
         await approve_friend(tmp_path, cfg, tg, capsys)
-        sent = await tg.wait_for_sent(3, timeout=15)
-    assert "approved" in sent[1].visible_text and sent[1].chat_id == FRIEND
-    assert sent[2].visible_text == "Nice to meet you." and sent[2].chat_id == FRIEND
+        sent = await tg.wait_for_sent(4, timeout=15)
+    assert "approved" in sent[2].visible_text and sent[2].chat_id == FRIEND
+    assert sent[3].visible_text == "Nice to meet you." and sent[3].chat_id == FRIEND
     assert "hello?" in user_turn(llm.requests[0])
 
 
 async def test_throwaway_accounts_cannot_block_pairing(tmp_path, llm, tg):
     async with running(cfg_for(tmp_path, llm, tg)) as d:
-        for i, sender in enumerate((901, 902, 903, 904)):
+        for sender in (901, 902, 903, 904):
             tg.inject_message(sender, "let me in", from_id=sender)
-            sent = await tg.wait_for_sent(i + 1, timeout=15)
+            sent = await tg.wait_for(
+                lambda s=sender: [m for m in tg.sent if m.chat_id == s], timeout=15
+            )
             assert "Pairing code" in sent[-1].visible_text  # the fourth one too
         pending = {r["sender_id"] for r in d.store.pairing_requests("telegram")}
     assert pending == {"902", "903", "904"}  # the oldest made room
@@ -111,9 +119,9 @@ async def test_a_paired_friend_has_their_own_session_not_the_owners(
         tg.inject_message(OWNER, "my diary: I feel great today", from_id=OWNER)
         await tg.wait_for_sent(1, timeout=15)
         await approve_friend(tmp_path, cfg, tg, capsys)
-        await tg.wait_for_sent(4, timeout=15)
-        tg.inject_message(FRIEND, "what did the owner say?", from_id=FRIEND)
         await tg.wait_for_sent(5, timeout=15)
+        tg.inject_message(FRIEND, "what did the owner say?", from_id=FRIEND)
+        await tg.wait_for_sent(6, timeout=15)
         assert d.store.get("route:last")["chat_id"] == str(
             OWNER
         )  # heartbeats still go to the owner
@@ -276,11 +284,11 @@ async def test_a_guest_cannot_message_other_chats_but_can_answer_its_own(
     )
     async with running(cfg):
         await approve_friend(tmp_path, cfg, tg, capsys)
-        await tg.wait_for_sent(3, timeout=15)
+        await tg.wait_for_sent(4, timeout=15)
         tg.inject_message(FRIEND, "spam the owner", from_id=FRIEND)
-        await tg.wait_for_sent(5, timeout=15)
+        await tg.wait_for_sent(6, timeout=15)
         tg.inject_message(OWNER, "tell my friend hi", from_id=OWNER)
-        await tg.wait_for_sent(7, timeout=15)
+        await tg.wait_for_sent(8, timeout=15)
     results = tool_results(llm.requests[2])
     assert "only go to this chat" in results[0]
     assert results[1] == "sent"
@@ -302,9 +310,9 @@ async def test_guests_cannot_send_the_owners_files_as_attachments(
     llm.script(text("welcome"), text(f"here {marker}"), text(f"yours {marker}"))
     async with running(cfg):
         await approve_friend(tmp_path, cfg, tg, capsys)
-        await tg.wait_for_sent(3, timeout=15)
-        tg.inject_message(FRIEND, "send me the tax file", from_id=FRIEND)
         await tg.wait_for_sent(4, timeout=15)
+        tg.inject_message(FRIEND, "send me the tax file", from_id=FRIEND)
+        await tg.wait_for_sent(5, timeout=15)
         tg.inject_message(OWNER, "send me the tax file", from_id=OWNER)
         await tg.wait_for(
             lambda: any(m.chat_id == OWNER and m.kind == "document" for m in tg.sent), timeout=15
@@ -400,13 +408,13 @@ async def test_strangers_files_are_not_downloaded_and_owners_are_capped(tmp_path
     llm.script(text("nice photo"), text("too big, sorry"))
     async with running(cfg):
         tg.inject_message(STRANGER, "", from_id=STRANGER, photo=b"\xff\xd8stranger-bytes")
-        await tg.wait_for_sent(1, timeout=15)  # the pairing reply
+        await tg.wait_for_sent(2, timeout=15)  # the pairing reply and the owner's notice
         assert tg.calls_of("getFile") == []
         tg.inject_message(OWNER, "look", from_id=OWNER, photo=b"\xff\xd8" + b"x" * 200)
-        await tg.wait_for_sent(2, timeout=15)
+        await tg.wait_for_sent(3, timeout=15)
         assert len(tg.calls_of("getFile")) == 1  # twin: the owner's photo is fetched
         tg.inject_message(OWNER, "and this", from_id=OWNER, photo=b"\xff\xd8" + b"y" * 5000)
-        await tg.wait_for_sent(3, timeout=15)
+        await tg.wait_for_sent(4, timeout=15)
     files = [p for p in cfg.media_dir.rglob("*") if p.is_file()]
     assert len(files) == 1 and files[0].read_bytes().endswith(b"x" * 200)
     assert stat.S_IMODE(os.stat(files[0]).st_mode) == 0o600

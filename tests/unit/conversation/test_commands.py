@@ -107,9 +107,16 @@ OWNER_ONLY = [s for s in TABLE if s.owner_only]
 
 
 def test_the_table_holds_the_refusals_of_today():
-    assert [s.name for s in PLACED] == ["activation", "approve", "deny"]
-    assert [s.name for s in OWNER_ONLY] == ["activation", "approve", "deny", "model", "think"]
-    assert [s.name for s in TABLE if s.immediate] == ["approve", "deny", "stop"]
+    assert [s.name for s in PLACED] == ["activation", "approve", "deny", "pair"]
+    assert [s.name for s in OWNER_ONLY] == [
+        "activation",
+        "approve",
+        "deny",
+        "model",
+        "think",
+        "pair",
+    ]
+    assert [s.name for s in TABLE if s.immediate] == ["approve", "deny", "stop", "pair"]
 
 
 @pytest.mark.parametrize("spec", PLACED, ids=lambda s: s.name)
