@@ -45,8 +45,6 @@ def ledger_result(out: Outcome) -> tuple[str, str, str]:
         return "skipped", reason, ""
     if out.status == "stopped":
         return "skipped", "stopped", ""
-    if out.status == "failed" and "budget" in out.reason.lower():
-        return "skipped", "cost limit", out.reason
     detail = out.status + (f" ({out.reason})" if out.reason else "")
     return "ran", "", detail
 
@@ -206,10 +204,8 @@ class ScheduleService:
             return ""  # this occurrence has its row already: never run twice
         self._publish(job.name, run_id, "running")
         task = asyncio.ensure_future(self._execute(job, due, run_id, manual=manual))
-        self._runs[job.name] = task
-        if not manual:
-            await asyncio.wait([task])  # the job's loop goes on after its run
-        return run_id
+        self._runs[job.name] = task  # the job's loop goes on: a run still going when the
+        return run_id  # next occurrence is due makes that one skipped (session busy)
 
     async def _call(self, job: Job) -> Outcome:
         if job.heartbeat:

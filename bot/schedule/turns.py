@@ -208,6 +208,8 @@ class Scheduled:
         if result is None:
             log.info("heartbeat session=%s stopped", key)
             return Outcome("stopped", "stopped")
+        if result.error_kind == "budget":  # the daily cost limit refused the model call
+            return Outcome("skipped", "cost limit")
         plan = scheduled_plan(result, heartbeat=True, ack_max_chars=hb.ack_max_chars)
         if result.error:
             out = Outcome("failed", result.error)
@@ -286,6 +288,8 @@ class Scheduled:
         if result is None:
             log.info("cron job=%s stopped", name)
             return Outcome("stopped", "stopped")
+        if result.error_kind == "budget":  # the daily cost limit refused the model call
+            return Outcome("skipped", "cost limit")
         plan = scheduled_plan(result, heartbeat=False)
         if plan.silent or route is None:
             self._commit(key, result, "cron")
