@@ -82,14 +82,21 @@ def configured_channels(
 
 
 def approvals_for(
-    cfg: Config, store: Store, outbox: Outbox, channels: dict[str, Channel]
+    cfg: Config,
+    store: Store,
+    outbox: Outbox,
+    channels: dict[str, Channel],
+    notices: Notices | None = None,
 ) -> Approvals | None:
-    """Exec security "ask": held commands wait for the owner, asked in a direct chat."""
+    """Exec security "ask": held commands wait for the owner, asked in a direct chat and
+    listed in the Control UI's Inbox (with the UI on they wait there when no chat can ask)."""
     if cfg.tools.exec.security != "ask":
         return None
     return Approvals(
         send.notifier(outbox, kind="approval"),
         lambda route, trust: owner_route.ask_route(store, cfg, channels, route, trust),
+        notices=notices,
+        inbox=cfg.channels.http.enabled and cfg.ui.enabled,
     )
 
 
@@ -135,8 +142,8 @@ def build(
     mounts = _ui_mounts(cfg, lambda: ui)  # read when the HTTP channel starts
     channels = configured_channels(cfg, mounts) if given_channels is None else dict(given_channels)
     # everything that sends goes through the outbox: built before any of them
-    outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds)
-    approvals = approvals_for(cfg, store, outbox, channels)
+    outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds, notices=notices)
+    approvals = approvals_for(cfg, store, outbox, channels, notices)
 
     # two cycles are closed by callables read at call time, never by setting attributes: MCP
     # tells the agent its tools changed (after start), and the agent's cron tool reaches the
@@ -154,7 +161,9 @@ def build(
         mcp=mcp,
         cron=(lambda: cron) if "cron" in cfg.tools.enabled else None,
     )
-    router = Router(cfg, store, agent, lanes, channels, outbox, approvals=approvals)
+    router = Router(
+        cfg, store, agent, lanes, channels, outbox, approvals=approvals, notices=notices
+    )
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
     scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=router.runner)
     cron = ScheduleService(cfg, store, scheduled)
