@@ -45,11 +45,13 @@ class NoticesPort(Protocol):
 @dataclass(frozen=True)
 class Created:
     """What :func:`request` did: the text for the sender (None: stay quiet), the request's
-    code, and whether the request is new (only then is the owner told, SPEC §17.4)."""
+    code, whether the request is new (only then is the owner told, SPEC §17.4) and whether
+    its code is new (a new request, or the hourly repeat of an expired one)."""
 
     reply: str | None
     code: str
     new: bool
+    fresh_code: bool = False
 
 
 def new_code() -> str:
@@ -86,23 +88,34 @@ def request(
     *,
     now: float | None = None,
 ) -> Created:
-    """Record a pairing request.  With ``MAX_PENDING`` requests pending on the channel, the
-    oldest one makes room: a few throwaway accounts cannot block pairing for everyone else."""
+    """Record a pairing request.  A sender whose code expired unanswered gets a fresh one
+    with the hourly repeat of the reply: the same request (the owner is not told again).
+    With ``MAX_PENDING`` requests pending on the channel, the oldest one makes room: a few
+    throwaway accounts cannot block pairing for everyone else."""
     now = time.time() if now is None else now
-    live = [r for r in store.pairing_requests(channel) if now - r["created"] < CODE_TTL]
+    stored = store.pairing_requests(channel)
+    live = [r for r in stored if now - r["created"] < CODE_TTL]
     mine = next((r for r in live if r["sender_id"] == sender_id), None)
     if mine:
-        if now - mine["notified"] < NOTIFY_EVERY:
-            return Created(None, mine["code"], new=False)
-        store.upsert_pairing(channel, sender_id, sender_name, mine["code"], mine["created"], now)
-        return Created(pairing_message(channel, sender_id, mine["code"]), mine["code"], new=False)
+        return _again(store, mine, sender_name, now)
+    expired = any(r["sender_id"] == sender_id for r in stored)  # theirs, never answered
     for old in live[: max(0, len(live) - MAX_PENDING + 1)]:  # live is oldest first
         store.delete_pairing(channel, old["sender_id"])
-    for stale in (r for r in store.pairing_requests(channel) if now - r["created"] >= CODE_TTL):
+    for stale in (r for r in stored if r not in live and r["sender_id"] != sender_id):
         store.delete_pairing(channel, stale["sender_id"])
     code = new_code()
-    store.upsert_pairing(channel, sender_id, sender_name, code, now, now, first_message)
-    return Created(pairing_message(channel, sender_id, code), code, new=True)
+    first = None if expired else first_message  # a repeat keeps the first message
+    store.upsert_pairing(channel, sender_id, sender_name, code, now, now, first)
+    return Created(pairing_message(channel, sender_id, code), code, not expired, True)
+
+
+def _again(store: Store, mine: dict, sender_name: str, now: float) -> Created:
+    """A pending request's sender wrote again: quiet, or the reply once an hour."""
+    if now - mine["notified"] < NOTIFY_EVERY:
+        return Created(None, mine["code"], new=False)
+    channel, sender, code = mine["channel"], mine["sender_id"], mine["code"]
+    store.upsert_pairing(channel, sender, sender_name, code, mine["created"], now)
+    return Created(pairing_message(channel, sender, code), code, new=False)
 
 
 def as_request(row: dict) -> dict:

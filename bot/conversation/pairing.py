@@ -86,11 +86,9 @@ async def reply(
                 OutboundMessage(chat_id=msg.chat_id, text=made.reply, account=msg.account),
                 kind="pairing",
             )
-    if not made.new:
-        return
-    if notices is not None:
+    if made.fresh_code and notices is not None:  # the Control UI shows the current code
         row = next((r for r in pairing.pending(store) if r["code"] == made.code), None)
         if row is not None:
             notices.publish("pairing.pending", row)
-    if cfg is not None:
+    if made.new and cfg is not None:  # once per request, never for its hourly repeat
         await _tell_owner(cfg, outbox, msg, made.code)
