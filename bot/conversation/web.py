@@ -15,17 +15,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.conversation import requests
 from bot.conversation.commands import COMMANDS, command_call, run_command
 from bot.conversation.commands import controls
 from bot.conversation.pipeline import Conversation
 from bot.conversation.reply import chat_reply
-from bot.delivery.outbound import channel_traits
+from bot.conversation.run import Stopped
 from bot.delivery.previews import StreamEvent, StreamText
-from bot.prompt.delivery import delivery_instructions
 from bot.rules.admission import Verdict
 from channels.base import InboundMessage, MediaItem
 
@@ -155,20 +154,18 @@ class WebTurns:
         )
         sink.finished(turn="", text="\n\n".join(replies.texts), stopped=False, usage={})
 
-    def _request(self, msg: InboundMessage, key: str, text: str, media: tuple[dict, ...]):
-        caps, reactions = channel_traits(None, None)
-        ctx = requests.ChatContext(
-            trust="owner",
-            file_root=None,
-            after_user_system=delivery_instructions(CHANNEL),
-            media=media,
-        )
-        return requests.chat_request(msg, key, text, requests.Traits(caps, reactions), ctx)
-
     async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, sink: WebSink) -> None:
-        conv = self.conv
-        turn = await conv.prepare.user_turn(msg, key, OWNER, pending=[], was_mentioned=None)
-        req = self._request(msg, key, turn.text, turn.media)
+        conv, prep = self.conv, self.conv.prepare
+        try:  # Stop during the attachments' preparation stops the turn too
+            turn = await conv.runner.preparing(
+                key, msg.sender_id, prep.user_turn(msg, key, OWNER, pending=[], was_mentioned=None)
+            )
+        except Stopped:
+            turn = prep.unread_turn(msg, pending=[], was_mentioned=None)
+            req = prep.request(msg, key, turn.text, OWNER, include_intro=False)
+            await self._stopped(inbound_id, msg, req, uuid.uuid4().hex, "", sink)
+            return
+        req = prep.request(msg, key, turn.text, OWNER, include_intro=False, media=turn.media)
         live = _Live(sink)
         outcome = await conv.runner.run(
             req,
@@ -180,10 +177,7 @@ class WebTurns:
             effort=controls.session_effort(conv.cfg, conv.store, key),
         )
         if outcome.result is None:  # stopped (§17.1): the user message stays, no answer
-            await conv.commit.stopped(inbound_id, key, req, outcome.turn)
-            record = {"turn": "", "stopped": True, "text": live.shown}
-            conv.store.put(answer_key(key, msg.message_id), record)
-            sink.finished(turn="", text=live.shown, stopped=True, usage={})
+            await self._stopped(inbound_id, msg, req, outcome.turn, live.shown, sink)
             return
         result = outcome.result
         reply = await chat_reply(conv.cfg, None, msg, req, result, reply_mode="off")
@@ -196,3 +190,12 @@ class WebTurns:
             sink.failed(code, text or str(result.error))
             return
         sink.finished(turn=result.turn_id, text=text, stopped=False, usage=dict(result.usage))
+
+    async def _stopped(
+        self, inbound_id: int, msg: InboundMessage, req: Any, turn: str, shown: str, sink: WebSink
+    ) -> None:
+        """Keep the user message, store no answer; a replay says it was stopped."""
+        record = {"turn": "", "stopped": True, "text": shown}
+        state = {answer_key(msg.chat_id, msg.message_id): record}
+        await self.conv.commit.stopped(inbound_id, msg.chat_id, req, turn, state=state)
+        sink.finished(turn="", text=shown, stopped=True, usage={})

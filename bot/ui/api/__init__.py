@@ -2,17 +2,55 @@
 
 ``register`` adds them to the UI sub-application; the guard (bot/ui/guard.py) has already
 checked Host, Origin, the session and its CSRF token when a handler runs, and the session
-is ``request["ui_session"]``."""
+is ``request["ui_session"]``.  One module per route group: ``sessions`` (list, transcript),
+``chat`` (web turns, stop, reset, compact, uploads), ``inbox`` (approvals, pairing, outbox),
+``channels``, ``schedule``, ``usage``, ``workspace`` (workspace, context, config), ``logs``,
+``system`` and ``events``; ``common`` is what they share, ``transcript`` the stored
+messages as the UI shows them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from bot.ui.api import (
+    channels,
+    chat,
+    events,
+    inbox,
+    logs,
+    schedule,
+    sessions,
+    system,
+    usage,
+    workspace,
+)
+from bot.ui.api.common import STATE, state_for
 
 if TYPE_CHECKING:
     from aiohttp import web
 
     from bot.ui.context import UiContext
 
+GROUPS = (sessions, chat, inbox, channels, schedule, usage, workspace, logs, system, events)
+
 
 def register(app: web.Application, ctx: UiContext) -> None:
     """Add the API's routes to ``app`` (paths relative to ``/ui``, e.g. ``/api/sessions``)."""
+    st = state_for(ctx)
+    app[STATE] = st
+
+    async def start(_app: web.Application) -> None:
+        st.closing.clear()
+        st.sessions.start()
+
+    async def closing(_app: web.Application) -> None:
+        st.closing.set()  # open event streams end, so the listener stops at once
+
+    async def stop(_app: web.Application) -> None:
+        await st.sessions.stop()
+
+    app.on_startup.append(start)
+    app.on_shutdown.append(closing)
+    app.on_cleanup.append(stop)
+    for group in GROUPS:
+        group.register(app)

@@ -1,0 +1,75 @@
+"""``GET /ui/api/channels`` (SPEC §16.4): each channel's state, identity, last traffic and
+outbox counts, and the MCP servers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from bot.ui.api.common import guarded, state
+from bot.ui.context import UiContext
+
+STATES = ("connected", "starting", "retrying", "stopped", "failed")
+
+
+def _traffic(ctx: UiContext) -> dict[str, dict[str, Any]]:
+    db = ctx.store.db
+    out: dict[str, dict[str, Any]] = {}
+    for ch, last in db.execute("SELECT channel, MAX(created) FROM inbound GROUP BY channel"):
+        out.setdefault(ch, {})["last_inbound"] = last
+    for ch, last in db.execute(
+        "SELECT channel, MAX(updated) FROM outbox WHERE state='sent' GROUP BY channel"
+    ):
+        out.setdefault(ch, {})["last_outbound"] = last
+    for ch, st, n in db.execute(
+        "SELECT channel, state, COUNT(*) FROM outbox WHERE state IN ('queued','sending','failed')"
+        " GROUP BY channel, state"
+    ):
+        out.setdefault(ch, {}).setdefault("outbox", {})[st] = n
+    return out
+
+
+def _channel(name: str, info: Any, traffic: dict[str, Any]) -> dict[str, Any]:
+    detail = info if isinstance(info, dict) else {"state": info}
+    st = str(detail.get("state") or "starting")
+    counts = traffic.get("outbox", {})
+    return {
+        "id": name,
+        "enabled": bool(detail.get("enabled", True)),
+        "state": st if st in STATES else "starting",
+        "identity": detail.get("identity") or "",
+        "last_inbound": traffic.get("last_inbound"),
+        "last_outbound": traffic.get("last_outbound"),
+        "error": detail.get("error") or None,
+        "outbox": {k: int(counts.get(k, 0)) for k in ("queued", "sending", "failed")},
+    }
+
+
+def _mcp(ctx: UiContext) -> list[dict[str, Any]]:
+    if ctx.mcp is None:
+        return []
+    return [
+        {
+            "name": s.name,
+            "transport": s.transport,
+            "state": s.state,
+            "tools": [getattr(t, "name", str(t)) for t in s.tools],
+            "error": s.error or None,
+        }
+        for s in ctx.mcp.statuses()
+    ]
+
+
+async def channels(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    states = dict(ctx.channel_states())
+    for name in ctx.conversation.channels:
+        states.setdefault(name, "starting")
+    traffic = _traffic(ctx)
+    rows = [_channel(name, info, traffic.get(name, {})) for name, info in sorted(states.items())]
+    return web.json_response({"channels": rows, "mcp": _mcp(ctx)})
+
+
+def register(app: web.Application) -> None:
+    app.router.add_get("/api/channels", guarded(channels))

@@ -1,0 +1,113 @@
+"""What waits on the owner (SPEC §16.4): held exec commands (``/approve``/``/deny``), pairing
+requests (``chela pairing approve``) and the outbox's failed deliveries (retry, discard)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+from aiohttp import web
+
+from bot import pairing
+from bot.ui.api import transcript
+from bot.ui.api.common import (
+    BadRequest,
+    body,
+    conflict,
+    decision_of,
+    guarded,
+    not_found,
+    state,
+)
+
+log = logging.getLogger("chela.ui")
+
+OUTBOX_STATES = ("failed", "queued", "sending")
+
+
+async def approvals(request: web.Request) -> web.Response:
+    held = state(request).ctx.approvals
+    return web.json_response({"approvals": held.listed() if held is not None else []})
+
+
+async def decide_approval(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    code = request.match_info["code"].strip().upper()
+    decision = decision_of(await body(request))
+    outcome = ctx.approvals.decide(code, decision) if ctx.approvals is not None else "unknown"
+    if outcome == "unknown":
+        return not_found(f"no command is waiting with code {code}")
+    if outcome == "already":
+        return conflict(f"the command with code {code} was already decided")
+    log.info("exec approval decided from the Control UI code=%s decision=%s", code, decision)
+    return web.json_response({"code": code, "decision": decision})
+
+
+async def pairing_requests(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    return web.json_response({"requests": pairing.pending(ctx.store)})
+
+
+async def decide_pairing(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    channel, code = request.match_info["channel"], request.match_info["code"].strip().upper()
+    decision = decision_of(await body(request))
+    try:
+        row = pairing.decide(ctx.store, channel, code, decision, notices=ctx.notices)  # type: ignore[arg-type]
+    except pairing.PairingError as e:
+        return not_found(str(e))
+    if decision == "approve":  # as the daemon does for `chela pairing approve`, now
+        with contextlib.suppress(Exception):
+            await ctx.conversation.pairing_approved(row["channel"], row["sender_id"])
+    return web.json_response({"channel": channel, "code": code, "decision": decision})
+
+
+async def outbox(request: web.Request) -> web.Response:
+    wanted = request.query.get("state", "")
+    if wanted and wanted not in OUTBOX_STATES:
+        raise BadRequest("state must be failed, queued or sending")
+    items = transcript.outbox_items(state(request).ctx.store, wanted or None)
+    return web.json_response({"items": items})
+
+
+def _row_id(request: web.Request) -> int:
+    try:
+        return int(request.match_info["id"])
+    except ValueError:
+        raise BadRequest("id must be an outbox row id") from None
+
+
+async def retry(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    row_id = _row_id(request)
+    await body(request)
+    if transcript.outbox_state(ctx.store, row_id) is None:
+        return not_found(f"no outbox row {row_id}")
+    if not transcript.outbox_requeue(ctx.store, row_id, time.time()):
+        return conflict(f"outbox row {row_id} has not failed")
+    ctx.outbox.enqueue([row_id])
+    ctx.notices.publish("delivery.resolved", {"id": row_id, "state": "queued"})
+    return web.json_response({"id": row_id, "state": "queued"})
+
+
+async def discard(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    row_id = _row_id(request)
+    await body(request)
+    if transcript.outbox_state(ctx.store, row_id) is None:
+        return not_found(f"no outbox row {row_id}")
+    if not transcript.outbox_discard(ctx.store, row_id, time.time()):
+        return conflict(f"outbox row {row_id} has not failed")
+    ctx.notices.publish("delivery.resolved", {"id": row_id, "state": "discarded"})
+    return web.json_response({"id": row_id, "state": "discarded"})
+
+
+def register(app: web.Application) -> None:
+    app.router.add_get("/api/approvals", guarded(approvals))
+    app.router.add_post("/api/approvals/{code}", guarded(decide_approval))
+    app.router.add_get("/api/pairing", guarded(pairing_requests))
+    app.router.add_post("/api/pairing/{channel}/{code}", guarded(decide_pairing))
+    app.router.add_get("/api/outbox", guarded(outbox))
+    app.router.add_post("/api/outbox/{id}/retry", guarded(retry))
+    app.router.add_post("/api/outbox/{id}/discard", guarded(discard))

@@ -1,0 +1,190 @@
+"""Stored messages as the Control UI shows them (SPEC §16.4's message object), and the few
+read queries the UI needs that the store's facade does not offer."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bot.rules.replies import parse_reply
+from bot.store import Store
+
+_META = "[Message metadata from the platform."
+_FIELD = re.compile(r"^(channel|message_id): (.*)$", re.MULTILINE)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # multimodal parts: the text ones
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def user_view(text: str) -> tuple[str, str, str | None]:
+    """A stored user turn → (what the sender wrote, channel, the web message's id)."""
+    if not text.startswith(_META):
+        return text, "", None
+    head, sep, body = text.partition("[Message]\n")
+    fields = dict(_FIELD.findall(head))
+    channel = fields.get("channel", "")
+    cid = fields.get("message_id") if channel == "web" else None
+    return (body if sep else text), channel, cid
+
+
+def message_view(row_id: int, data: dict, created: float, channel: str) -> dict | None:
+    """One stored message as §16.4's object; None for what is not listed (tool results
+    of the text protocol, an assistant tool-call step without text, a silent reply)."""
+    role = data.get("role")
+    text = _content_text(data.get("content"))
+    out: dict[str, Any] = {
+        "id": row_id,
+        "role": role,
+        "text": text,
+        "created": created,
+        "channel": channel,
+        "client_msg_id": None,
+        "tool": None,
+    }
+    if role == "user":
+        if text.lstrip().startswith("<tool_result"):
+            return None
+        out["text"], seen_channel, out["client_msg_id"] = user_view(text)
+        out["channel"] = seen_channel or channel
+    elif role == "assistant":
+        plan = parse_reply(text)
+        if plan.silent or not plan.text.strip():
+            return None
+        out["text"] = plan.text
+    elif role == "tool":
+        out["tool"] = {"name": data.get("name") or "", "ok": True, "duration_ms": None}
+    else:
+        return None
+    return out
+
+
+def channel_of(key: str) -> str:
+    """The channel a session key names ("" for the main session and scheduled ones)."""
+    parts = key.split(":")
+    if len(parts) >= 4 and parts[3] in ("direct", "group", "channel"):
+        return parts[2]
+    if len(parts) >= 3 and parts[2] in ("http", "http-stateless"):
+        return "http"
+    return ""
+
+
+def messages(store: Store, key: str, *, before: int | None, limit: int) -> tuple[list[dict], bool]:
+    """The listed messages of the session's current epoch, oldest first, and whether older
+    ones exist.  Heartbeat acks and compacted-away messages are not listed."""
+    row = store.db.execute("SELECT epoch FROM sessions WHERE key=?", (key,)).fetchone()
+    if row is None:
+        return [], False
+    upto = store.db.execute(
+        "SELECT COALESCE(MAX(upto_id), 0) FROM summaries WHERE session_key=? AND epoch=?",
+        (key, row[0]),
+    ).fetchone()[0]
+    q = (
+        "SELECT id, data, created, kind FROM messages WHERE session_key=? AND epoch=? AND id>?"
+        " AND kind!='heartbeat'"
+    )
+    args: list[Any] = [key, row[0], upto]
+    if before is not None:
+        q += " AND id<?"
+        args.append(before)
+    out: list[dict] = []
+    has_more = False
+    channel = channel_of(key)
+    for rid, data, created, _kind in store.db.execute(q + " ORDER BY id DESC", args):
+        view = message_view(rid, json.loads(data), created, channel)
+        if view is None:
+            continue
+        if len(out) >= limit:
+            has_more = True
+            break
+        out.append(view)
+    out.reverse()
+    return out, has_more
+
+
+def answer_of(store: Store, key: str, turn: str) -> dict | None:
+    """The assistant message a stored turn ended with."""
+    for rid, data, created in store.db.execute(
+        "SELECT id, data, created FROM messages WHERE session_key=? AND turn=? AND role='assistant'"
+        " ORDER BY id DESC",
+        (key, turn),
+    ):
+        view = message_view(rid, json.loads(data), created, "web")
+        if view is not None:
+            return view
+    return None
+
+
+def search_keys(store: Store, q: str) -> set[str]:
+    """Sessions whose key or current messages contain ``q``."""
+    like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = store.db.execute(
+        "SELECT s.key FROM sessions s WHERE s.key LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM"
+        " messages m WHERE m.session_key=s.key AND m.epoch=s.epoch AND m.data LIKE ? ESCAPE '\\')",
+        (like, like),
+    )
+    return {r[0] for r in rows}
+
+
+def session_costs(store: Store) -> dict[str, float]:
+    return {
+        k: float(c or 0.0)
+        for k, c in store.db.execute("SELECT session_key, SUM(cost_usd) FROM usage GROUP BY 1")
+    }
+
+
+def outbox_items(store: Store, state: str | None) -> list[dict]:
+    q = "SELECT id, channel, chat_id, kind, payload, state, error, attempts, created FROM outbox"
+    args: list[Any] = []
+    if state:
+        q += " WHERE state=?"
+        args.append(state)
+    else:
+        q += " WHERE state IN ('queued','sending','failed')"
+    items = []
+    for rid, channel, chat, kind, payload, st, error, attempts, created in store.db.execute(
+        q + " ORDER BY id DESC LIMIT 500", args
+    ):
+        text = str(json.loads(payload).get("text") or "")
+        items.append(
+            {
+                "id": rid,
+                "channel": channel,
+                "chat": chat,
+                "kind": kind,
+                "preview": text.strip().split("\n", 1)[0][:200],
+                "state": st,
+                "error": error,
+                "attempts": attempts,
+                "created": created,
+            }
+        )
+    return items
+
+
+def outbox_state(store: Store, row_id: int) -> str | None:
+    row = store.db.execute("SELECT state FROM outbox WHERE id=?", (row_id,)).fetchone()
+    return row[0] if row else None
+
+
+def outbox_requeue(store: Store, row_id: int, now: float) -> bool:
+    """A failed row back to 'queued' (a fresh start for ``delivery.max_age``)."""
+    cur = store.db.execute(
+        "UPDATE outbox SET state='queued', error=NULL, created=?, updated=? WHERE id=? AND"
+        " state='failed'",
+        (now, now, row_id),
+    )
+    return cur.rowcount == 1
+
+
+def outbox_discard(store: Store, row_id: int, now: float) -> bool:
+    cur = store.db.execute(
+        "UPDATE outbox SET state='discarded', updated=? WHERE id=? AND state='failed'",
+        (now, row_id),
+    )
+    return cur.rowcount == 1
