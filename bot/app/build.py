@@ -159,7 +159,7 @@ def build(
         send_message=send.message_tool(outbox),
         approvals=approvals,
         mcp=mcp,
-        cron=(lambda: cron) if "cron" in cfg.tools.enabled else None,
+        cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
     )
     router = Router(
         cfg, store, agent, lanes, channels, outbox, approvals=approvals, notices=notices

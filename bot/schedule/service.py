@@ -165,8 +165,9 @@ class ScheduleService:
                 self.store.ledger_note(job.name, d, "skipped", "paused")
             return []
         late = now - latest
-        if late <= ON_TIME or (not job.heartbeat and late <= job.catch_up):
-            catch_up = late > ON_TIME
+        on_time = 0.0 if at_start else ON_TIME  # due while the daemon was down: never on time
+        if late <= on_time or (not job.heartbeat and late <= job.catch_up):
+            catch_up = late > on_time
             reason = "superseded by catch-up" if catch_up else "superseded"
             for d in older:
                 self.store.ledger_note(job.name, d, "missed", reason)
@@ -309,6 +310,12 @@ class ScheduleService:
         from bot.schedule.views import ui_job
 
         return [ui_job(self, job) for job in self.registry.jobs()]
+
+    def listing(self) -> str:
+        """One line per job (``/cron list``)."""
+        from bot.schedule.views import listing
+
+        return listing(self)
 
     def for_route(self, route: dict[str, Any]) -> Any:
         """The cron tool's view for a turn that came from ``route`` (its jobs deliver there)."""

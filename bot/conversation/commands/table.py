@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.conversation.commands import approvals, controls, pair, session, usage
+from bot.conversation.commands import approvals, controls, cron, pair, session, usage
 from bot.conversation.commands.help import help_text
 from bot.conversation.commands.ports import CommandPorts, Handler
 from bot.conversation.types import CommandCall
@@ -99,6 +99,14 @@ TABLE: tuple[CommandSpec, ...] = (
         "pairing requests: list them, admit a sender or refuse",
         pair.pair,
         where="direct",
+        owner_only=True,
+        immediate=True,
+    ),
+    CommandSpec(
+        "cron",
+        "/cron [list|pause|resume|run|remove NAME]",
+        "scheduled jobs: list them, pause, resume, run now or remove one",
+        cron.cron,
         owner_only=True,
         immediate=True,
     ),

@@ -115,8 +115,9 @@ def test_the_table_holds_the_refusals_of_today():
         "model",
         "think",
         "pair",
+        "cron",
     ]
-    assert [s.name for s in TABLE if s.immediate] == ["approve", "deny", "stop", "pair"]
+    assert [s.name for s in TABLE if s.immediate] == ["approve", "deny", "stop", "pair", "cron"]
 
 
 @pytest.mark.parametrize("spec", PLACED, ids=lambda s: s.name)
