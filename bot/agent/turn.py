@@ -119,8 +119,6 @@ class Agent:
 
         self.compactor = Compactor(cfg, store, llm_factory=llm_factory, main_llm=self.llm)
         self.gate = self.compactor.gate  # every model call passes it (SPEC §9.5)
-        # each stored message is counted once, with the model's tokenizer (SPEC §10)
-        store.token_counter = self.compactor.count_message
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)

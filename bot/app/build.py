@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot import owner_route
 from bot.agent.turn import Agent
+from bot.compaction import message_counter
 from bot.app.channels import SecretMissing, build_channel, enabled_channels
 from bot.approvals import Approvals
 from bot.config import Config
@@ -135,7 +136,8 @@ def build(
         from bot.app.http_token import ensure_http_token
 
         ensure_http_token(cfg)  # before the agent reads the secrets it scrubs
-    store = Store(cfg.db_path)
+    # each stored message is counted once, with the model's tokenizer (SPEC §10)
+    store = Store(cfg.db_path, token_counter=message_counter(cfg))
     lanes = SessionLanes(cfg.session.max_concurrent_turns)
     hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
     notices = Notices()  # what the owner may act on, for the UI's event stream (SPEC §16.5)

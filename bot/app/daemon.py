@@ -335,7 +335,7 @@ class Daemon:
     async def stop(self) -> None:
         """Stop taking turns, then leave every component in the reverse of its start order."""
         self._stop.set()
-        self.router.accepting = False
+        self.router.stop_accepting()
         if killed := pdf.stop_all():  # bounded work never delays shutdown (SPEC §9.5)
             log.info("stopping: %d document read(s) cut short", killed)
         await self._stack.aclose()

@@ -22,7 +22,7 @@ the system prompt stays byte-identical across compactions.
 
 from __future__ import annotations
 
-from .compactor import Compactor
+from .compactor import Compactor, message_counter
 from .plan import (
     DEFAULT_WINDOW,
     SUMMARY_INSTRUCTIONS,
@@ -48,6 +48,7 @@ __all__ = [
     "choose_cut",
     "clip_to_tokens",
     "fallback_summary",
+    "message_counter",
     "model_window",
     "reserve_for",
     "summary_message",

@@ -45,6 +45,25 @@ from .plan import (
 log = logging.getLogger("chela.compaction")
 
 
+def message_counter(cfg: Config) -> Callable[[dict], int]:
+    """How a stored message's tokens are counted (SPEC §10), given to the Store when the app
+    builds it: litellm's tokenizer for the configured model when this config counts with
+    litellm (never for a light-path-only config, so counts do not depend on whether
+    something else imported litellm), else the estimate."""
+    model, needed = cfg.agent.model, litellm_needed(cfg)
+
+    def count(message: dict) -> int:
+        litellm = lite._litellm if needed else None
+        if litellm is None:
+            return estimate_tokens(message)
+        try:
+            return int(litellm.token_counter(model=model, messages=[message]))
+        except Exception:
+            return estimate_tokens(message)
+
+    return count
+
+
 # --------------------------------------------------------------------------- engine
 @dataclass
 class _TurnFit:
@@ -72,6 +91,7 @@ class Compactor:
         self._window: int | None = None
         self._litellm_needed = litellm_needed(cfg)
         self._text_tokens: dict[Any, int] = {}
+        self._count_message = message_counter(cfg)
 
     # ------------------------------------------------------------------- counting
     async def ready(self) -> None:
@@ -88,13 +108,7 @@ class Compactor:
         return lite._litellm if self._litellm_needed else None
 
     def count_message(self, message: dict) -> int:
-        litellm = self._counter()
-        if litellm is None:
-            return estimate_tokens(message)
-        try:
-            return int(litellm.token_counter(model=self.model, messages=[message]))
-        except Exception:
-            return estimate_tokens(message)
+        return self._count_message(message)
 
     def count_text(self, text: str) -> int:
         litellm = self._counter()

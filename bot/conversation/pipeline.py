@@ -188,6 +188,11 @@ class Conversation:
         self.lanes.submit(key, run)
         return True
 
+    def stop_accepting(self) -> None:
+        """The daemon stops: new messages are stored only (answered after the restart), and
+        a full disk no longer holds a write back."""
+        self.accepting = False
+
     async def recover(self) -> int:
         """Queue stored messages that were never answered (crash or restart); the daemon
         started the outbox, with what the last run left unsent, just before."""
