@@ -10,7 +10,7 @@ import argparse
 import math
 import sqlite3
 import time
-from datetime import datetime, UTC
+from datetime import datetime
 
 from bot.cli.common import add_common, load
 from bot.config import Config
@@ -79,28 +79,60 @@ def next_heartbeat(cfg: Config, daemon: dict | None, now: float) -> str:
     return f"heartbeat: {sched}; next run {when(started + k * every, now)}"
 
 
+def _last_rows(cfg: Config) -> dict[str, dict]:
+    """The newest ledger row of every job (SPEC §17.5)."""
+    q = (
+        "SELECT job, due, status, reason, detail, manual, catch_up, ended FROM schedule_ledger"
+        " WHERE id IN (SELECT MAX(id) FROM schedule_ledger GROUP BY job)"
+    )
+    keys = ("job", "due", "status", "reason", "detail", "manual", "catch_up", "ended")
+    return {r[0]: dict(zip(keys, r, strict=True)) for r in (_rows(cfg, q) or [])}
+
+
+def _known_jobs(cfg: Config) -> list:
+    from bot.schedule.registry import config_jobs, heartbeat_job
+    from bot.schedule.jobs import Job
+
+    jobs = [j for j in (heartbeat_job(cfg), *config_jobs(cfg)) if j is not None]
+    q = "SELECT name, kind, spec, target, to_, anchor FROM schedule_jobs ORDER BY name"
+    for name, kind, spec, target, to, anchor in _rows(cfg, q) or []:
+        jobs.append(Job(name, kind, spec, target=target, to=to, source="tool", anchor=anchor))
+    return jobs
+
+
+def _job_row(job, kept: tuple, row: dict | None, now: float, tz) -> list[str]:
+    from bot.schedule.jobs import describe, next_after
+    from bot.schedule.views import result_text
+
+    paused, anchor, _ = kept
+    anchored = job.with_anchor(anchor if anchor is not None else now)
+    try:
+        nxt = next_after(anchored, max(now, (row or {}).get("due") or 0), tz)
+        nxt_s = "-" if paused else when(nxt, now) if nxt else "never"
+    except ValueError as e:
+        nxt_s = f"bad schedule: {e}"
+    state = "paused" if paused else "active"
+    return [job.name, describe(job), job.source, state, nxt_s, result_text(row, tz)]
+
+
 def cron_rows(cfg: Config, now: float) -> list[list[str]]:
-    from apscheduler.triggers.cron import CronTrigger
-
+    """Every job: schedule, source, state, next run and its last ledger result; one-shot
+    jobs that ended in the last 24 h with their result (SPEC §17.5)."""
     from bot.agent.turn import zone
+    from bot.schedule.views import result_text
 
-    jobs = [(j.name, j.schedule, "config") for j in cfg.cron]
-    jobs += [
-        (r[0], r[1], "tool")
-        for r in (_rows(cfg, "SELECT name, schedule FROM cron_jobs ORDER BY name") or [])
-    ]
     tz = zone(cfg)
-    out = []
-    for name, schedule, source in jobs:
-        try:
-            trig = CronTrigger.from_crontab(schedule, timezone=tz or None)
-            nxt = trig.get_next_fire_time(
-                None, datetime.fromtimestamp(now, UTC).astimezone(trig.timezone)
-            )
-            nxt_s = when(nxt.timestamp(), now) if nxt else "never"
-        except ValueError as e:
-            nxt_s = f"bad schedule: {e}"
-        out.append([name, schedule, source, nxt_s])
+    q = "SELECT name, paused, anchor, ended FROM schedule_state"
+    state = {r[0]: tuple(r[1:]) for r in _rows(cfg, q) or []}
+    last = _last_rows(cfg)
+    out = [
+        _job_row(job, state.get(job.name, (0, None, None)), last.get(job.name), now, tz)
+        for job in _known_jobs(cfg)
+        if not state.get(job.name, (0, None, None))[2]
+    ]
+    for name, (_, _, ended) in state.items():
+        if ended and now - ended < 86400 and name in last:
+            out.append([name, "one-shot", "-", "ended", "-", result_text(last[name], tz)])
     return out
 
 
@@ -136,7 +168,7 @@ def status_text(cfg: Config, now: float | None = None) -> str:
     out.append("")
     if crons:
         out.append("cron jobs:")
-        out.append(table(["NAME", "SCHEDULE", "SOURCE", "NEXT RUN"], crons))
+        out.append(table(["NAME", "SCHEDULE", "SOURCE", "STATE", "NEXT RUN", "LAST"], crons))
     else:
         out.append("cron jobs: none")
     sessions = _rows(

@@ -127,6 +127,14 @@ async def test_a_daemon_down_across_a_due_time_catches_up_once_or_tells_the_owne
         await d.cron.booted.wait()
         await asyncio.sleep(1)
         assert len(tg.sent) == 2 and len(rows(d)) == 2
+    # chela status: both one-shots ended within the day, each with its last ledger result
+    from bot.cli.status import status_text
+
+    lines = status_text(cfg).splitlines()
+    inside = next(ln for ln in lines if ln.startswith("inside"))
+    outside = next(ln for ln in lines if ln.startswith("outside"))
+    assert "ended" in inside and f"ran {due[11:16]} (catch-up, delivered)" in inside
+    assert "ended" in outside and f"missed {due[11:16]}" in outside
 
 
 async def test_cron_is_the_owners_and_a_guest_is_refused(tmp_path, llm, tg):
