@@ -33,6 +33,14 @@ export async function start(code) {
   await enter();
 }
 
+/** A new dashboard link opened in this tab: log in with its code afresh. */
+export async function relogin(code) {
+  state.bus?.stop();
+  const refused = await login(code);
+  if (refused) return loggedOut(refused, true);
+  await enter();
+}
+
 /** POST the code; "" when it worked, else the sentence to show. */
 export async function login(code) {
   try {

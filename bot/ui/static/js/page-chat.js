@@ -263,6 +263,7 @@ class Turn {
 
   take({ event, data }) {
     const fn = {
+      "turn.started": () => this.started(),
       delta: () => this.delta(data.text || ""),
       "tool.started": () => this.toolStarted(data),
       "tool.finished": () => this.toolFinished(data),
@@ -270,6 +271,13 @@ class Turn {
       error: () => this.fail(data.code, data.message),
     }[event];
     if (fn) fn();
+  }
+
+  /** Each stream (a re-POST after a drop too) replays the turn from its first event. */
+  started() {
+    this.text = "";
+    this.tools.forEach((art) => art.remove());
+    this.tools.clear();
   }
 
   delta(text) {
