@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from bot.config import Config
+from bot.model.choice import CHOICE
 from bot.prompt.context import PromptContext, RuntimeInfo
 from bot.rules.untrusted import clean_inline, quoted
 
@@ -56,6 +57,17 @@ def zone_name(cfg: Config) -> str:
         return ""
 
 
+def turn_model(cfg: Config) -> tuple[str, str]:
+    """The model and thinking level the Runtime line names: the session's ``/model`` and
+    ``/think`` (SPEC §17.2, §17.3), set by the run stage around its turn, else the config's.
+    Part of the prompt cache's key, so a session on another model gets a prompt of its own
+    and every session on the default keeps sharing one."""
+    choice = CHOICE.get()
+    if choice is None:
+        return cfg.agent.model, cfg.agent.thinking
+    return choice.model or cfg.agent.model, choice.reasoning_effort or "off"
+
+
 def prompt_context(
     cfg: Config,
     req: TurnRequest,
@@ -68,14 +80,15 @@ def prompt_context(
     minimal = req.session_kind in ("subagent", "cron")
     mode = "minimal" if minimal else a.prompt_mode
     hb = cfg.heartbeat
+    model, thinking = turn_model(cfg)
     return PromptContext(
         agent_id=a.id,
         workspace=a.workspace,
         mode=mode,
         session_kind=req.session_kind,  # type: ignore[arg-type]
-        model=a.model,
+        model=model,
         default_model=a.model,
-        thinking=a.thinking,
+        thinking=thinking,
         model_aliases=tuple(sorted(a.models.items())),
         tools=tools,
         sandbox_enabled=cfg.tools.exec.sandbox == "on" and any(t.name == "exec" for t in tools),

@@ -7,11 +7,14 @@ store's key/value table under ``controls:<session key>`` (so they survive restar
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from bot.config import Config
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.types import CommandCall
+from bot.model.choice import CHOICE, Choice
 from bot.store import Store
 
 LEVELS = ("off", "minimal", "low", "medium", "high")
@@ -118,6 +121,19 @@ async def think(call: CommandCall, ports: CommandPorts) -> str:
         return f"There is no thinking level {level!r}. Levels: {choices_text}."
     _set(ports.store, call.key, "thinking", level)
     return "Thinking is off." if level == "off" else f"Thinking set to {level}."
+
+
+@contextlib.contextmanager
+def as_the_session(cfg: Config, store: Store, session: str) -> Iterator[None]:
+    """Build prompts as the session's turn would (its model and thinking level in the
+    Runtime line), for /context; calls no model (the choice names no client)."""
+    token = CHOICE.set(
+        Choice(None, session_model(cfg, store, session), session_effort(cfg, store, session))
+    )
+    try:
+        yield
+    finally:
+        CHOICE.reset(token)
 
 
 # ------------------------------------------------------------------------------- stop

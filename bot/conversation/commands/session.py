@@ -51,7 +51,8 @@ async def context(call: CommandCall, ports: CommandPorts) -> str:
     from bot.prompt.report import context_report
 
     req = ports.turn_request(call)
-    ctx = ports.agent.prompt_context(req)
+    with controls.as_the_session(ports.cfg, ports.store, call.key):
+        ctx = ports.agent.prompt_context(req)
     return context_report(
         ports.agent.cache.get(ctx),
         ctx,
