@@ -43,6 +43,7 @@ from tests.fakes.telegram import FakeTelegram
 
 
 T0 = time.perf_counter()
+TURNS = 0  # --turns: session.max_concurrent_turns (0 = the default)
 
 
 def rss_mb() -> float:
@@ -130,7 +131,10 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
         tmp,
         llm,
         channels=telegram_section(tg, dm_policy="open", allow_from=owners, poll_timeout=1),
-        session={"dm_scope": "per-channel-peer"},
+        session={
+            "dm_scope": "per-channel-peer",
+            **({"max_concurrent_turns": TURNS} if TURNS else {}),
+        },
     )
     rss_before = rss_mb()
 
@@ -264,7 +268,10 @@ def main() -> None:
         help="the model path for the fake's openai/ model (SPEC §12): Chela's own client "
         "(the default since issue 28) or litellm (CHELA_MODEL_PATH=litellm)",
     )
+    ap.add_argument("--turns", type=int, default=0, help="session.max_concurrent_turns")
     a = ap.parse_args()
+    global TURNS  # one bench run per process
+    TURNS = a.turns
     if a.path == "litellm":
         os.environ["CHELA_MODEL_PATH"] = "litellm"
     print(f"model path: {a.path}", file=sys.stderr)
