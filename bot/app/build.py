@@ -168,7 +168,7 @@ def build(
     )
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
     scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=router.runner)
-    cron = ScheduleService(cfg, store, scheduled)
+    cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
     ui = UiContext(
         cfg=cfg,
         store=store,
@@ -181,5 +181,6 @@ def build(
         mcp=mcp,
         started=time.time(),
         config_path=cfg.source,
+        schedule=cron,  # the Schedule page's jobs, run now, pause, resume
     )
     return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron)

@@ -307,9 +307,12 @@ class ScheduleService:
 
     def jobs(self) -> list[dict[str, Any]]:
         """The jobs as ``GET /ui/api/schedule`` lists them (SPEC §16.4)."""
-        from bot.schedule.views import ui_job
+        from bot.schedule.views import heartbeat_off, ui_job
 
-        return [ui_job(self, job) for job in self.registry.jobs()]
+        rows = [ui_job(self, job) for job in self.registry.jobs()]
+        if self.registry.get("heartbeat") is None:
+            rows.insert(0, heartbeat_off(self))
+        return rows
 
     def listing(self) -> str:
         """One line per job (``/cron list``)."""

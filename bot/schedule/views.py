@@ -53,6 +53,24 @@ def ui_job(svc: ScheduleService, job: Job) -> dict[str, Any]:
     }
 
 
+def heartbeat_off(svc: ScheduleService) -> dict[str, Any]:
+    """The heartbeat's row while ``heartbeat.every`` is 0 (off): listed, never due."""
+    hb = svc.cfg.heartbeat
+    last = svc.store.ledger_last("heartbeat")
+    return {
+        "name": "heartbeat",
+        "kind": "heartbeat",
+        "schedule": "off",
+        "target": hb.target + (f":{hb.to}" if hb.to else ""),
+        "paused": True,
+        "next_run": None,
+        "last_run": last["due"] if last else None,
+        "last_result": {"status": ui_status(last), "detail": last["reason"] or last["detail"]}
+        if last
+        else None,
+    }
+
+
 def listing(svc: ScheduleService) -> str:
     """One line per job (``/cron list``, the cron tool's ``list``)."""
     lines = []
