@@ -15,7 +15,7 @@ from bot.config import parse_config
 from bot.delivery.outbox import Outbox
 from bot.schedule import ScheduleService, Scheduled
 from bot.schedule.clock import ManualClock
-from bot.sessions import SessionLanes
+from bot.conversation.lanes import SessionLanes
 from bot.store import Store
 from tests.unit.delivery.memory import ScriptedChannel, until
 
@@ -27,10 +27,15 @@ class ScriptedAgent:
     def __init__(self, text: str = "Time to water the plants") -> None:
         self.text = text
         self.calls: list[Any] = []
+        self.choices: list[Any] = []  # the session's /model and /think as each run saw them
         self.gate: asyncio.Event | None = None
+        self.llm = object()  # the client the run stage's choice names
 
     async def run_turn(self, req, *, on_event=None) -> TurnResult:
+        from bot.model.choice import CHOICE
+
         self.calls.append(req)
+        self.choices.append(CHOICE.get())
         if self.gate is not None:
             await self.gate.wait()
         user = {"role": "user", "content": req.user_text}
@@ -41,13 +46,14 @@ class ScriptedAgent:
         )
 
 
-def config(tmp_path: Path, cron: list[dict] | None = None, heartbeat: str = "0m"):
+def config(tmp_path: Path, cron: list[dict] | None = None, heartbeat: str = "0m", **agent):
     return parse_config(
         {
             "agent": {
                 "workspace": str(tmp_path / "ws"),
                 "state_dir": str(tmp_path / "state"),
                 "timezone": "UTC",
+                **agent,
             },
             "heartbeat": {"every": heartbeat},
             "cron": cron or [],

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from bot.schedule import Conflict
-from bot.sessions import main_key
+from bot.rules.keys import main_key
 from tests.unit.delivery.memory import until
 from tests.unit.schedule.helpers import OWNER, T0, ScriptedAgent, config, job, rig
 
@@ -189,4 +189,35 @@ async def test_a_past_at_is_refused_naming_the_current_time(tmp_path):
             cfg_job.svc.remove("plants")
         finally:
             await cfg_job.close()
+    await r.close()
+
+
+async def test_a_heartbeat_stopped_like_a_chat_turn_is_skipped_stopped(tmp_path):
+    agent = ScriptedAgent("ALERT")
+    agent.gate = asyncio.Event()
+    r = await rig(tmp_path, config(tmp_path, heartbeat="30m"), agent=agent)
+    await r.clock.advance(1800)
+    await until(lambda: agent.calls)
+    runner = r.svc.scheduled.runner
+    assert runner.running(main_key("main"))  # the run stage holds it: /stop reaches it
+    assert await runner.stop(main_key("main")) is True
+    await r.settled()
+    assert r.rows("heartbeat") == [(1800.0, "skipped", "stopped", "")]
+    assert r.channel.sent == []
+    await r.close()
+
+
+async def test_scheduled_runs_use_the_sessions_model_and_thinking(tmp_path):
+    from bot.conversation.commands import controls
+
+    cfg = config(tmp_path, [job(every="1h")], heartbeat="30m", models={"fast": "openai/fast-1"})
+    r = await rig(tmp_path, cfg)
+    controls._set(r.store, main_key("main"), "model", "openai/fast-1")  # as /model fast does
+    controls._set(r.store, main_key("main"), "thinking", "high")  # as /think high does
+    await r.advance(1800)
+    await r.svc.run_now("plants")
+    await r.settled()
+    hb, cron = r.agent.choices
+    assert (hb.model, hb.reasoning_effort) == ("openai/fast-1", "high")
+    assert (cron.model, cron.reasoning_effort) == (cfg.agent.model, "")  # its own session
     await r.close()
