@@ -137,3 +137,21 @@ async def test_without_an_owner_route_only_a_log_line_tells(tmp_path, llm, tg, c
         await eventually(lambda: "no owner route" in caplog.text)
         await asyncio.sleep(0.5)
     assert [m.chat_id for m in tg.sent] == [STRANGER]
+
+
+async def test_a_stranger_cannot_approve_their_own_code(tmp_path, llm, tg, fast_pairing):
+    llm.script(text("hello Eve"))
+    async with running(cfg_for(tmp_path, llm, tg)) as d:
+        code = await stranger_asks(tg)
+        tg.inject_message(STRANGER, f"/pair approve {code}", from_id=STRANGER, first_name="Eve")
+        tg.inject_message(STRANGER, f"/pair approve telegram {code}", from_id=STRANGER)
+        await asyncio.sleep(1.0)
+        assert not d.store.is_approved("telegram", str(STRANGER))
+        assert len(to(tg, STRANGER)) == 1 and len(notices(tg)) == 1 and llm.requests == []
+        # twin: the owner's approval; the held message (their last /pair) is answered as
+        # a guest's command: refused, nothing else approved, no model call
+        await owner_says(tg, f"/pair approve {code}")
+        await tg.wait_for(lambda: len(to(tg, STRANGER)) >= 3, timeout=15)
+        assert d.store.is_approved("telegram", str(STRANGER))
+    assert to(tg, STRANGER)[2] == "Only the owner can use /pair."
+    assert llm.requests == []
