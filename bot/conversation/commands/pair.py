@@ -20,7 +20,7 @@ USAGE = "Usage: /pair, /pair approve CODE or /pair deny CODE (CHANNEL CODE works
 
 def _age(seconds: float) -> str:
     minutes = int(max(0.0, seconds) // 60)
-    return f"{minutes} min" if minutes else "just now"
+    return f"{minutes} min ago" if minutes else "just now"
 
 
 def listing(ports: CommandPorts, now: float | None = None) -> str:
@@ -32,7 +32,7 @@ def listing(ports: CommandPorts, now: float | None = None) -> str:
     for r in rows:
         lines.append(
             f"{r['channel']}: id {r['sender_id']}, {quoted(r['sender_name'], 80)}, "
-            f"code {r['code']}, {_age(now - r['created'])} ago"
+            f"code {r['code']}, {_age(now - r['created'])}"
         )
     lines.append("Answer /pair approve CODE or /pair deny CODE.")
     return "\n".join(lines)
