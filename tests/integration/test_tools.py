@@ -363,61 +363,43 @@ async def test_sessions_spawn(reg, ws):
     assert (await reg.execute("sessions_spawn", {"task": "x"}, ctx_for(ws))).startswith("Error:")
 
 
-class FakeCron:
-    def __init__(self):
-        self.jobs = {}
+async def test_cron_tool(reg, ws, tmp_path):
+    """The tool against the real scheduler (a manual clock at 2027-01-15 08:00 UTC)."""
+    from tests.unit.schedule.helpers import config, rig
 
-    async def add(self, name, schedule, prompt, target, to):
-        if len(schedule.split()) != 5:
-            raise ValueError("bad crontab")
-        self.jobs[name] = {
-            "name": name,
-            "schedule": schedule,
-            "prompt": prompt,
-            "target": target,
-            "to": to,
-        }
+    r = await rig(tmp_path, config(tmp_path))
+    route = {"channel": "telegram", "chat_id": "42", "account": "default"}
+    ctx = ctx_for(ws, cron=r.svc.for_route(route))
 
-    async def list(self):
-        return list(self.jobs.values())
+    async def cron(**args) -> str:
+        return await reg.execute("cron", args, ctx)
 
-    async def remove(self, name):
-        return self.jobs.pop(name, None) is not None
-
-
-async def test_cron_tool(reg, ws):
-    ctx = ctx_for(ws, cron=FakeCron())
-    out = await reg.execute(
-        "cron",
-        {
-            "action": "add",
-            "name": "tea",
-            "schedule": "0 9 * * *",
-            "prompt": "remind tea",
-            "target": "telegram",
-            "to": "7",
-        },
-        ctx,
+    add = {"action": "add", "prompt": "remind tea"}
+    out = await cron(**add, name="tea", schedule="0 9 * * *", target="telegram", to="7")
+    assert out == "Scheduled job 'tea'; next run 2027-01-15 09:00 UTC."
+    assert await cron(**add, name="nap", **{"in": "20m"}) == (
+        "Scheduled job 'nap'; next run 2027-01-15 08:20 UTC."  # Chela's arithmetic
     )
-    assert out.startswith("Scheduled job 'tea'")
-    assert (
-        await reg.execute(
-            "cron", {"action": "add", "name": "x", "schedule": "soon", "prompt": "p"}, ctx
-        )
-    ).startswith("Error: could not add job 'x': bad crontab")
-    out = await reg.execute("cron", {"action": "list"}, ctx)
-    assert "- tea [0 9 * * *] -> telegram:7: remind tea" in out
-    assert (
-        await reg.execute("cron", {"action": "remove", "name": "tea"}, ctx)
-    ) == "Removed job 'tea'."
-    assert (await reg.execute("cron", {"action": "remove", "name": "tea"}, ctx)).startswith(
-        "Error: no scheduled job"
+    assert (await cron(**add, name="x", schedule="soon")).startswith(
+        "Error: could not add job 'x': bad crontab"
     )
-    assert await reg.execute("cron", {"action": "list"}, ctx) == "No scheduled jobs."
-    assert (await reg.execute("cron", {"action": "fly"}, ctx)).startswith("Error: unknown action")
+    assert "exists already" in await cron(**add, name="tea", every="1h")
+    assert "it is now 2027-01-15 08:00 UTC" in await cron(**add, name="y", at="2027-01-14T08:00")
+    assert "at least 10s" in await cron(**add, name="z", every="5s")
+    listed = await cron(action="list")
+    assert "- tea [0 9 * * *] tool, active; next 2027-01-15 09:00 UTC; last -" in listed
+    assert [j["to"] for j in r.store.cron_jobs()] == ["42", "7"]  # nap: back to this chat
+    assert await cron(action="pause", name="tea") == "Job 'tea' is paused."
+    assert await cron(action="resume", name="tea") == "Job 'tea' is active."
+    assert (await cron(action="run_now", name="tea")).startswith("Job 'tea' is running now")
+    await r.settled()
+    assert await cron(action="remove", name="tea") == "Removed job 'tea'."
+    assert (await cron(action="remove", name="tea")).startswith("Error: no scheduled job")
+    assert (await cron(action="fly")).startswith("Error: unknown action")
     assert (await reg.execute("cron", {"action": "list"}, ctx_for(ws))).startswith(
         "Error: scheduling is not available"
     )
+    await r.close()
 
 
 # --------------------------------------------------------------------------------------
