@@ -103,7 +103,8 @@ class Daemon:
         self.receive = receive
         self.timeouts = timeouts
         self.built_channels = channels is not None
-        parts = build(cfg, channels)
+        self.states: dict[str, dict[str, str]] = {}  # channel -> its state and last error
+        parts = build(cfg, channels, channel_states=self.channel_states)
         self.store = parts.store
         self.lanes = parts.lanes
         self.channels = parts.channels
@@ -236,6 +237,7 @@ class Daemon:
         except asyncio.CancelledError:
             raise
         except Exception as e:
+            self.states[name] = {"state": "retrying", "error": str(e)}
             if address_in_use(e):
                 self._fatal = PortInUse(f"channel {name} cannot start: {e}{holder_hint(ch)}")
                 log.error("%s", self._fatal)
@@ -246,6 +248,7 @@ class Daemon:
                 log.exception("channel %s failed to start: %s; retrying in %.0fs", name, e, delay)
             return False
         log.info("channel %s started", name)
+        self.states[name] = {"state": "connected", "error": ""}
         if name not in self.up:
             self.up.append(name)
         self.on_change()
@@ -268,6 +271,7 @@ class Daemon:
                     "channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay
                 )
                 await self._stop_one(name, ch)
+                self.states[name] = {"state": "retrying", "error": reason}
             started.set()  # do not hold up start-up for a broken channel
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
@@ -289,6 +293,12 @@ class Daemon:
                 log.exception("pairing approvals check failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
+
+    def channel_states(self) -> dict[str, dict[str, str]]:
+        """Each channel's state for the Control UI (SPEC §16.4): starting, connected,
+        retrying or stopped, with its last error."""
+        idle = {"state": "starting", "error": ""}
+        return {name: self.states.get(name, idle) for name in self.channels}
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -359,6 +369,7 @@ class Daemon:
         await asyncio.gather(*(self._stop_one(n, ch) for n, ch in self.channels.items()))
 
     async def _stop_one(self, name: str, ch: Channel) -> None:
+        self.states[name] = {"state": "stopped", "error": ""}
         try:
             await asyncio.wait_for(ch.stop(), self.timeouts.channel_stop)
         except asyncio.CancelledError:

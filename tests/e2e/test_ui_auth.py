@@ -172,3 +172,9 @@ def _toml(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return f'"{v}"'
+
+
+async def test_the_daemon_tells_the_ui_each_channels_state(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui:
+        assert ui.daemon.channel_states() == {"http": {"state": "connected", "error": ""}}
+    assert ui.daemon.channel_states()["http"]["state"] == "stopped"
