@@ -191,3 +191,15 @@ async def test_non_loopback_listen_without_public_origin_does_not_serve_the_ui(
     )
     async with ui_daemon(tmp_path, llm, cfg=twin) as ui, ui.client() as c:
         assert (await c.get("/ui/")).status == 200
+
+
+async def test_the_root_redirects_to_the_ui_only_when_it_is_served(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, ui.client() as c:
+        r = await c.get("/", headers={"Origin": None})
+        assert r.status == 302 and r.headers["Location"] == "/ui/"
+        evil = await c.get("/", headers={"Origin": None, "Host": "evil.example"})
+        assert evil.status == 403  # the API's own Host rule still applies
+    off = ui_config(tmp_path / "off", llm, ui={"enabled": False})
+    async with ui_daemon(tmp_path, llm, cfg=off) as ui, ui.client() as c:
+        assert (await c.get("/", headers={"Origin": None})).status == 401  # the token's door
+        assert (await c.get("/ui/", headers={"Origin": None})).status == 401
