@@ -421,7 +421,7 @@ class Agent:
         """A sub-agent: minimal prompt, its own session, result returned to the parent.
         It runs at the parent's trust level, in the parent's file root."""
         from bot.prompt.group import subagent_context
-        from bot.sessions import subagent_key
+        from bot.rules.keys import subagent_key
 
         key = subagent_key(self.cfg.agent.id, uuid.uuid4().hex[:12])
         req = TurnRequest(

@@ -23,7 +23,7 @@ from bot.delivery.outbox import Outbox
 from bot.reports.notices import Notices
 from bot.schedule import ScheduleService, Scheduled
 from bot.conversation.pipeline import Conversation as Router
-from bot.sessions import SessionLanes
+from bot.conversation.lanes import SessionLanes
 from bot.store import Store, StoreError
 from bot.ui.context import UiContext
 from channels.base import Channel

@@ -45,7 +45,7 @@ from bot.conversation.types import (
 )
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
-from bot.sessions import SessionLanes
+from bot.conversation.lanes import SessionLanes
 from bot.store import Store, storage_full
 from bot.delivery.previews import PREVIEW_INTERVAL, Preview, StreamText
 from channels.base import (

@@ -19,6 +19,7 @@ from typing import Literal
 from collections.abc import Container
 
 from bot.config import ChannelPolicy, Config
+from bot.rules.keys import session_key_for
 from channels.base import InboundMessage
 
 Trust = Literal["owner", "guest"]
@@ -97,8 +98,6 @@ def _admit_direct(
 def session_key(msg: InboundMessage, cfg: Config, trust: Trust | None) -> str:
     """SPEC §4.1 with §9: an owner's DM follows ``session.dm_scope``; anyone else's DM is
     always their own ``agent:<id>:<channel>:direct:<peer>`` session."""
-    from bot.sessions import session_key_for
-
     if msg.api:
         # the OpenAI-compatible API (SPEC §13): ``user`` names a server-side session; a
         # request without it is stateless, in a throw-away session of its own (never

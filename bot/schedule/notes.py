@@ -15,7 +15,7 @@ from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox, out_json
 from bot.rules.admission import channel_policy
-from bot.sessions import main_key
+from bot.rules.keys import main_key
 from bot.store import Store
 from channels.base import Channel
 

@@ -34,7 +34,8 @@ from bot.conversation.requests import Traits, scheduled_request
 from bot.delivery import send
 from bot.delivery.outbound import channel_traits
 from bot.delivery.outbox import Outbox
-from bot.sessions import SessionLanes, cron_key, main_key
+from bot.conversation.lanes import SessionLanes
+from bot.rules.keys import cron_key, main_key
 from bot.store import Store
 from channels.base import Channel, InboundMessage
 

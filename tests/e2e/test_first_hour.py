@@ -18,7 +18,7 @@ import pytest
 from bot.cli import main
 from bot.cli.doctor import doctor
 from bot.app.lock import LockHeld, StateLock, running_daemon
-from bot.sessions import SessionLanes
+from bot.conversation.lanes import SessionLanes
 from tests.e2e import TG_TOKEN, config_file, eventually, make_config, running, telegram_section
 from tests.fakes.llm import error, text
 

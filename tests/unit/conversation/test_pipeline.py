@@ -11,7 +11,7 @@ from bot.agent.turn import TurnResult
 from bot.config import parse_config
 from bot.conversation.pipeline import Conversation
 from bot.delivery.outbox import Outbox
-from bot.sessions import SessionLanes
+from bot.conversation.lanes import SessionLanes
 from bot.store import Store
 from channels.base import Capabilities, Channel, InboundMessage
 

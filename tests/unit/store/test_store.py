@@ -6,7 +6,8 @@ import random
 import pytest
 
 from bot import pairing
-from bot.sessions import SessionLanes, session_key_for
+from bot.conversation.lanes import SessionLanes
+from bot.rules.keys import session_key_for
 from bot.store import Store
 from channels.base import InboundMessage
 

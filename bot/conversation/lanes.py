@@ -1,8 +1,9 @@
-"""Session keys (SPEC §4.1) and per-session lanes (SPEC §4.5).
+"""Per-session lanes (SPEC §4.5; ARCHITECTURE.md "the store is the bus": intake writes the
+inbound row, lanes order the work per session).
 
 A lane runs the jobs of one session one at a time in submission order; different
-sessions run concurrently, bounded by a global limit.
-"""
+sessions run concurrently, bounded by a global limit.  (The session keys are
+``bot.rules.keys``.)"""
 
 from __future__ import annotations
 
@@ -11,36 +12,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from channels.base import InboundMessage
-
 log = logging.getLogger("chela.sessions")
-
-
-def main_key(agent_id: str) -> str:
-    return f"agent:{agent_id}:main"
-
-
-def session_key_for(agent_id: str, dm_scope: str, msg: InboundMessage) -> str:
-    if msg.chat_type == "direct":
-        if msg.peer_session:
-            dm_scope = "per-channel-peer"
-        if dm_scope == "per-peer":
-            return f"agent:{agent_id}:direct:{msg.sender_id}"
-        if dm_scope == "per-channel-peer":
-            return f"agent:{agent_id}:{msg.channel}:direct:{msg.sender_id}"
-        return main_key(agent_id)
-    key = f"agent:{agent_id}:{msg.channel}:{msg.group_kind or 'group'}:{msg.chat_id}"
-    if msg.thread_id:
-        key += f":thread:{msg.thread_id}"
-    return key
-
-
-def subagent_key(agent_id: str, uid: str) -> str:
-    return f"agent:{agent_id}:subagent:{uid}"
-
-
-def cron_key(agent_id: str, job: str) -> str:
-    return f"agent:{agent_id}:cron:{job}"
 
 
 Job = Callable[[], Awaitable[object]]
