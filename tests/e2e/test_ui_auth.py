@@ -178,3 +178,25 @@ async def test_the_daemon_tells_the_ui_each_channels_state(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui:
         assert ui.daemon.channel_states() == {"http": {"state": "connected", "error": ""}}
     assert ui.daemon.channel_states()["http"]["state"] == "stopped"
+
+
+async def test_behind_a_tls_proxy_the_public_origin_is_the_uis_and_the_cookie_is_secure(
+    tmp_path, llm
+):
+    public = "https://chela.example.net"
+    async with ui_daemon(tmp_path, llm, ui={"public_origin": public}) as ui:
+        proxied = {"Host": "chela.example.net"}
+        async with ui.client(origin=public) as browser:
+            r = await browser.request(
+                "POST", "/ui/api/login", json={"code": mint_code(ui.cfg)}, headers=proxied
+            )
+            assert r.status == 200 and "Secure" in r.headers["Set-Cookie"]
+            browser.csrf = (await r.json())["csrf"]
+            browser.cookie = r.cookies["chela_ui"].value
+            assert (await browser.get("/ui/api/bootstrap", headers=proxied)).status == 200
+            foreign = await browser.get(
+                "/ui/api/bootstrap", headers={**proxied, "Origin": "https://evil.example.net"}
+            )
+            assert foreign.status == 403
+            other_host = await browser.get("/ui/", headers={"Host": "other.example.net"})
+            assert other_host.status == 403
