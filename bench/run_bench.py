@@ -216,6 +216,26 @@ async def burst(a: argparse.Namespace, tg: TimedTelegram, d: Daemon, out: dict) 
     out["peak RSS MB"] = peak_rss_mb(d.proc.pid)
 
 
+async def term_sweep(a: argparse.Namespace, tmp: Path) -> None:
+    """SIGTERM at fixed delays after spawn (during the interpreter's imports, the build, the
+    channels' start, litellm's import, idle): how long each exit takes, and its code."""
+    llm = FakeLLM(keep_requests=False)
+    await llm.start()
+    tg = TimedTelegram(token=TG_TOKEN, bot_username="chela_bot")
+    await tg.start()
+    try:
+        cmd, env = chela_cmd(tmp, tg, llm, a.chats, a.model)
+        print(f"SIGTERM sweep, chela ({a.model}): delay after spawn -> exit ms (exit code)")
+        for delay in a.term_sweep:
+            d = await spawn(cmd, env)
+            await asyncio.sleep(delay / 1000)
+            took, rc = await d.stop()
+            print(f"  at {delay:>5} ms: exit {took * 1000:7.1f} ms  (rc {rc})")
+    finally:
+        await tg.stop()
+        await llm.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--daemon", choices=("chela", "nanobot"), default="chela")
@@ -224,7 +244,17 @@ def main() -> None:
     ap.add_argument("--per-chat", type=int, default=2)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--nanobot-python", default="/tmp/nb/bin/python")
+    ap.add_argument(
+        "--term-sweep",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=None,
+        help="only send SIGTERM at these delays after spawn, ms (e.g. 50,200,400,800,1500,3000)",
+    )
     a = ap.parse_args()
+    if a.term_sweep:
+        with tempfile.TemporaryDirectory(prefix="chela-run-bench-") as d:
+            asyncio.run(term_sweep(a, Path(d)))
+        return
     rows = []
     for _ in range(a.runs):
         with tempfile.TemporaryDirectory(prefix="chela-run-bench-") as d:
