@@ -2,6 +2,8 @@
 // fragment (#login=<code>, from `chela dashboard`) is taken out of the address bar with
 // history.replaceState before any request to the API is made (SPEC §16.2). A link opened
 // in a tab that already shows the UI only changes the fragment: the same happens then.
+// Without a code, the first API reads (bootstrap, then the chat transcript) start here, while
+// the other modules load.
 const LOGIN = /^#login=([A-Za-z0-9_-]{1,128})$/;
 
 function takeCode() {
@@ -11,9 +13,39 @@ function takeCode() {
   return match ? match[1] : null;
 }
 
+function read(path, token) {
+  return fetch(`/ui/api/${path}`, { headers: { "X-Chela-CSRF": token }, cache: "no-store" })
+    .then((r) => (r.ok ? r.json() : null))
+    .catch(() => null);
+}
+
+/** {boot, chat: {key, messages}} promises, or null when nothing can be read yet. */
+function early() {
+  const token = localStorage.getItem("chela_ui_csrf");
+  if (!token) return null;
+  const boot = read("bootstrap", token);
+  const route = /^#\/chat(?:\/(.+))?$/.exec(location.hash || "#/chat");
+  let chat = null;
+  if (route) {
+    chat = boot.then((b) => {
+      if (!b) return null;
+      let key = localStorage.getItem("chela_ui_session") || b.main_session;
+      try {
+        if (route[1]) key = decodeURIComponent(route[1]);
+      } catch {
+        return null;
+      }
+      const path = `sessions/${encodeURIComponent(key)}/messages?limit=100`;
+      return read(path, token).then((messages) => (messages ? { key, messages } : null));
+    });
+  }
+  return { boot, chat };
+}
+
 const code = takeCode();
 const main = import("./main.js");
-main.then((m) => m.start(code));
+const first = code ? null : early();
+main.then((m) => m.start(code, first));
 window.addEventListener("hashchange", () => {
   const again = takeCode();
   if (again) main.then((m) => m.relogin(again));

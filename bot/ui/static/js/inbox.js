@@ -10,7 +10,6 @@ const EVENTS = [
   "pairing.resolved",
   "delivery.failed",
   "delivery.resolved",
-  "hello",
 ];
 
 export class Inbox {
@@ -22,6 +21,8 @@ export class Inbox {
     this.listeners = new Set();
     this.later = debounce(() => this.refresh(), 100);
     for (const name of EVENTS) bus.on(name, () => this.later());
+    let hellos = 0; // a hello after the first: the stream came back, things may have changed
+    bus.on("hello", () => hellos++ && this.later());
   }
 
   subscribe(fn) {

@@ -18,11 +18,12 @@ export const PAGES = [
   ["system", "System"],
 ];
 
-const state = { boot: null, bus: null, inbox: null, cleanup: null, links: new Map(), seq: 0 };
+const state = { boot: null, bus: null, inbox: null, cleanup: null, links: new Map(), seq: 0, first: null };
 
 const main = () => document.getElementById("main");
 
-export async function start(code) {
+export async function start(code, first = null) {
+  state.first = first;
   onAuthLost(() => loggedOut("Your browser session has ended. Run chela dashboard to log in again."));
   if (code) {
     const refused = await login(code);
@@ -59,9 +60,9 @@ export async function login(code) {
 }
 
 async function enter() {
-  let boot;
+  let boot = state.first ? await state.first.boot : null;
   try {
-    boot = await get("bootstrap");
+    boot = boot || (await get("bootstrap"));
   } catch (err) {
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return loggedOut("");
     clear(main()).append(h("p", { role: "alert" }, `The daemon did not answer: ${err.message}`));
@@ -75,10 +76,10 @@ async function enter() {
   state.inbox = new Inbox(state.bus);
   state.inbox.subscribe(() => updateNav());
   buildNav();
-  state.bus.start();
-  state.inbox.refresh();
   window.addEventListener("hashchange", route);
-  route();
+  await route();
+  state.bus.start();
+  setTimeout(() => state.inbox.refresh(), 50); // after the page's own first reads
 }
 
 function loggedOut(message, isAlert = false) {
@@ -151,6 +152,8 @@ async function route() {
   section.append(h("h1", { id: "page-title" }, name));
   clear(main()).append(section);
   document.title = `${name} · ${state.boot.agent?.name || "Chela"}`;
-  const ctx = { boot: state.boot, bus: state.bus, inbox: state.inbox, arg, logout };
+  const early = state.first?.chat || null;
+  state.first = null; // the early reads serve the first page only
+  const ctx = { boot: state.boot, bus: state.bus, inbox: state.inbox, arg, logout, early };
   state.cleanup = mod.mount(section, ctx) || null;
 }

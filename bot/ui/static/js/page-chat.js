@@ -80,7 +80,8 @@ class Chat {
   async load() {
     this.sessionList();
     try {
-      const ans = await get(`sessions/${seg(this.key)}/messages?limit=100`, this.ctl.signal);
+      const early = await this.takeEarly();
+      const ans = early || (await get(`sessions/${seg(this.key)}/messages?limit=100`, this.ctl.signal));
       if (this.gone) return;
       fillLog(this.log, ans.messages || []);
       this.seen(ans.messages || []);
@@ -92,6 +93,13 @@ class Chat {
     performance.mark("chela-chat-painted");
     const pending = pendingFor(this.key);
     if (pending && !this.busy) this.resume(pending);
+  }
+
+  /** The transcript app.js began to read while the modules loaded, when it is this one. */
+  async takeEarly() {
+    const early = this.ctx.early ? await this.ctx.early : null;
+    this.ctx.early = null;
+    return early && early.key === this.key ? early.messages : null;
   }
 
   async sessionList() {
