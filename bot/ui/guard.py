@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from bot.store.ui import digest
+from bot.store.ui import UiSession, digest
 from bot.ui.errors import method_not_allowed, ui_error
 from channels.util import is_loopback
 
@@ -45,7 +45,8 @@ READS = frozenset({"GET", "HEAD"})
 JSON_MAX = 1024 * 1024  # a JSON body (a chat message, a decision) is at most 1 MiB
 MULTIPART_SLACK = 64 * 1024  # the form's own bytes around an upload
 
-SESSION_KEY = "ui_session"  # request[SESSION_KEY]: the UiSession the guard found
+# request[SESSION_KEY]: the browser session the guard found (every /ui/api/ route but login)
+SESSION_KEY = web.RequestKey("ui_session", UiSession)
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
