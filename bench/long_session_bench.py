@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.model import LLMClient, warm_up
-from bot.compaction import SUMMARY_INSTRUCTIONS
+from bot.agent.compaction import SUMMARY_INSTRUCTIONS
 from bot.app.daemon import Daemon
 from bot.conversation.pipeline import Conversation as Router
 from channels.base import InboundMessage

@@ -105,7 +105,7 @@ class Agent:
             cooldown=cfg.agent.cooldown_seconds,
             secrets=self.secrets,
         )
-        from bot.compaction import Compactor
+        from bot.agent.compaction import Compactor
 
         def llm_factory(model: str, *, timeout: float, max_retries: int, extra: dict | None = None):
             return LLMClient(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot import owner_route
 from bot.agent.turn import Agent
-from bot.compaction import message_counter
+from bot.agent.compaction import message_counter
 from bot.app.channels import SecretMissing, build_channel, enabled_channels
 from bot.approvals import Approvals
 from bot.config import Config

@@ -78,7 +78,7 @@ def context_report(
     kind: Literal["list", "detail", "json"] = "list",
     usage: dict[str, Any] | None = None,
 ) -> str:
-    """``usage``: a session's token use against its budget (bot.compaction), when known."""
+    """``usage``: a session's token use against its budget (bot.agent.compaction), when known."""
     data = context_data(result, ctx)
     if usage is not None:
         data["tokens"] = dict(usage)

@@ -341,7 +341,7 @@ class Database:
     def __init__(self, path: Path | str, token_counter: Callable[[dict], int] = estimate_tokens):
         self.path = str(path)
         # how a message's tokens are counted (cached per message): the app passes the
-        # model's tokenizer (``bot.compaction.message_counter``), else the estimate
+        # model's tokenizer (``bot.agent.compaction.message_counter``), else the estimate
         self.token_counter = token_counter
         try:
             self._open()

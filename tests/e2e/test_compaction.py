@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bot.agent.tools.memory import _search, chunk_lines
-from bot.compaction import choose_cut, fallback_summary, transcript_lines
+from bot.agent.compaction import choose_cut, fallback_summary, transcript_lines
 from bot.config import ConfigError, parse_config
 from bot.store import Store, WindowRow
 from tests.e2e import make_config, running

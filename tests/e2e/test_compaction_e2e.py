@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.compaction import SUMMARY_INSTRUCTIONS, SUMMARY_LABEL
+from bot.agent.compaction import SUMMARY_INSTRUCTIONS, SUMMARY_LABEL
 from tests.e2e import TG_TOKEN, config_file, make_config, running, telegram_section
 from tests.fakes.llm import FakeLLM, delay, error, last_user_text, text, tool_calls
 

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from bot.cli import main as cli_main
-from bot.compaction import SUMMARY_INSTRUCTIONS
+from bot.agent.compaction import SUMMARY_INSTRUCTIONS
 from bot.model.gate import GUEST_USED_UP
 from tests.e2e import config_file, make_config, running, telegram_section
 from tests.fakes.llm import FakeLLM, text

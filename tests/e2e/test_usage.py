@@ -211,7 +211,7 @@ def test_check_accepts_a_routable_model(tmp_path, capsys):
 
 async def test_compaction_summary_calls_are_recorded_too(tmp_path, llm, tg):
     """Every model call counts, not only the loop's: /compact's summary request too."""
-    from bot.compaction import SUMMARY_INSTRUCTIONS
+    from bot.agent.compaction import SUMMARY_INSTRUCTIONS
 
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg))
 

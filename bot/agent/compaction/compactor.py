@@ -1,5 +1,5 @@
 """The compaction engine: the per-turn history fit, the memory flush and the summary call
-(SPEC §10; the plan of it: ``bot.compaction.plan``)."""
+(SPEC §10; the plan of it: ``bot.agent.compaction.plan``)."""
 
 from __future__ import annotations
 
