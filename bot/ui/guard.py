@@ -97,6 +97,7 @@ class Guard:
         """The answer that refuses ``request``, or None when its route may run."""
         for rule in (
             self._host,
+            _bare_prefix,
             _no_cors,
             self._origin,
             _origin_required,
@@ -183,6 +184,13 @@ class Guard:
         if request.path in (LOGIN, LOGOUT, EVENTS):
             return None
         return ui_error(403, "read_only", "this Control UI is read-only (ui.read_only)")
+
+
+def _bare_prefix(request: web.Request) -> Refusal:
+    """``/ui`` (no slash) is the page at ``/ui/``."""
+    if request.path == "/ui" and request.method in READS:
+        return web.Response(status=308, headers={"Location": "/ui/"})
+    return None
 
 
 def _no_cors(request: web.Request) -> Refusal:

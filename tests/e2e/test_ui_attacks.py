@@ -197,6 +197,8 @@ async def test_the_root_redirects_to_the_ui_only_when_it_is_served(tmp_path, llm
     async with ui_daemon(tmp_path, llm) as ui, ui.client() as c:
         r = await c.get("/", headers={"Origin": None})
         assert r.status == 302 and r.headers["Location"] == "/ui/"
+        bare = await c.get("/ui", headers={"Origin": None})
+        assert bare.status == 308 and bare.headers["Location"] == "/ui/"
         evil = await c.get("/", headers={"Origin": None, "Host": "evil.example"})
         assert evil.status == 403  # the API's own Host rule still applies
     off = ui_config(tmp_path / "off", llm, ui={"enabled": False})
