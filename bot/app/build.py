@@ -141,7 +141,8 @@ def build(
     lanes = SessionLanes(cfg.session.max_concurrent_turns)
     hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
     notices = Notices()  # what the owner may act on, for the UI's event stream (SPEC §16.5)
-    mounts = _ui_mounts(cfg, lambda: ui)  # read when the HTTP channel starts
+    # the UI's sub-application, built when the HTTP channel starts (not for given channels)
+    mounts = _ui_mounts(cfg, lambda: ui) if given_channels is None else None
     channels = configured_channels(cfg, mounts) if given_channels is None else dict(given_channels)
     # everything that sends goes through the outbox: built before any of them
     outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds, notices=notices)
