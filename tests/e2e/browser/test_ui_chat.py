@@ -8,11 +8,13 @@ import asyncio
 import json
 import re
 
+from tests.e2e import telegram_section
 from tests.e2e.browser.kit import SESSION_LOOP, csrf, expect, login
 from tests.e2e.ui_client import mint_code, ui_daemon
 from tests.fakes.llm import streamed, text, tool_calls
 
 pytestmark = SESSION_LOOP
+OWNER = 42  # telegram_section's allow_from
 
 
 def conversation(page):
@@ -159,3 +161,35 @@ async def test_model_written_html_renders_as_text(tmp_path, llm, page):
         await expect(tool).to_contain_text('<img src=y onerror="alert(6)"> tool output')
         assert await conversation(page).locator("img").count() == 0
         assert page.dialogs == []  # type: ignore[attr-defined]
+
+
+async def test_telegram_and_the_web_chat_share_the_main_session_live(tmp_path, llm, tg, page):
+    llm.script(text("answered on telegram"), text("answered on the web"))
+    async with ui_daemon(tmp_path, llm, channels=telegram_section(tg)) as ui:
+        await login(page, ui.base, mint_code(ui.cfg))
+        await expect(conversation(page)).to_contain_text("No messages yet")
+        tg.inject_message(OWNER, "written on telegram", from_id=OWNER)
+        await tg.wait_for_sent(1, timeout=15)
+        # the page shows the other channel's exchange without a reload
+        await expect(mine(page)).to_contain_text("written on telegram")
+        await expect(assistant(page)).to_contain_text("answered on telegram")
+        await send(page, "and now from the browser")
+        await expect(assistant(page).last).to_contain_text("answered on the web")
+        assert "written on telegram" in json.dumps(llm.requests[1]["messages"])
+        assert len(tg.sent) == 1  # the web turn's reply went to the page, not to Telegram
+
+
+async def test_an_attached_file_reaches_the_model(tmp_path, llm, page):
+    llm.script(text("I read your file"))
+    note = tmp_path / "note.txt"
+    note.write_text("the secret ingredient is cardamom\n")
+    async with ui_daemon(tmp_path, llm) as ui:
+        await login(page, ui.base, mint_code(ui.cfg))
+        async with page.expect_file_chooser() as chooser:
+            await page.get_by_role("button", name="Attach file").click()
+        await (await chooser.value).set_files(str(note))
+        await expect(page.get_by_role("button", name="Remove note.txt")).to_be_visible()
+        await send(page, "what does it say?")
+        await expect(assistant(page)).to_contain_text("I read your file")
+        assert "cardamom" in json.dumps(llm.requests[0]["messages"])
+        await expect(page.get_by_role("button", name="Remove note.txt")).to_have_count(0)
