@@ -68,14 +68,14 @@ class LedgerMixin(Database):
     def ledger_rows(self, job: str | None = None, limit: int = 1000) -> list[dict[str, Any]]:
         cols = ", ".join(LEDGER_COLUMNS)
         if job is None:
-            q = f"SELECT {cols} FROM schedule_ledger ORDER BY id LIMIT ?"  # noqa: S608
+            q = f"SELECT {cols} FROM schedule_ledger ORDER BY id LIMIT ?"
             return [_row(r) for r in self.db.execute(q, (limit,))]
-        q = f"SELECT {cols} FROM schedule_ledger WHERE job=? ORDER BY id LIMIT ?"  # noqa: S608
+        q = f"SELECT {cols} FROM schedule_ledger WHERE job=? ORDER BY id LIMIT ?"
         return [_row(r) for r in self.db.execute(q, (job, limit))]
 
     def ledger_last(self, job: str) -> dict[str, Any] | None:
         cols = ", ".join(LEDGER_COLUMNS)
-        q = f"SELECT {cols} FROM schedule_ledger WHERE job=? ORDER BY id DESC LIMIT 1"  # noqa: S608
+        q = f"SELECT {cols} FROM schedule_ledger WHERE job=? ORDER BY id DESC LIMIT 1"
         r = self.db.execute(q, (job,)).fetchone()
         return _row(r) if r else None
 
@@ -89,7 +89,7 @@ class LedgerMixin(Database):
     def ledger_interrupted(self) -> list[dict[str, Any]]:
         """Rows left ``running`` by a daemon that died: marked ran (interrupted), never rerun."""
         cols = ", ".join(LEDGER_COLUMNS)
-        q = f"SELECT {cols} FROM schedule_ledger WHERE status='running'"  # noqa: S608
+        q = f"SELECT {cols} FROM schedule_ledger WHERE status='running'"
         rows = [_row(r) for r in self.db.execute(q)]
         self.db.execute(
             "UPDATE schedule_ledger SET status='ran', detail='interrupted (the daemon stopped)',"
