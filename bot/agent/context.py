@@ -89,7 +89,7 @@ def prompt_context(
         model=model,
         default_model=a.model,
         thinking=thinking,
-        model_aliases=tuple(sorted(a.models.items())),
+        model_aliases=tuple(sorted(a.model_aliases().items())),
         tools=tools,
         sandbox_enabled=cfg.tools.exec.sandbox == "on" and any(t.name == "exec" for t in tools),
         trust=req.trust,

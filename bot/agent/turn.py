@@ -105,6 +105,8 @@ class Agent:
             cooldown=cfg.agent.cooldown_seconds,
             secrets=self.secrets,
         )
+        for target in _alias_targets(cfg):  # /model aliases with an endpoint of their own
+            self.llm.add_target(target)
         from bot.agent.compaction import Compactor
 
         def llm_factory(model: str, *, timeout: float, max_retries: int, extra: dict | None = None):
@@ -448,6 +450,20 @@ def _fallback_targets(cfg: Config) -> list:
     for i, f in enumerate(cfg.agent.fallback_models()):
         key = cfg.secret(f.api_key_env) or ("sk-local" if f.api_base else "")
         out.append(ModelTarget(f.model, f.api_base, key, f"agent.fallbacks[{i}]"))
+    return out
+
+
+def _alias_targets(cfg: Config) -> list:
+    """The ``[agent.models]`` aliases that name an ``api_base`` or key of their own, as
+    targets a session's ``/model`` choice finds by model string (bot.model.choice); the
+    others use ``agent.model``'s endpoint and key when chosen."""
+    from bot.model import ModelTarget
+
+    out = []
+    for alias, m in cfg.agent.models.items():
+        if m.api_base or m.api_key_env:
+            key = cfg.secret(m.api_key_env) or ("sk-local" if m.api_base else "")
+            out.append(ModelTarget(m.model, m.api_base, key, f"agent.models.{alias}"))
     return out
 
 

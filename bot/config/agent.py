@@ -79,7 +79,9 @@ class AgentConfig(Model):
     cooldown: str = "5m"  # a model that failed is skipped this long, then tried again
     daily_cost_limit_usd: float = Field(0, ge=0)  # all turns of a day; 0 = no limit
     guest_daily_cost_limit_usd: float = Field(0, ge=0)  # guests' turns together; 0 = no limit
-    models: dict[str, str] = Field(default_factory=dict)
+    # SPEC §17.2: aliases /model may switch a session to ("alias = provider/model" or a table
+    # with model, api_base, api_key_env, like a fallback)
+    models: dict[str, FallbackModel] = Field(default_factory=dict)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @field_validator("fallbacks", mode="before")
@@ -88,6 +90,17 @@ class AgentConfig(Model):
         if isinstance(v, list):
             return [{"model": f} if isinstance(f, str) else f for f in v]
         return v
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _models(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: {"model": m} if isinstance(m, str) else m for k, m in v.items()}
+        return v
+
+    def model_aliases(self) -> dict[str, str]:
+        """``[agent.models]`` as alias -> model string."""
+        return {alias: m.model for alias, m in self.models.items()}
 
     @field_validator("cooldown")
     @classmethod

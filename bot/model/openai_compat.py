@@ -96,7 +96,7 @@ def configured_models(cfg: Any) -> list[tuple[str, str]]:
     a = cfg.agent
     out = [(a.model, a.api_base)]
     out += [(f.model, f.api_base or "") for f in a.fallbacks]
-    out += [(m, a.api_base) for m in a.models.values()]
+    out += [(m.model, m.api_base or a.api_base) for m in a.models.values()]
     out.append((a.compaction.model, a.api_base))
     return [(m, b) for m, b in out if m]
 
@@ -120,7 +120,7 @@ def model_paths(cfg: Any) -> list[tuple[str, str, str]]:
     named += [
         (f"agent.fallbacks[{i}]", f.model, f.api_base or "") for i, f in enumerate(a.fallbacks)
     ]
-    named += [(f"agent.models.{k}", m, a.api_base) for k, m in a.models.items()]
+    named += [(f"agent.models.{k}", m.model, m.api_base or a.api_base) for k, m in a.models.items()]
     named.append(("agent.compaction.model", a.compaction.model, a.api_base))
     out = [(key, m, path_for(m, base)) for key, m, base in named if m]
     media = getattr(cfg, "media", None)

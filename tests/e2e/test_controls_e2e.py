@@ -243,3 +243,26 @@ async def test_a_model_without_reasoning_gets_the_call_without_it(tmp_path, llm,
     assert [r.get("reasoning_effort") for r in llm.requests] == [None, None, "high"]
     told = [r for r in caplog.records if "does not take reasoning_effort" in r.getMessage()]
     assert len(told) == 1 and "openai/gpt-4o-mini" in told[0].getMessage()
+
+
+async def test_a_model_alias_table_uses_its_own_endpoint_and_key(tmp_path, llm, tg, monkeypatch):
+    """`[agent.models]` takes a table like a fallback (SPEC §17.2): `/model local` sends the
+    session's calls to the alias's own api_base with the key from its own api_key_env; the
+    default model keeps its endpoint (the twin: before the switch, and after `/model default`)."""
+    from tests.fakes.llm import FakeLLM
+
+    monkeypatch.setenv("LOCAL_LLM_KEY", "sk-local-alias-key")
+    async with FakeLLM() as local:
+        local.script(text("from the local model"))
+        llm.script(text("from the default"), text("default again"))
+        alias = {"model": "openai/local-model", "api_base": local.base_url}
+        agent = {"models": {"local": alias | {"api_key_env": "LOCAL_LLM_KEY"}}}
+        async with running(cfg_for(tmp_path, llm, tg, agent=agent)):
+            assert await _say(tg, 1, OWNER, "first") == "from the default"
+            assert await _say(tg, 2, OWNER, "/model local") == "Now using openai/local-model."
+            assert await _say(tg, 3, OWNER, "second") == "from the local model"
+            await _say(tg, 4, OWNER, "/model default")
+            assert await _say(tg, 5, OWNER, "third") == "default again"
+    assert [r["model"] for r in local.requests] == ["local-model"]
+    assert local.headers[0]["Authorization"] == "Bearer sk-local-alias-key"
+    assert [r["model"] for r in llm.requests] == ["fake-model", "fake-model"]

@@ -47,7 +47,7 @@ def choices(cfg: Config) -> list[tuple[str, str]]:
     each of ``agent.fallbacks``, each ``[agent.models]`` alias."""
     a = cfg.agent
     out = [("", a.model)] + [("", f.model) for f in a.fallbacks]
-    return out + list(a.models.items())
+    return out + list(a.model_aliases().items())
 
 
 def resolve(cfg: Config, name: str) -> str | None:
