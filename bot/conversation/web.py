@@ -105,10 +105,36 @@ class WebTurns:
     def __init__(self, conversation: Conversation) -> None:
         self.conv = conversation
         self._tasks: set[asyncio.Task] = set()
+        self.set_aside()
+
+    def set_aside(self) -> int:
+        """Web messages a previous run left unanswered are not answered at start-up (their
+        page has gone, and the reply has nowhere to go): they wait for the page to send
+        them again (same ``client_msg_id``), which answers them once."""
+        store, n = self.conv.store, 0
+        for row in store.unfinished_inbound():
+            if row.payload.get("channel") == CHANNEL:
+                store.set_inbound_status(row.id, "skipped")
+                n += 1
+        if n:
+            log.info("%d web message(s) of the last run wait for their page to send them again", n)
+        return n
+
+    def _resume(self, m: WebMessage, sink: WebSink) -> int | None:
+        """A message seen before that a previous run left unanswered: answered now."""
+        store = self.conv.store
+        rows = store.inbound_with_status("skipped", channel=CHANNEL, session_key=m.session)
+        row = next((r for r in rows if r.payload.get("message_id") == m.client_msg_id), None)
+        if row is None:
+            return None
+        store.requeue_inbound(row.id, m.session)
+        msg, rid = InboundMessage.from_json(row.payload), row.id
+        self.conv.lanes.submit(m.session, lambda: self.process(rid, msg, sink))
+        return rid
 
     async def submit(self, m: WebMessage, sink: WebSink) -> int | None:
         """Store the message and queue its turn; None when this ``client_msg_id`` was seen
-        in this session before (nothing is started)."""
+        in this session before and answered or running (nothing is started)."""
         conv, msg = self.conv, m.inbound()
         inbound_id = await conv.commit.write(
             "storing a web message",
@@ -117,7 +143,7 @@ class WebTurns:
             ),
         )
         if inbound_id is None:
-            return None
+            return self._resume(m, sink)
         call = command_call(msg, conv.cfg, m.session, OWNER, on_arrival=True)
         if call is not None and COMMANDS[call.name].immediate:  # /stop, /approve: now
             task = asyncio.ensure_future(self._command(inbound_id, call, sink))

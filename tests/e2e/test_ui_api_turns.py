@@ -137,3 +137,37 @@ async def test_a_guest_session_is_read_only_and_an_owner_one_is_not(tmp_path, ll
         owner = "agent:main:telegram:direct:42"
         status, evs = await turn(c, owner, "mine", "o1")
         assert status == 200 and evs[-1][1]["message"]["text"] == "owner answer"
+
+
+async def test_a_message_cut_by_a_restart_is_answered_once_when_the_page_sends_it_again(
+    tmp_path, llm
+):
+    from bot.app.timeouts import Timeouts
+    from tests.e2e import running
+    from tests.e2e.ui_client import UiDaemon
+
+    gate = asyncio.Event()  # the first run's model never finishes
+    llm.script(streamed("never ", "sent", gate=gate), text("Answered after the restart."))
+    cfg = ui_config(tmp_path, llm)
+    async with running(cfg, timeouts=Timeouts(drain=0.5)) as d:
+        ui = UiDaemon(d, cfg, f"http://127.0.0.1:{d.channels['http'].bound_port}")
+        async with await ui.login() as c:
+            cut = asyncio.ensure_future(turn(c, MAIN, "are you there?", "cut-1"))
+            await llm.wait_for_requests(1, timeout=15)
+            stopping = asyncio.ensure_future(d.stop())  # the page sees the daemon go
+            status, evs = await cut
+            await stopping
+    assert status == 200 and evs[-1][0] == "error"
+    assert evs[-1][1]["code"] == "shutting_down"
+    gate.set()
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        await asyncio.sleep(0.5)  # start-up does not answer it (its page has gone)
+        assert len(llm.requests) == 1
+        _, evs = await turn(c, MAIN, "are you there?", "cut-1")
+        assert evs[-1][0] == "final"
+        assert evs[-1][1]["message"]["text"] == "Answered after the restart."
+        _, again = await turn(c, MAIN, "are you there?", "cut-1")  # once, not twice
+        assert again[-1][1]["message"] == evs[-1][1]["message"]
+        r = await c.get("/ui/api/outbox")
+        assert (await r.json())["items"] == []  # nothing tried to deliver to "web"
+        assert len(llm.requests) == 2
