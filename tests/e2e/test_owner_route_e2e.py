@@ -11,7 +11,6 @@ friend, carrying what the owner's memory produced.  Each has its legitimate twin
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 
 import pytest
 
@@ -215,7 +214,8 @@ CRON = [
 
 async def fire(d, name: str) -> dict:
     d.store.put(f"cron:last_run:{name}", None)
-    d.cron.scheduler.get_job(f"cron:{name}").modify(next_run_time=datetime.now(UTC))
+    await d.cron.booted.wait()
+    await d.cron.run_now(name)
     await eventually(lambda: d.store.get(f"cron:last_run:{name}"), timeout=15)
     return d.store.get(f"cron:last_run:{name}")
 
