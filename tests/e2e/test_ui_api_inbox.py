@@ -70,6 +70,14 @@ async def test_an_approval_decided_in_the_inbox_reaches_the_model(tmp_path, llm,
         assert r.status == 409 and (await r.json())["error"]["code"] == "conflict"
         _, evs = await running
         assert evs[-1][1]["message"]["text"] == "finished"
+        started = next(d for n, d, _ in evs if n == "tool.started")
+        finished = next(d for n, d, _ in evs if n == "tool.finished")
+        assert started["name"] == finished["name"] == "exec"
+        assert finished["call_id"] == started["call_id"] and finished["ok"] is True
+        assert "approved-run" in started["summary"]
+        r = await c.get("/ui/api/sessions/agent%3Amain%3Amain/messages")
+        tools = [m for m in (await r.json())["messages"] if m["role"] == "tool"]
+        assert [t["tool"]["name"] for t in tools] == ["exec"]
     assert (cfg.agent.workspace / "proof.txt").read_text().strip() == "approved-run"
     assert not any("denied" in r.lower() for r in tool_results(llm.requests[1]))
 

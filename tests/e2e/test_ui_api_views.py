@@ -163,3 +163,59 @@ async def test_the_other_views_answer_in_their_shapes(tmp_path, llm, tg):
         assert msgs == {"messages": [], "has_more": False}
         status, err = await turn(c, MAIN, "x", "bad id with spaces")
         assert status == 400 and "client_msg_id" in err["error"]["message"]
+
+
+def png_bytes() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+async def _upload(c, data: bytes, name: str, mime: str):
+    import aiohttp
+
+    form = aiohttp.FormData()
+    form.add_field("file", data, filename=name, content_type=mime)
+    async with c.http.post(c.base + "/ui/api/uploads", data=form, headers=c.headers()) as r:
+        return r.status, await r.json()
+
+
+async def test_an_upload_reaches_the_model_and_a_large_one_is_refused(tmp_path, llm):
+    llm.script(text("a red square"))
+    _, cfg = cfg_with_file(tmp_path, llm)
+    cfg.media.max_download_mb = 0.01  # 10 KB
+    cfg.media.vision = "on"
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        status, up = await _upload(c, png_bytes(), "red.png", "image/png")
+        assert status == 201 and up["name"] == "red.png" and up["mime"] == "image/png"
+        assert up["size"] == len(png_bytes())
+        status, big = await _upload(c, b"x" * 20_000, "big.bin", "application/octet-stream")
+        assert status == 413 and big["error"]["code"] == "too_large"
+        status, err = await turn(c, MAIN, "what is this?", "up0", attachments=["nope"])
+        assert status == 400 and "attachments" in err["error"]["message"]
+        _, evs = await turn(c, MAIN, "what is this?", "up1", attachments=[up["id"]])
+        assert evs[-1][1]["message"]["text"] == "a red square"
+    assert llm.image_parts[0], "the image reached the model"
+    saved = list((cfg.agent.state_dir / "media").glob("web_*red.png"))
+    assert len(saved) == 1 and saved[0].stat().st_mode & 0o777 == 0o600
+
+
+async def test_the_events_stream_tells_a_session_was_updated(tmp_path, llm, tg):
+    llm.script(text("from telegram"))
+    _, cfg = cfg_with_file(tmp_path, llm, tg)
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        stream = events(c, {"after": None, "logs": False})
+        assert (await anext(stream))[0] == "hello"
+        tg.inject_message(42, "hello", from_id=42)
+        updated = None
+        async for ev in stream:
+            if ev[0] == "session.updated":
+                updated = ev
+                break
+        await stream.aclose()
+    assert updated is not None
+    assert updated[1]["key"] == MAIN and updated[1]["last_activity"] > 0 and updated[2] > 0

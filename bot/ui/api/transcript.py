@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from bot.rules.replies import parse_reply
@@ -64,6 +65,16 @@ def message_view(row_id: int, data: dict, created: float, channel: str) -> dict 
     return out
 
 
+def tool_names(messages: Iterable[dict]) -> dict[str, str]:
+    """Tool call id → tool name, from the assistant messages that made the calls."""
+    out: dict[str, str] = {}
+    for m in messages:
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            out[str(call.get("id", ""))] = str(fn.get("name", ""))
+    return out
+
+
 def channel_of(key: str) -> str:
     """The channel a session key names ("" for the main session and scheduled ones)."""
     parts = key.split(":")
@@ -92,13 +103,18 @@ def messages(store: Store, key: str, *, before: int | None, limit: int) -> tuple
     if before is not None:
         q += " AND id<?"
         args.append(before)
+    q += " ORDER BY id"
     out: list[dict] = []
     has_more = False
     channel = channel_of(key)
-    for rid, data, created, _kind in store.db.execute(q + " ORDER BY id DESC", args):
-        view = message_view(rid, json.loads(data), created, channel)
+    rows = [(rid, json.loads(data), created) for rid, data, created, _ in store.db.execute(q, args)]
+    names = tool_names(d for _, d, _ in rows)
+    for rid, data, created in reversed(rows):
+        view = message_view(rid, data, created, channel)
         if view is None:
             continue
+        if view["tool"] is not None:
+            view["tool"]["name"] = view["tool"]["name"] or names.get(data.get("tool_call_id"), "")
         if len(out) >= limit:
             has_more = True
             break
