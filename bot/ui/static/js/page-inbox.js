@@ -60,7 +60,7 @@ function deliveryItem(d) {
     { class: "item" },
     h("div", {}, h("strong", {}, d.channel), ` · chat ${d.chat} · ${d.kind || "text"}`),
     h("blockquote", {}, firstLine(d.preview)),
-    h("div", { class: "meta error-text" }, `${d.error || "failed"} · ${d.attempts} attempts · ${when(d.created)}`),
+    h("div", { class: "meta error-text" }, `${d.error || "failed"} · ${d.attempts} attempt${d.attempts === 1 ? "" : "s"} · ${when(d.created)}`),
     h("div", { class: "actions" }, retry, discard),
   );
 }
