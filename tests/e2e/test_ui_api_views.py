@@ -219,3 +219,41 @@ async def test_the_events_stream_tells_a_session_was_updated(tmp_path, llm, tg):
         await stream.aclose()
     assert updated is not None
     assert updated[1]["key"] == MAIN and updated[1]["last_activity"] > 0 and updated[2] > 0
+
+
+async def test_schedule_runs_pauses_and_resumes_a_job(tmp_path, llm, tg):
+    from tests.e2e.ui_client import ui_config
+
+    llm.script(text("the news"))
+    cfg = ui_config(
+        tmp_path,
+        llm,
+        channels=telegram_section(tg),
+        cron=[
+            {
+                "name": "daily",
+                "schedule": "0 9 * * *",
+                "prompt": "news",
+                "target": "telegram",
+                "to": "42",
+            }
+        ],
+    )
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        jobs = {j["name"]: j for j in (await (await c.get("/ui/api/schedule")).json())["jobs"]}
+        assert jobs["daily"]["kind"] == "cron" and jobs["daily"]["paused"] is False
+        assert "heartbeat" in jobs
+        r = await c.post("/ui/api/schedule/nosuch/run")
+        assert r.status == 404 and (await r.json())["error"]["code"] == "not_found"
+        r = await c.post("/ui/api/schedule/daily/run")
+        assert r.status == 202
+        run = await r.json()
+        assert run["name"] == "daily" and run["run_id"]
+        sent = await tg.wait_for_sent(1, timeout=15)
+        assert sent[0].visible_text == "the news"
+        r = await c.post("/ui/api/schedule/daily/pause")
+        assert await r.json() == {"name": "daily", "paused": True}
+        jobs = {j["name"]: j for j in (await (await c.get("/ui/api/schedule")).json())["jobs"]}
+        assert jobs["daily"]["paused"] is True
+        r = await c.post("/ui/api/schedule/daily/resume")
+        assert await r.json() == {"name": "daily", "paused": False}
