@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 
 from tests.e2e import telegram_section
 from tests.e2e.browser.kit import SESSION_LOOP, csrf, expect, login
@@ -124,11 +123,6 @@ PAYLOAD = (
 )
 
 
-# live the article is "Tool: read"; a stored tool message does not carry its tool's name yet
-# (GET …/messages answers "tool": {"name": ""}), so after a reload only the prefix is certain
-TOOL = re.compile(r"^Tool: (read|tool)$")
-
-
 async def test_model_written_html_renders_as_text(tmp_path, llm, page):
     (tmp_path / "ws").mkdir(parents=True, exist_ok=True)
     (tmp_path / "ws" / "notes.txt").write_text('<img src=y onerror="alert(6)"> tool output')
@@ -136,13 +130,13 @@ async def test_model_written_html_renders_as_text(tmp_path, llm, page):
     async with ui_daemon(tmp_path, llm) as ui:
         await login(page, ui.base, mint_code(ui.cfg))
         await send(page, '<b onmouseover="alert(7)">my own html</b>')
-        for tool_name in ("Tool: read", TOOL):  # live, then the stored transcript after a reload
+        for _ in range(2):  # live, then the stored transcript after a reload
             log = conversation(page)
             await expect(assistant(page)).to_contain_text('<img src=x onerror="alert(1)">')
             await expect(assistant(page)).to_contain_text("<script>alert(2)</script>")
             await expect(assistant(page)).to_contain_text("[click me](javascript:alert(3))")
             await expect(mine(page)).to_contain_text('<b onmouseover="alert(7)">my own html</b>')
-            await expect(log.get_by_role("article", name=tool_name)).to_be_visible()
+            await expect(log.get_by_role("article", name="Tool: read")).to_be_visible()
             assert await log.locator("img, script, iframe, b").count() == 0
             assert await log.get_by_role("link", name="click me").count() == 0
             assert await log.get_by_role("link", name="tap").count() == 0
@@ -155,8 +149,10 @@ async def test_model_written_html_renders_as_text(tmp_path, llm, page):
             await expect(log.locator("strong")).to_have_text("bold")
             await expect(log.locator("code")).to_have_text("code")
             await page.reload()
-            await expect(conversation(page).get_by_role("article", name=TOOL)).to_be_visible()
-        tool = conversation(page).get_by_role("article", name=TOOL)
+            await expect(
+                conversation(page).get_by_role("article", name="Tool: read")
+            ).to_be_visible()
+        tool = conversation(page).get_by_role("article", name="Tool: read")
         await tool.get_by_text("Result").click()
         await expect(tool).to_contain_text('<img src=y onerror="alert(6)"> tool output')
         assert await conversation(page).locator("img").count() == 0
