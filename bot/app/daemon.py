@@ -67,6 +67,9 @@ def startup_lines(cfg: Config, channels: list[str]) -> list[str]:
     lines.append(
         f"HTTP API: http://{h.listen}/v1/chat/completions" if h.enabled else "HTTP API: off"
     )
+    from bot.ui.where import startup_line
+
+    lines.append(startup_line(cfg))
     return lines
 
 

@@ -33,24 +33,11 @@ def add_parser(sub) -> None:
     sp.set_defaults(func=run)
 
 
-def ui_base(cfg: Config) -> str:
-    """Where the UI is: ``public_origin`` + ``/ui/``, else the listen address (a wildcard
-    listen is reached at 127.0.0.1)."""
-    from channels.util import parse_listen
-
-    if cfg.ui.public_origin:
-        return f"{cfg.ui.public_origin}/ui/"
-    host, port = parse_listen(cfg.channels.http.listen)
-    if host in ("0.0.0.0", "::", ""):
-        host = "127.0.0.1"
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/ui/"
-
-
 def login_url(cfg: Config) -> str:
     """A new login code in the state database, as the link that uses it.  Raises
     ``StoreError`` when the state database cannot be opened."""
     from bot.store import Store
+    from bot.ui.where import ui_base
     from bot.ui.auth import mint_code
 
     store = Store(cfg.db_path)
@@ -71,7 +58,7 @@ def revoke_all(cfg: Config) -> tuple[int, int]:
 
 
 def _refusal(cfg: Config) -> str:
-    from bot.ui.app import not_served_reason
+    from bot.ui.where import not_served_reason
 
     reason = not_served_reason(cfg)
     return f"chela: the Control UI is not served: {reason}" if reason else ""

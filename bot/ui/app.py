@@ -12,7 +12,8 @@ from bot.ui import api, static_routes
 from bot.ui.auth import Auth
 from bot.ui.errors import method_not_allowed, ui_error
 from bot.ui.guard import EVENTS, Guard, GuardSettings, add_headers
-from channels.util import is_loopback, parse_listen
+from bot.ui.where import not_served_reason
+from channels.util import parse_listen
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -21,21 +22,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("chela.ui")
 
 PREFIX = "/ui"
-
-
-def not_served_reason(cfg: Config) -> str:
-    """Why the UI is not served with this config ("" when it is)."""
-    if not cfg.channels.http.enabled:
-        return "the HTTP channel is off ([channels.http] enabled = false)"
-    if not cfg.ui.enabled:
-        return "ui.enabled = false"
-    host, _ = parse_listen(cfg.channels.http.listen)
-    if not is_loopback(host) and not cfg.ui.public_origin:
-        return (
-            f"channels.http.listen = {cfg.channels.http.listen!r} is not loopback and "
-            "ui.public_origin is empty (set it to the https:// address of your TLS proxy)"
-        )
-    return ""
 
 
 def guard_settings(cfg: Config) -> GuardSettings:

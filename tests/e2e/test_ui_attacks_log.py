@@ -52,6 +52,7 @@ async def test_login_code_cookie_and_csrf_never_reach_the_log_file(tmp_path, llm
     finally:
         stop(proc)
     text = log.read_text()
+    assert f"Control UI: http://127.0.0.1:{port}/ui/ (log in with `chela dashboard`)" in text
     assert "ui POST /ui/api/login -> 200" in text  # the access lines are there ...
     assert "ui GET /ui/ -> 200" in text and "ui GET /ui/api/bootstrap -> 200" in text
     assert "ui POST /ui/api/login -> 401" in text
