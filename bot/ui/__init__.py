@@ -4,6 +4,7 @@ channel, plus static files shipped as package data (``static/``).
 ``context`` is what every route reads (:class:`~bot.ui.context.UiContext`, built by the app),
 ``errors`` the one error shape, ``guard`` the request rules every ``/ui/`` request passes
 first (§16.3), ``auth`` login, logout, bootstrap and the browser sessions (§16.2),
-``static_routes`` the files, ``app`` puts them together and ``api`` holds the JSON routes and
+``static_routes`` the files, ``where`` where the UI is served and why not (light: start-up
+lines, ``chela dashboard``), ``app`` puts them together and ``api`` holds the JSON routes and
 the streams (§16.4–16.5).
 """
