@@ -171,3 +171,19 @@ async def test_a_message_cut_by_a_restart_is_answered_once_when_the_page_sends_i
         r = await c.get("/ui/api/outbox")
         assert (await r.json())["items"] == []  # nothing tried to deliver to "web"
         assert len(llm.requests) == 2
+
+
+async def test_the_stream_never_shows_reasoning_or_a_silent_token(tmp_path, llm):
+    llm.script(
+        streamed("<think>the hidden ", "plan</think>", "Shown ", "answer"),
+        streamed("NO_", "REPLY"),
+    )
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        _, evs = await turn(c, MAIN, "think first", "t1")
+        deltas = "".join(d["text"] for n, d, _ in evs if n == "delta")
+        assert deltas == "Shown answer" and evs[-1][1]["message"]["text"] == "Shown answer"
+        _, quiet = await turn(c, MAIN, "say nothing", "t2")
+        assert [n for n, _, _ in quiet] == ["turn.started", "final"]
+        assert quiet[-1][1]["message"]["text"] == ""
+        status, err = await turn(c, "not-a-session-of-this-agent", "hi", "t3")
+        assert status == 404 and err["error"]["code"] == "not_found"

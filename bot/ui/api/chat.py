@@ -22,6 +22,7 @@ from bot.ui.api.common import (
     body,
     conflict,
     guarded,
+    not_found,
     session_trust,
     state,
 )
@@ -75,6 +76,8 @@ async def post_message(request: web.Request) -> web.StreamResponse:
     st = state(request)
     ctx, key = st.ctx, request.match_info["key"]
     text, cid, ids = _fields(await body(request))
+    if not key.startswith(f"agent:{ctx.cfg.agent.id}:"):
+        return not_found(f"{key} is not a session of agent {ctx.cfg.agent.id}")
     if session_trust(ctx.cfg, key) == "guest":
         return conflict("a guest session is read-only here")
     running = st.logs.get(key, cid)

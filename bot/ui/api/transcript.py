@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.rules.replies import parse_reply
+from bot.rules.textproto import split_reasoning
 from bot.store import Store
 
 _META = "[Message metadata from the platform."
@@ -54,7 +55,7 @@ def message_view(row_id: int, data: dict, created: float, channel: str) -> dict 
         out["text"], seen_channel, out["client_msg_id"] = user_view(text)
         out["channel"] = seen_channel or channel
     elif role == "assistant":
-        plan = parse_reply(text)
+        plan = parse_reply(split_reasoning(text)[0])
         if plan.silent or not plan.text.strip():
             return None
         out["text"] = plan.text
