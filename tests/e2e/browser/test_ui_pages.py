@@ -119,3 +119,24 @@ async def test_system_revokes_a_browser_session_and_logs_out(tmp_path, llm, page
             await expect(page.get_by_role("heading", name="Log in")).to_be_visible()
         finally:
             await other.close()
+
+
+async def test_a_read_only_ui_shows_and_offers_no_write(tmp_path, llm, tg, page):
+    llm.script(text("seen on the wall"))
+    sections = {"channels": telegram_section(tg), "ui": {"read_only": True}}
+    async with ui_daemon(tmp_path, llm, heartbeat={"every": "1h"}, **sections) as ui:
+        await login(page, ui.base, mint_code(ui.cfg))  # login is not a write it refuses
+        tg.inject_message(42, "from the phone", from_id=42)
+        log = page.get_by_role("log", name="Conversation")
+        await expect(log.get_by_role("article", name="Assistant message")).to_contain_text(
+            "seen on the wall"
+        )
+        await expect(page.get_by_role("textbox", name="Message")).to_be_disabled()
+        await expect(page.get_by_role("button", name="Send")).to_be_disabled()
+        await expect(page.get_by_role("button", name="Attach file")).to_be_disabled()
+        await open_page(page, "Schedule")
+        await expect(page.get_by_role("button", name="Run now")).to_be_disabled()
+        await open_page(page, "System")
+        await expect(page.get_by_role("button", name="Revoke")).to_be_disabled()
+        await page.get_by_role("button", name="Log out").click()  # logout is allowed
+        await expect(page.get_by_role("heading", name="Log in")).to_be_visible()

@@ -21,9 +21,11 @@ async function act(button, path, body, done) {
   }
 }
 
+const view = { readOnly: false }; // ui.read_only: the buttons show, disabled
+
 function decide(path, what) {
-  const approve = h("button", { type: "button", class: "primary" }, "Approve");
-  const deny = h("button", { type: "button" }, "Deny");
+  const approve = h("button", { type: "button", class: "primary", disabled: view.readOnly }, "Approve");
+  const deny = h("button", { type: "button", disabled: view.readOnly }, "Deny");
   approve.addEventListener("click", () => act(approve, path, { decision: "approve" }, `${what} approved.`));
   deny.addEventListener("click", () => act(deny, path, { decision: "deny" }, `${what} denied.`));
   return h("div", { class: "actions" }, approve, deny);
@@ -51,8 +53,8 @@ function pairingItem(r) {
 }
 
 function deliveryItem(d) {
-  const retry = h("button", { type: "button", class: "primary" }, "Retry");
-  const discard = h("button", { type: "button" }, "Discard");
+  const retry = h("button", { type: "button", class: "primary", disabled: view.readOnly }, "Retry");
+  const discard = h("button", { type: "button", disabled: view.readOnly }, "Discard");
   retry.addEventListener("click", () => act(retry, `outbox/${d.id}/retry`, {}, "Queued again."));
   discard.addEventListener("click", () => act(discard, `outbox/${d.id}/discard`, {}, "Discarded."));
   return h(
@@ -72,6 +74,7 @@ function region(title, id, items, make, empty) {
 }
 
 export function mount(root, ctx) {
+  view.readOnly = Boolean(ctx.boot.read_only);
   const body = h("div", { class: "inbox" });
   root.append(body);
   const draw = () => {

@@ -25,7 +25,7 @@ export function mount(root, ctx) {
     try {
       const ans = await get("ui-sessions", ctl.signal);
       const rows = (ans.sessions || []).map((s) => {
-        const b = h("button", { type: "button" }, "Revoke");
+        const b = h("button", { type: "button", disabled: Boolean(ctx.boot.read_only) }, "Revoke");
         b.addEventListener("click", () => revoke(s));
         return [when(s.created), when(s.last_seen), s.user_agent || "—", s.current ? "this browser" : "", b];
       });
