@@ -34,6 +34,8 @@ async def test_a_web_turn_streams_and_lands_in_the_transcript(tmp_path, llm):
         assert deltas == "Hello from the model."
         final = evs[-1][1]
         assert final["stopped"] is False
+        assert final["usage"]["prompt_tokens"] == 7 and final["usage"]["completion_tokens"] == 3
+        assert isinstance(final["usage"]["cost_usd"], float)
         assert final["message"]["text"] == "Hello from the model."
         assert isinstance(final["message"]["id"], int)
         r = await c.get(f"/ui/api/sessions/{quote(MAIN, safe='')}/messages")
