@@ -21,7 +21,9 @@ export function mount(root) {
         h("section", { role: "region", "aria-labelledby": "ws-file", class: "panel" }, h("h2", { id: "ws-file" }, ans.name), h("pre", { class: "file" }, ans.text || "(empty)")),
       );
     } catch (err) {
-      if (!ctl.signal.aborted) clear(viewer).append(h("p", { class: "error" }, `${name}: ${err.message}`));
+      if (ctl.signal.aborted) return;
+      const why = err.status === 404 ? `${name} is not in the workspace: ${err.message}` : `${name}: ${err.message}`;
+      clear(viewer).append(h("p", { class: err.status === 404 ? "muted" : "error" }, why));
     }
   };
 
