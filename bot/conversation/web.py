@@ -129,7 +129,7 @@ class WebTurns:
             return None
         store.requeue_inbound(row.id, m.session)
         msg, rid = InboundMessage.from_json(row.payload), row.id
-        self.conv.lanes.submit(m.session, lambda: self.process(rid, msg, sink))
+        self._queue(m.session, lambda: self.process(rid, msg, sink), sink)
         return rid
 
     async def submit(self, m: WebMessage, sink: WebSink) -> int | None:
@@ -150,8 +150,18 @@ class WebTurns:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return inbound_id
-        conv.lanes.submit(m.session, lambda: self.process(inbound_id, msg, sink))
+        self._queue(m.session, lambda: self.process(inbound_id, msg, sink), sink)
         return inbound_id
+
+    def _queue(self, key: str, job: Any, sink: WebSink) -> None:
+        """On the session's lane; a job the lane drops (the daemon stops before it ran)
+        ends its stream with ``shutting_down`` (the message stays stored)."""
+
+        def dropped(fut: asyncio.Future) -> None:
+            if fut.cancelled() or fut.exception() is not None:
+                sink.failed("shutting_down", "The daemon is stopping; send the message again.")
+
+        self.conv.lanes.submit(key, job).add_done_callback(dropped)
 
     async def process(self, inbound_id: int, msg: InboundMessage, sink: WebSink) -> None:
         key = msg.chat_id

@@ -189,3 +189,16 @@ async def test_the_stream_never_shows_reasoning_or_a_silent_token(tmp_path, llm)
         assert quiet[-1][1]["message"]["text"] == ""
         status, err = await turn(c, "not-a-session-of-this-agent", "hi", "t3")
         assert status == 404 and err["error"]["code"] == "not_found"
+
+
+async def test_a_model_failure_ends_the_stream_with_an_error(tmp_path, llm):
+    from tests.fakes.llm import error
+
+    llm.script(error(500), error(500), text("fine again"))
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        status, evs = await turn(c, MAIN, "hello?", "e1")
+        assert status == 200 and evs[-1][0] == "error"
+        assert evs[-1][1]["code"] == "model_error" and evs[-1][1]["message"]
+        assert "final" not in [n for n, _, _ in evs]
+        _, evs = await turn(c, MAIN, "and now?", "e2")  # the twin: the next one is answered
+        assert evs[-1][0] == "final" and evs[-1][1]["message"]["text"] == "fine again"
