@@ -35,9 +35,13 @@ def user_view(text: str) -> tuple[str, str, str | None]:
     return (body if sep else text), channel, cid
 
 
-def message_view(row_id: int, data: dict, created: float, channel: str) -> dict | None:
+def message_view(
+    row_id: int, data: dict, created: float, channel: str, kind: str = "chat"
+) -> dict | None:
     """One stored message as §16.4's object; None for what is not listed (tool results
-    of the text protocol, an assistant tool-call step without text, a silent reply)."""
+    of the text protocol, an assistant tool-call step without text, a silent reply, a
+    heartbeat's prompt and its acks: only an alert it delivered is listed)."""
+    heartbeat = kind == "heartbeat"
     role = data.get("role")
     text = _content_text(data.get("content"))
     out: dict[str, Any] = {
@@ -50,16 +54,16 @@ def message_view(row_id: int, data: dict, created: float, channel: str) -> dict 
         "tool": None,
     }
     if role == "user":
-        if text.lstrip().startswith("<tool_result"):
+        if heartbeat or text.lstrip().startswith("<tool_result"):
             return None
         out["text"], seen_channel, out["client_msg_id"] = user_view(text)
         out["channel"] = seen_channel or channel
     elif role == "assistant":
-        plan = parse_reply(split_reasoning(text)[0])
+        plan = parse_reply(split_reasoning(text)[0], heartbeat=heartbeat)
         if plan.silent or not plan.text.strip():
             return None
         out["text"] = plan.text
-    elif role == "tool":
+    elif role == "tool" and not heartbeat:
         out["tool"] = {"name": data.get("name") or "", "ok": True, "duration_ms": None}
     else:
         return None
@@ -96,10 +100,7 @@ def messages(store: Store, key: str, *, before: int | None, limit: int) -> tuple
         "SELECT COALESCE(MAX(upto_id), 0) FROM summaries WHERE session_key=? AND epoch=?",
         (key, row[0]),
     ).fetchone()[0]
-    q = (
-        "SELECT id, data, created, kind FROM messages WHERE session_key=? AND epoch=? AND id>?"
-        " AND kind!='heartbeat'"
-    )
+    q = "SELECT id, data, created, kind FROM messages WHERE session_key=? AND epoch=? AND id>?"
     args: list[Any] = [key, row[0], upto]
     if before is not None:
         q += " AND id<?"
@@ -108,10 +109,13 @@ def messages(store: Store, key: str, *, before: int | None, limit: int) -> tuple
     out: list[dict] = []
     has_more = False
     channel = channel_of(key)
-    rows = [(rid, json.loads(data), created) for rid, data, created, _ in store.db.execute(q, args)]
-    names = tool_names(d for _, d, _ in rows)
-    for rid, data, created in reversed(rows):
-        view = message_view(rid, data, created, channel)
+    rows = [
+        (rid, json.loads(data), created, kind)
+        for rid, data, created, kind in store.db.execute(q, args)
+    ]
+    names = tool_names(r[1] for r in rows)
+    for rid, data, created, kind in reversed(rows):
+        view = message_view(rid, data, created, channel, kind)
         if view is None:
             continue
         if view["tool"] is not None:

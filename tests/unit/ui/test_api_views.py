@@ -144,3 +144,15 @@ def test_usage_group_sums_per_key(cfg):
         }
     ]
     assert [r["key"] for r in group(cfg, rows, "source")] == ["chat", "heartbeat"]
+
+
+def test_a_heartbeat_lists_only_the_alert_it_delivered():
+    prompt = {"role": "user", "content": "Read HEARTBEAT.md if it exists."}
+    assert message_view(1, prompt, 0.0, "", "heartbeat") is None
+    ack = {"role": "assistant", "content": "HEARTBEAT_OK"}
+    assert message_view(2, ack, 0.0, "", "heartbeat") is None
+    alert = {"role": "assistant", "content": "The backup failed last night."}
+    view = message_view(3, alert, 0.0, "", "heartbeat")
+    assert view is not None and view["text"] == "The backup failed last night."
+    # the twin: a chat turn's user message is listed
+    assert message_view(4, prompt, 0.0, "", "chat") is not None
