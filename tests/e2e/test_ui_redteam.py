@@ -1,0 +1,255 @@
+"""Red-team attacks on the Control UI (SPEC §16) through the real daemon on the wire that
+found holes.  Each hole is a ``strict`` xfail (the fix turns it into an XPASS failure, which
+forces removing the marker) next to its legitimate twin, which passes:
+
+* an open event stream outlives the revocation of its browser session (live log lines and
+  notices keep flowing to a session the owner ended);
+* a JSON body sent chunked (no ``Content-Length``) is not held to the 1 MiB cap, login
+  included (no session needed);
+* deeply nested JSON on an authenticated route answers a bare 500, not §16.4's JSON error;
+* the login rate limit is per loopback address, so a local process that binds 127.0.0.2,
+  127.0.0.3, … gets five more attempts per address (loopback is never "one source");
+* ``chela dashboard`` hands the login code to the browser on its command line, readable by
+  every local user in ``/proc/<pid>/cmdline`` while the code is still unused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+from urllib.parse import quote
+
+import aiohttp
+import pytest
+
+from tests.e2e.harness import config_file
+from tests.e2e.ui_api_helpers import events
+from tests.e2e.ui_client import UiClient, ui_daemon
+
+MARKER = "redteam marker after the session ended"
+STOP = f"/ui/api/sessions/{quote('agent:main:main', safe='')}/stop"
+COMPACT = f"/ui/api/sessions/{quote('agent:main:main', safe='')}/compact"
+
+
+async def _code(r) -> str:
+    return (await r.json())["error"]["code"]
+
+
+async def _read_for(stream, seconds: float) -> list[tuple[str, dict]]:
+    """What the event stream delivers within ``seconds`` (or until it ends)."""
+    got: list[tuple[str, dict]] = []
+
+    async def read() -> None:
+        async for name, data, _ in stream:
+            got.append((name, data))
+
+    with contextlib.suppress(TimeoutError, StopAsyncIteration, OSError):
+        await asyncio.wait_for(read(), seconds)
+    return got
+
+
+async def _revoke_other(owner: UiClient) -> None:
+    sessions = (await (await owner.get("/ui/api/ui-sessions")).json())["sessions"]
+    other = next(s["id"] for s in sessions if not s["current"])
+    assert (await owner.delete(f"/ui/api/ui-sessions/{other}")).status == 204
+
+
+# ------------------------------------------------------------ revoked session, open stream
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/api/events.py _pump never re-checks the browser session: an events "
+    "stream opened before Revoke/logout/--revoke-all/expiry keeps receiving log lines and "
+    "notices after the session ended",
+)
+async def test_a_revoked_sessions_open_event_stream_gets_nothing_more(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as owner:
+        async with await ui.login() as intruder:
+            stream = events(intruder, {"after": None, "logs": True})
+            assert (await anext(stream))[0] == "hello"
+            await _revoke_other(owner)  # the owner ends the session on the System page
+            assert (await intruder.get("/ui/api/bootstrap")).status == 401
+            logging.getLogger("chela.test").warning(MARKER)
+            got = await _read_for(stream, 4)
+            await stream.aclose()
+    leaked = [d for n, d in got if n == "log.line" and MARKER in d.get("message", "")]
+    assert not leaked, got
+
+
+async def test_twin_a_live_sessions_event_stream_gets_the_log_line(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as owner:
+        async with await ui.login() as other:
+            stream = events(owner, {"after": None, "logs": True})
+            assert (await anext(stream))[0] == "hello"
+            await _revoke_other(owner)  # another session ends; this one is live
+            assert (await other.get("/ui/api/bootstrap")).status == 401
+            logging.getLogger("chela.test").warning(MARKER)
+            got = await _read_for(stream, 4)
+            await stream.aclose()
+    assert [d for n, d in got if n == "log.line" and MARKER in d.get("message", "")], got
+
+
+# --------------------------------------------------------------- chunked bodies, the cap
+async def _chunked(client: UiClient, path: str, payload: bytes, **headers: str | None):
+    async def gen():
+        for i in range(0, len(payload), 64 * 1024):
+            yield payload[i : i + 64 * 1024]
+
+    hdrs = client.headers({"Content-Type": "application/json", **headers})
+    try:
+        async with client.http.post(client.base + path, data=gen(), headers=hdrs) as r:
+            return r.status, await r.text()
+    except aiohttp.ClientError as e:  # cut off mid-body: refused without an answer
+        return 0, repr(e)
+
+
+BIG = b'{"code": "' + b"A" * (2 * 1024 * 1024) + b'"}'  # 2 MiB: over the 1 MiB JSON cap
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/guard.py Guard._body checks the cap only against Content-Length; a "
+    "chunked body is read up to channels/http MAX_BODY (32 MiB), by login too (no session)",
+)
+async def test_a_chunked_json_body_over_the_cap_is_too_large(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        status, body = await _chunked(c, STOP, BIG)
+        assert status in (0, 413), body
+        assert status == 0 or json.loads(body)["error"]["code"] == "too_large", body
+        async with ui.client() as anyone:  # no session: the login route reads it all
+            status, body = await _chunked(anyone, "/ui/api/login", BIG)
+        assert status in (0, 413), body
+
+
+async def test_twin_a_small_chunked_json_body_is_read(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        status, body = await _chunked(c, STOP, b"{}")
+        assert status == 200 and json.loads(body) == {"stopped": False}
+        async with ui.client() as anyone:
+            status, body = await _chunked(
+                anyone, "/ui/api/login", b'{"code": "' + b"A" * 22 + b'"}'
+            )
+        assert status == 401 and json.loads(body)["error"]["code"] == "login_code_invalid"
+
+
+# ------------------------------------------------------------------- deeply nested JSON
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/api/common.py body() catches ValueError/UnicodeDecodeError but not "
+    "RecursionError: nested JSON is a text/plain 500 instead of 400 bad_request (§16.4)",
+)
+async def test_deeply_nested_json_is_a_json_bad_request(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        r = await c.request(
+            "POST", COMPACT, data=DEEP, headers={"Content-Type": "application/json"}
+        )
+        assert r.status == 400 and await _code(r) == "bad_request", await r.text()
+
+
+async def test_twin_an_invalid_field_is_a_json_bad_request_and_login_survives_nesting(
+    tmp_path, llm
+):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        r = await c.post(COMPACT, {"focus": 1})
+        assert r.status == 400 and await _code(r) == "bad_request"
+        async with ui.client() as anyone:
+            r = await anyone.request(
+                "POST", "/ui/api/login", data=DEEP, headers={"Content-Type": "application/json"}
+            )
+            assert r.status == 400 and await _code(r) == "bad_request"
+
+
+# ------------------------------------------------------- login attempts from 127.0.0.x
+async def _login_from(port: int, src: str) -> int:
+    """One login attempt with a wrong code, sent from the loopback address ``src``."""
+    body = json.dumps({"code": "B" * 22})
+    req = (
+        f"POST /ui/api/login HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Origin: http://127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}"
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(src, 0))
+    try:
+        writer.write(req.encode())
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readline(), 10)
+    finally:
+        writer.close()
+    return int(head.split()[1])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/auth.py Auth.login keys the rate limit by request.remote; any local "
+    "process binds another 127.0.0.0/8 address and gets 5 more attempts each",
+)
+async def test_loopback_addresses_share_one_login_budget(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui:
+        assert [await _login_from(ui.port, "127.0.0.1") for _ in range(5)] == [401] * 5
+        assert await _login_from(ui.port, "127.0.0.2") == 429
+
+
+async def test_twin_the_sixth_attempt_from_the_same_address_is_limited(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui:
+        assert [await _login_from(ui.port, "127.0.0.1") for _ in range(5)] == [401] * 5
+        assert await _login_from(ui.port, "127.0.0.1") == 429
+
+
+# --------------------------------------------- the login code on a browser command line
+def _dashboard(tmp_path, llm, *extra: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """``chela dashboard`` with a fake browser (``$BROWSER``) that records its argv."""
+    rec = tmp_path / "browser-argv.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> "{rec}"\n')
+    browser.chmod(0o700)
+    path = config_file(
+        tmp_path / "c.toml",
+        llm,
+        workspace=tmp_path / "ws",
+        state_dir=tmp_path / "state",
+        channels={"http": {"enabled": True, "listen": "127.0.0.1:9911"}},
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "dashboard", "--config", str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BROWSER": f"{browser} %s"},
+    )
+    assert done.returncode == 0, done.stderr
+    return done, rec.read_text() if rec.exists() else ""
+
+
+def _printed_code(done: subprocess.CompletedProcess[str]) -> str:
+    line = next(ln for ln in done.stdout.splitlines() if "#login=" in ln)
+    code = line.rsplit("#login=", 1)[1]
+    assert len(code) == 22
+    return code
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/cli/dashboard.py run() calls webbrowser.open(url) with the code in the "
+    "URL: it is in the browser's argv (/proc/<pid>/cmdline, ps) for every local user",
+)
+def test_the_login_code_is_not_on_the_browsers_command_line(tmp_path, llm):
+    done, argv = _dashboard(tmp_path, llm)
+    assert argv, "the browser was started"
+    assert _printed_code(done) not in argv
+
+
+def test_twin_the_owner_gets_the_code_on_stdout_and_no_browser_with_no_open(tmp_path, llm):
+    done, argv = _dashboard(tmp_path, llm, "--no-open")
+    assert _printed_code(done) and argv == ""
