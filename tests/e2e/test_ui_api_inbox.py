@@ -89,10 +89,17 @@ async def test_a_denial_in_the_inbox_reaches_the_model(tmp_path, llm, sandbox):
         text("refused"),
     )
     async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        stream = events(c, {"after": None, "logs": False})
+        assert (await anext(stream))[0] == "hello"
         running = asyncio.ensure_future(turn(c, MAIN, "try it", "d1"))
+        pending = await _named(stream, "approval.pending")
         held = await _held(c)
+        assert pending[1] == held
         r = await c.post(f"/ui/api/approvals/{held['code']}", {"decision": "deny"})
         assert r.status == 200
+        resolved = await _named(stream, "approval.resolved")
+        assert resolved[1] == {"code": held["code"], "decision": "deny"}
+        await stream.aclose()
         _, evs = await running
         assert evs[-1][1]["message"]["text"] == "refused"
         r = await c.get("/ui/api/approvals")
