@@ -157,6 +157,10 @@ async def test_the_other_views_answer_in_their_shapes(tmp_path, llm, tg):
         assert [s["key"] for s in found["sessions"]] == [MAIN]
         none = await (await c.get("/ui/api/sessions?q=submarine")).json()
         assert none["sessions"] == [] and none["next_cursor"] is None
+        r = await c.post(f"/ui/api/sessions/{quote(MAIN, safe='')}/compact", {"focus": 5})
+        assert r.status == 400 and "focus" in (await r.json())["error"]["message"]
+        r = await c.post(f"/ui/api/sessions/{quote(MAIN, safe='')}/compact", {"focus": "light"})
+        assert r.status == 200 and await r.json() == {"ok": True}
         r = await c.post(f"/ui/api/sessions/{quote(MAIN, safe='')}/reset")
         assert await r.json() == {"ok": True}
         msgs = await (await c.get(f"/ui/api/sessions/{quote(MAIN, safe='')}/messages")).json()
