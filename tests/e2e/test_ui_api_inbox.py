@@ -198,6 +198,12 @@ async def test_failed_deliveries_retry_and_discard_and_the_events_replay(tmp_pat
             if name == "delivery.resolved" and data["state"] == "discarded":
                 break
         await replay.aclose()
+        # a number from before a restart (larger than any now) replays everything kept
+        after_restart = events(c, {"after": 10**9, "logs": False})
+        assert (await anext(after_restart))[0] == "hello"
+        first = await anext(after_restart)
+        await after_restart.aclose()
+    assert first[2] == 1
     got = [(n, i) for n, i, _ in seen if n.startswith("delivery.")]
     assert got == [
         ("delivery.failed", one),

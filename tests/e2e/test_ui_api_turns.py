@@ -108,6 +108,9 @@ async def test_stop_ends_the_stream_stopped_and_stores_no_answer(tmp_path, llm):
         assert final[0] == "final" and final[1]["stopped"] is True
         assert "never finished" not in final[1]["message"]["text"]
         gate.set()
+        _, again = await turn(c, MAIN, "write an essay", "s1")  # a reload: still stopped
+        assert again[-1][0] == "final" and again[-1][1]["stopped"] is True
+        assert len(llm.requests) == 1
         r = await c.get(f"/ui/api/sessions/{quote(MAIN, safe='')}/messages")
         msgs = (await r.json())["messages"]
         assert [m["role"] for m in msgs] == ["user"]

@@ -77,7 +77,8 @@ async def events(request: web.Request) -> web.StreamResponse:
             last = notices.seq
             await resp.write(sse("hello", {"seq": last}, last))
             if after is not None:
-                for notice in notices.since(after):
+                # a number from before a restart (larger than any now): replay all kept
+                for notice in notices.since(after if after <= last else 0):
                     if notice.seq <= last:
                         await resp.write(sse(notice.name, notice.data, notice.seq))
             await _pump(resp, queue, lines, last, st.closing)
