@@ -10,7 +10,8 @@ forces removing the marker) next to its legitimate twin, which passes:
 * the login rate limit is per loopback address, so a local process that binds 127.0.0.2,
   127.0.0.3, … gets five more attempts per address (loopback is never "one source");
 * ``chela dashboard`` hands the login code to the browser on its command line, readable by
-  every local user in ``/proc/<pid>/cmdline`` while the code is still unused.
+  every local user in ``/proc/<pid>/cmdline`` while the code is still unused;
+* a ``client_msg_id`` with a trailing newline passes the 1-64 ``[A-Za-z0-9_-]`` check.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ import aiohttp
 import pytest
 
 from tests.e2e.harness import config_file
-from tests.e2e.ui_api_helpers import events
+from tests.e2e.ui_api_helpers import events, turn
 from tests.e2e.ui_client import UiClient, ui_daemon
+from tests.fakes.llm import text
 
 MARKER = "redteam marker after the session ended"
 STOP = f"/ui/api/sessions/{quote('agent:main:main', safe='')}/stop"
@@ -253,3 +255,28 @@ def test_the_login_code_is_not_on_the_browsers_command_line(tmp_path, llm):
 def test_twin_the_owner_gets_the_code_on_stdout_and_no_browser_with_no_open(tmp_path, llm):
     done, argv = _dashboard(tmp_path, llm, "--no-open")
     assert _printed_code(done) and argv == ""
+
+
+# ------------------------------------------------------- client_msg_id: a trailing newline
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/api/common.py CLIENT_MSG_ID ends in '$', which also matches before "
+    "a final newline: 'id\\n' passes as 1-64 of [A-Za-z0-9_-], starts a turn and is stored "
+    "as the inbound message_id (use re.fullmatch or \\Z)",
+)
+async def test_a_client_msg_id_with_a_trailing_newline_is_refused(tmp_path, llm):
+    llm.script(text("should not run"))
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        status, answer = await turn(c, "agent:main:main", "hi", "nl1\n")
+    assert status == 400 and answer["error"]["code"] == "bad_request", answer
+    assert llm.requests == []
+
+
+async def test_twin_a_plain_client_msg_id_starts_a_turn(tmp_path, llm):
+    llm.script(text("hello"))
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        status, evs = await turn(c, "agent:main:main", "hi", "nl1")
+        bad, answer = await turn(c, "agent:main:main", "hi", "nl 1")
+    assert status == 200 and evs[-1][1]["message"]["text"] == "hello"
+    assert bad == 400 and answer["error"]["code"] == "bad_request"
