@@ -10,11 +10,12 @@ the platform edits messages) and is imported from there; this table adds the ada
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.app import probes
 from bot.config.channels import CONFIGURED, MESSAGING, env_fields, title
 
 if TYPE_CHECKING:
@@ -27,9 +28,25 @@ __all__ = [
     "SPECS",
     "TERMINAL_ADAPTER",
     "ChannelSpec",
+    "Setting",
     "env_fields",
     "title",
 ]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A key of the channel's section that ``chela onboard`` asks for, besides its secrets
+    and the owner's id: ``flag`` is the onboard flag's name (``--signal-account`` is
+    ``signal_account``), ``question`` what is asked ("" = a flag only), ``needed`` why the
+    channel cannot go without it ("" = optional), ``always``: written even when empty."""
+
+    key: str
+    flag: str
+    question: str = ""
+    default: str = ""
+    needed: str = ""
+    always: bool = True
 
 
 @dataclass(frozen=True)
@@ -39,6 +56,9 @@ class ChannelSpec:
     # adapter keyword arguments from (config, its section, secrets by key, media dir)
     kwargs: Callable[[Config, Any, dict[str, str], Path], dict[str, Any]]
     owner_id_hint: str = ""  # what `chela onboard` asks for as the owner's id
+    settings: tuple[Setting, ...] = ()  # what `chela onboard` asks for besides
+    # `chela doctor`'s authenticated request (bot.app.probes)
+    probe: Callable[[Any, Config], Awaitable[probes.Probe]] | None = None
 
     @property
     def title(self) -> str:
@@ -135,24 +155,43 @@ SPECS: dict[str, ChannelSpec] = {
             "channels.telegram:TelegramChannel",
             _telegram,
             owner_id_hint="your numeric Telegram user id",
+            settings=(Setting("api_base", "telegram_api_base", always=False),),
+            probe=probes.telegram,
         ),
         ChannelSpec(
             "discord",
             "channels.discord:DiscordChannel",
             _discord,
             owner_id_hint="your numeric Discord user id (Developer Mode > Copy User ID)",
+            probe=probes.discord,
         ),
         ChannelSpec(
             "slack",
             "channels.slack:SlackChannel",
             _slack,
             owner_id_hint="your Slack member id (U...)",
+            probe=probes.slack,
         ),
         ChannelSpec(
             "signal",
             "channels.signal:SignalChannel",
             _signal,
             owner_id_hint="your phone number (+...) or Signal UUID",
+            settings=(
+                Setting(
+                    "account",
+                    "signal_account",
+                    "the bot's Signal number (+...)",
+                    needed="the bot's Signal number",
+                ),
+                Setting(
+                    "http_url",
+                    "signal_url",
+                    "signal-cli daemon --http URL",
+                    default="http://127.0.0.1:8080",
+                ),
+            ),
+            probe=probes.signal,
         ),
         ChannelSpec("http", "channels.http:HttpChannel", _http),
     )

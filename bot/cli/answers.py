@@ -46,9 +46,16 @@ class Answers:
     channels: list[str] = field(default_factory=list)
     tokens: dict[str, dict[str, str]] = field(default_factory=dict)  # channel -> {key: env var}
     owners: dict[str, list[str]] = field(default_factory=dict)  # channel -> ids
-    signal_account: str = ""
-    signal_url: str = "http://127.0.0.1:8080"
-    telegram_api_base: str = ""  # a self-hosted Bot API server
+    # channel -> {section key: value}: what its descriptor's ``settings`` ask for (the
+    # bot's Signal number, a self-hosted Telegram Bot API server, …)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def setting(self, channel: str, key: str) -> str:
+        """The answer for a section key, else its descriptor's default."""
+        got = self.settings.get(channel, {}).get(key)
+        if got is not None:
+            return got
+        return next((s.default for s in SPECS[channel].settings if s.key == key), "")
 
 
 def default_key_var(model: str, api_base: str = "") -> str:
@@ -80,9 +87,6 @@ def answers_from_file(path: Path) -> Answers | None:
             a.tokens[name] = {k: str(sec.get(k) or d) for k, d in TOKEN_VARS[name].items()}
         if isinstance(sec.get("allow_from"), list):
             a.owners[name] = [str(i) for i in sec["allow_from"]]
-        if name == "signal":
-            a.signal_account = str(sec.get("account", ""))
-            a.signal_url = str(sec.get("http_url", a.signal_url))
-        if name == "telegram":
-            a.telegram_api_base = str(sec.get("api_base", ""))
+        for st in SPECS[name].settings:
+            a.settings.setdefault(name, {})[st.key] = str(sec.get(st.key, st.default))
     return a

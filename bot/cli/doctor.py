@@ -25,10 +25,9 @@ from bot.cli.validate import (
 )
 from bot.cli.validate import secret_problems as config_problems
 from bot.config import Config, config_warnings
-from bot.app.channels import CONFIGURED
+from bot.app.channels import CONFIGURED, SPECS
 from channels.util import parse_listen
 
-DEFAULT_DISCORD_API = "https://discord.com/api/v10"
 TIMEOUT = 10.0
 CHANNELS = CONFIGURED
 
@@ -248,100 +247,17 @@ async def check_model(cfg: Config) -> Finding:
     return Finding("OK", "model", f"{where} answered in {(time.monotonic() - t0) * 1000:.0f} ms")
 
 
-async def _http(session, method: str, url: str, **kw) -> tuple[int, dict | None]:
-    async with session.request(method, url, **kw) as r:
-        try:
-            body = await r.json(content_type=None)
-        except ValueError:
-            body = None
-        return r.status, body if isinstance(body, dict) else None
-
-
-async def _telegram(s, cfg: Config, subject: str) -> Finding:
-    t = cfg.channels.telegram
-    status, body = await _http(
-        s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe"
-    )
-    if status == 200 and body and body.get("ok"):
-        return Finding("OK", subject, f"token accepted (@{body['result'].get('username', '?')})")
-    return Finding(
-        "FAIL",
-        subject,
-        f"token rejected by getMe (HTTP {status})",
-        f"put the token from @BotFather in ${t.token_env}",
-    )
-
-
-async def _discord(s, cfg: Config, subject: str) -> Finding:
-    d = cfg.channels.discord
-    base = (d.api_base or DEFAULT_DISCORD_API).rstrip("/")
-    status, body = await _http(
-        s,
-        "GET",
-        f"{base}/users/@me",
-        headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"},
-    )
-    if status == 200 and body:
-        return Finding("OK", subject, f"token accepted ({body.get('username', '?')})")
-    return Finding(
-        "FAIL",
-        subject,
-        f"token rejected by /users/@me (HTTP {status})",
-        f"put the bot token from the Discord developer portal in ${d.token_env}",
-    )
-
-
-async def _slack(s, cfg: Config, subject: str) -> Finding:
-    sl = cfg.channels.slack
-    status, body = await _http(
-        s,
-        "POST",
-        f"{sl.api_base.rstrip('/')}/auth.test",
-        headers={"Authorization": f"Bearer {cfg.secret(sl.bot_token_env)}"},
-    )
-    if status == 200 and body and body.get("ok"):
-        return Finding(
-            "OK", subject, f"token accepted ({body.get('team', '?')} / {body.get('user', '?')})"
-        )
-    err = (body or {}).get("error", f"HTTP {status}")
-    return Finding(
-        "FAIL",
-        subject,
-        f"auth.test refused the bot token ({err})",
-        f"put the xoxb- bot token in ${sl.bot_token_env}",
-    )
-
-
-async def _signal(s, cfg: Config, subject: str) -> Finding:
-    g = cfg.channels.signal
-    url = f"{(g.api_base or g.http_url).rstrip('/')}/api/v1/rpc"
-    status, body = await _http(
-        s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1}
-    )
-    if status == 200 and body and "result" in body:
-        return Finding("OK", subject, f"signal-cli {body['result'].get('version', '?')} at {url}")
-    return Finding(
-        "FAIL",
-        subject,
-        f"signal-cli at {url} did not answer `version` (HTTP {status})",
-        "start `signal-cli -a ACCOUNT daemon --http 127.0.0.1:8080` or fix channels.signal.http_url",
-    )
-
-
-# channel -> the one authenticated request that shows its token (or server) works
-_PROBES = {"telegram": _telegram, "discord": _discord, "slack": _slack, "signal": _signal}
-
-
 async def check_channel(cfg: Config, name: str) -> Finding:
     import aiohttp
 
-    probe = _PROBES.get(name)
-    if probe is None:
+    spec = SPECS.get(name)
+    if spec is None or spec.probe is None:
         raise ValueError(name)
     subject = f"channel {name}"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as s:
-            return await probe(s, cfg, subject)
+            got = await spec.probe(s, cfg)
+            return Finding("OK" if got.ok else "FAIL", subject, got.detail, got.fix)
     except (TimeoutError, aiohttp.ClientError, OSError) as e:
         return Finding(
             "FAIL",

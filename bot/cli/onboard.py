@@ -28,6 +28,7 @@ from bot.cli.answers import (
     answers_from_file,
     default_key_var,
 )
+from bot.app.channels import SPECS
 from bot.config import ConfigError, parse_config
 
 __all__ = ["KEY_VARS", "Answers", "default_key_var"]
@@ -69,11 +70,10 @@ def render(a: Answers) -> str:
         out += ["", f"[channels.{name}]", "enabled = true"]
         for key, env in a.tokens.get(name, {}).items():
             out.append(f"{key} = {_v(env)}")
-        if name == "telegram" and a.telegram_api_base:
-            out.append(f"api_base = {_v(a.telegram_api_base)}")
-        if name == "signal":
-            out.append(f"account = {_v(a.signal_account)}")
-            out.append(f"http_url = {_v(a.signal_url)}")
+        for st in SPECS[name].settings:
+            value = a.setting(name, st.key)
+            if value or st.always:
+                out.append(f"{st.key} = {_v(value)}")
         if name != "http":
             ids = a.owners.get(name, [])
             out.append(f"allow_from = {_v(ids)}   # the owner's ids; everyone else must be paired")
@@ -132,28 +132,29 @@ def from_args(args, base: Answers | None = None) -> Answers:
     if base is None or args.channel:
         a.channels = _channels_from(args.channel)
     chans = a.channels
-    flag_vars = {
-        "telegram": {"token_env": args.telegram_token_env},
-        "discord": {"token_env": args.discord_token_env},
-        "slack": {
-            "bot_token_env": args.slack_bot_token_env,
-            "app_token_env": args.slack_app_token_env,
-        },
-    }
     for name in chans:
-        if name in TOKEN_VARS:
+        if name in TOKEN_VARS:  # --<channel>-<key>: --slack-bot-token-env is bot_token_env
             had = a.tokens.get(name, {})
             a.tokens[name] = {
-                k: flag_vars[name][k] or had.get(k) or d for k, d in TOKEN_VARS[name].items()
+                k: getattr(args, f"{name}_{k}", None) or had.get(k) or d
+                for k, d in TOKEN_VARS[name].items()
             }
     if base is None or args.owner:
         a.owners = _owners_from(args.owner, chans)
-    a.signal_account = args.signal_account or a.signal_account
-    a.signal_url = args.signal_url or a.signal_url
-    a.telegram_api_base = args.telegram_api_base or a.telegram_api_base
-    if "signal" in chans and not a.signal_account:
-        raise ConfigError("--channel signal needs --signal-account (the bot's Signal number)")
+    for name in SPECS:  # the channels may still be picked by the questions
+        _settings_from(args, a, name, enabled=name in chans)
     return a
+
+
+def _settings_from(args, a: Answers, name: str, *, enabled: bool) -> None:
+    """A channel's descriptor settings from their flags (over ``a``'s); one an enabled
+    channel needs and does not have is an error naming the flag."""
+    for st in SPECS[name].settings:
+        value = getattr(args, st.flag, None) or a.setting(name, st.key)
+        a.settings.setdefault(name, {})[st.key] = value
+        if enabled and st.needed and not value:
+            flag = "--" + st.flag.replace("_", "-")
+            raise ConfigError(f"--channel {name} needs {flag} ({st.needed})")
 
 
 # ------------------------------------------------------------------------ interactive
@@ -201,9 +202,11 @@ def _ask_channel(a: Answers, name: str) -> None:
             or d
             for k, d in TOKEN_VARS[name].items()
         }
-    if name == "signal":
-        a.signal_account = _q("signal: the bot's Signal number (+...)", a.signal_account)
-        a.signal_url = _q("signal: signal-cli daemon --http URL", a.signal_url)
+    for st in SPECS[name].settings:
+        if st.question:
+            a.settings.setdefault(name, {})[st.key] = _q(
+                f"{name}: {st.question}", a.setting(name, st.key)
+            )
     if name in ID_HINTS:
         ident = _q(
             f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
@@ -218,7 +221,7 @@ def ask(a: Answers, path: Path, key_given: bool = False) -> Answers:
     print(f"Setting up Chela. The answers go to {path}; Enter keeps the suggestion.\n")
     _ask_model(a, key_given)
     picked = _q(
-        "Channels to enable, comma separated (telegram, discord, slack, signal, http; "
+        f"Channels to enable, comma separated ({', '.join(CHANNELS)}; "
         "empty for none: `chela chat` always works)",
         ",".join(a.channels),
         ok=lambda t: all(n.strip().lower() in CHANNELS for n in t.split(",") if n.strip()),
@@ -284,7 +287,8 @@ def _add_channel_flags(sp: argparse.ArgumentParser) -> None:
         "--channel",
         action="append",
         metavar="NAME",
-        help="enable a channel: telegram, discord, slack, signal or http (repeat, or comma separated)",
+        help=f"enable a channel: {', '.join(CHANNELS[:-1])} or {CHANNELS[-1]} "
+        "(repeat, or comma separated)",
     )
     sp.add_argument(
         "--telegram-token-env",

@@ -1,0 +1,53 @@
+"""The core names no platform (issue 24 item 7, ARCHITECTURE.md "Channels as self-describing
+packages"): what differs per chat platform (its adapter, secrets, onboarding questions, doctor
+probe) is in its descriptor, the registry ``bot/app/channels.py`` (with the probes it names,
+``bot/app/probes.py``) beside its config member (``bot/config/channels.py``), so no other
+module under bot/ spells a platform's name.
+
+Ratchet: KNOWN lists the modules that still spell one, with how many times; it may only
+shrink (a module that stops spelling names leaves it, and a count may only go down)."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PLATFORMS = frozenset({"telegram", "discord", "slack", "signal"})
+# the registry, its probes, and the config member of each channel (its section's schema)
+REGISTRY = {"bot/app/channels.py", "bot/app/probes.py", "bot/config/channels.py"}
+
+# module -> platform names it spells as string constants.  MAY ONLY SHRINK.
+KNOWN: dict[str, int] = {
+    "bot/owner_route.py": 2,  # how each platform addresses a direct chat
+    "bot/prompt/delivery.py": 1,  # the platform's formatting rules for the model
+    "bot/prompt/group.py": 8,  # each platform's name as people write it
+    "bot/prompt/texts.py": 4,
+}
+
+
+def spellings(source: str) -> int:
+    """String constants in ``source`` that are exactly a platform's name (any case), dict
+    keys and comparisons included; docstrings and longer strings do not count."""
+    return sum(
+        1
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.strip().lower() in PLATFORMS
+    )
+
+
+def test_only_the_registry_names_platforms():
+    found = Counter()
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel not in REGISTRY and (n := spellings(path.read_text(encoding="utf-8"))):
+            found[rel] = n
+    assert dict(found) == KNOWN
+
+
+def test_spellings_are_seen():
+    src = 'x = {"telegram": 1}\nif name == "Signal": pass\ny = "telegram bot"\n'
+    assert spellings(src) == 2
