@@ -61,8 +61,13 @@ class Walk:
     def __init__(self) -> None:
         self.entries: Counter[str] = Counter()
         self.sources: dict[str, set[str]] = defaultdict(set)
+        # fresh calls (a frame's first start, not a coroutine resumed) of a module's own
+        # functions and methods (closures and lambdas are ports handed to others, not
+        # counted), by (callee module, the caller's module on the stack)
+        self.calls: Counter[tuple[str, str]] = Counter()
         self.last: str | None = None
         self._module_of: dict[str, str | None] = {}
+        self._seen: dict[int, object] = {}  # frames already started (kept alive: ids stay)
 
     def _module(self, filename: str) -> str | None:
         mod = self._module_of.get(filename, "")
@@ -93,10 +98,15 @@ class Walk:
         callee = self._module(frame.f_code.co_filename)
         if callee is None:
             return
-        caller = self._nearest(frame.f_back) or self.last
+        on_stack = self._nearest(frame.f_back)
+        caller = on_stack or self.last
         self.last = callee
         if caller is not None and caller != callee:
             self._enter(callee, caller)
+        if id(frame) not in self._seen:
+            self._seen[id(frame)] = frame
+            if on_stack not in (None, callee) and "<" not in frame.f_code.co_qualname:
+                self.calls[(callee, on_stack)] += 1
 
     def _enter(self, module: str, source: str) -> None:
         self.entries[module] += 1
@@ -106,6 +116,23 @@ class Walk:
 async def one_dm(tg: FakeTelegram, n: int) -> None:
     tg.inject_message(42, f"hello {n}", from_id=42)
     await tg.wait_for_sent(n, timeout=30)
+
+
+STAGES = tuple(
+    f"bot.conversation.{m}"
+    for m in ("intake", "dispatch", "commands", "prepare", "run", "reply", "commit")
+)
+
+
+def stage_callers(walk: Walk) -> dict[str, Counter[str]]:
+    """Who called each pipeline stage's functions (ARCHITECTURE.md rule 3: only
+    ``bot.conversation.pipeline`` sequences them): stage -> caller module -> calls."""
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for (callee, caller), n in walk.calls.items():
+        stage = next((s for s in STAGES if callee == s or callee.startswith(s + ".")), None)
+        if stage is not None and not caller.startswith(stage):
+            out[stage][caller] += n
+    return dict(out)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -141,6 +168,9 @@ def report(walk: Walk, args: argparse.Namespace) -> None:
     print(f"{'module':40} {'entries':>8} {'from modules':>13}")
     for mod, n in rows:
         print(f"{mod:40} {n:8d} {len(walk.sources[mod]):13d}")
+    print(f"\n{'stage':34} called from (fresh calls)")
+    for stage, callers in sorted(stage_callers(walk).items()):
+        print(f"{stage:34} {', '.join(f'{c} {n}' for c, n in sorted(callers.items()))}")
     focus = args.module
     print(
         f"\n{focus}: re-entered {walk.entries.get(focus, 0)} times "
