@@ -11,7 +11,8 @@ forces removing the marker) next to its legitimate twin, which passes:
   127.0.0.3, … gets five more attempts per address (loopback is never "one source");
 * ``chela dashboard`` hands the login code to the browser on its command line, readable by
   every local user in ``/proc/<pid>/cmdline`` while the code is still unused;
-* a ``client_msg_id`` with a trailing newline passes the 1-64 ``[A-Za-z0-9_-]`` check.
+* a ``client_msg_id`` with a trailing newline passes the 1-64 ``[A-Za-z0-9_-]`` check;
+* a row id or ``before`` over 2**63 is a bare 500 (sqlite3's OverflowError).
 """
 
 from __future__ import annotations
@@ -280,3 +281,34 @@ async def test_twin_a_plain_client_msg_id_starts_a_turn(tmp_path, llm):
         bad, answer = await turn(c, "agent:main:main", "hi", "nl 1")
     assert status == 200 and evs[-1][1]["message"]["text"] == "hello"
     assert bad == 400 and answer["error"]["code"] == "bad_request"
+
+
+# ------------------------------------------------------ numbers too large for SQLite
+HUGE = "9" * 30
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/api/inbox.py _row_id and bot/ui/api/sessions.py messages() take any "
+    "int; one over 2**63 raises OverflowError in sqlite3: a text/plain 500 instead of §16.4's "
+    "JSON 400/404",
+)
+async def test_ids_too_large_for_the_database_get_a_json_error(tmp_path, llm):
+    llm.script(text("hello"))
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        await turn(c, "agent:main:main", "hi", "big1")  # the session exists
+        r = await c.post(f"/ui/api/outbox/{HUGE}/retry")
+        assert r.status in (400, 404) and await _code(r) in ("bad_request", "not_found")
+        r = await c.get(f"{STOP.removesuffix('/stop')}/messages?before={HUGE}")
+        assert r.status in (200, 400) and r.content_type == "application/json", r.status
+
+
+async def test_twin_ordinary_ids_get_their_answers(tmp_path, llm):
+    llm.script(text("hello"))
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        await turn(c, "agent:main:main", "hi", "big1")
+        r = await c.post("/ui/api/outbox/12345/retry")
+        assert r.status == 404 and await _code(r) == "not_found"
+        r = await c.get(f"{STOP.removesuffix('/stop')}/messages?before=1000")
+        assert r.status == 200 and len((await r.json())["messages"]) == 2
