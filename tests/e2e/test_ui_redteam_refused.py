@@ -3,8 +3,10 @@ the other UI tests do not already cover them, each with its legitimate twin: sta
 path traversal spelled every way a raw request can spell it; Host spellings (DNS rebinding
 names, userinfo, 0.0.0.0, short and mapped addresses, duplicates); Origin spellings (null,
 another scheme, a path, another loopback name); every write route under ``read_only``;
-an upload named with ``../``; ``client_msg_id`` reused in another session; a provider error
-and tool output that carry the API key, on the turn stream and in the transcript."""
+an upload named with ``../``; a chunked upload over ``media.max_download_mb``;
+``client_msg_id`` reused in another session; a provider error and tool output that carry
+the API key, on the turn stream and in the transcript; login with an attacker-chosen cookie,
+with the code in the query string, and with forwarded-address headers past the rate limit."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from urllib.parse import quote
 import aiohttp
 
 from tests.e2e.ui_api_helpers import turn
-from tests.e2e.ui_client import ui_daemon
+from tests.e2e.ui_client import mint_code, ui_daemon
 from tests.fakes.llm import error, text, tool_calls
 
 MAIN = "agent:main:main"
@@ -202,3 +204,65 @@ async def test_a_provider_error_and_tool_output_never_carry_the_key(tmp_path, ll
     assert SECRET not in transcript and SECRET not in logs
     assert "the key is" in transcript  # twin: the tool's output is there, key scrubbed
     assert llm.headers[0].get("Authorization", "").endswith(SECRET)  # the key is in use
+
+
+async def test_a_chunked_upload_over_the_cap_is_refused_and_not_kept(tmp_path, llm):
+    async with (
+        ui_daemon(tmp_path, llm, media={"max_download_mb": 1}) as ui,
+        await ui.login() as c,
+    ):
+        for size, status in ((2 * 1024 * 1024, 413), (1000, 201)):  # the twin fits
+            form = aiohttp.MultipartWriter("form-data")
+            part = form.append(b"x" * size, {"Content-Type": "application/octet-stream"})
+            part.set_content_disposition("form-data", name="file", filename="big.bin")
+
+            async def chunks(form=form):  # no Content-Length: only the route's cap applies
+                class Sink:
+                    def __init__(self) -> None:
+                        self.parts: list[bytes] = []
+
+                    async def write(self, data: bytes) -> None:
+                        self.parts.append(bytes(data))
+
+                sink = Sink()
+                await form.write(sink)  # type: ignore[arg-type]
+                for piece in sink.parts:
+                    yield piece
+
+            headers = c.headers({"Content-Type": form.content_type})
+            async with c.http.post(
+                ui.base + "/ui/api/uploads", data=chunks(), headers=headers
+            ) as r:
+                assert r.status == status, (size, await r.text())
+        kept = [p.stat().st_size for p in ui.cfg.media_dir.iterdir()]
+        assert kept == [1000]
+
+
+async def test_login_takes_no_attacker_cookie_no_query_code_and_no_forwarded_address(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, ui.client() as c:
+        code = mint_code(ui.cfg)
+        fixed = "attacker-chosen-cookie-value-0123456789abcdef"
+        r = await c.request(  # the code in a query string is not read (nor consumed)
+            "POST", f"/ui/api/login?code={code}", json={}, headers={"Cookie": f"chela_ui={fixed}"}
+        )
+        assert r.status == 400
+        r = await c.request(
+            "POST", "/ui/api/login", json={"code": code}, headers={"Cookie": f"chela_ui={fixed}"}
+        )
+        assert r.status == 200  # twin: the body's code logs in, once
+        assert r.cookies["chela_ui"].value != fixed  # a fresh cookie, not the one presented
+        csrf = (await r.json())["csrf"]
+        r = await c.get(
+            "/ui/api/bootstrap", headers={"Cookie": f"chela_ui={fixed}", "X-Chela-CSRF": csrf}
+        )
+        assert r.status == 401
+        for _ in range(3):  # 1 + 1 + 3 = 5 attempts from 127.0.0.1 so far
+            await c.login("C" * 22)
+        for spoof in ("203.0.113.9", "::1", "127.0.0.2"):
+            r = await c.request(
+                "POST",
+                "/ui/api/login",
+                json={"code": "C" * 22},
+                headers={"X-Forwarded-For": spoof, "X-Real-IP": spoof, "Forwarded": f"for={spoof}"},
+            )
+            assert r.status == 429, spoof
