@@ -39,6 +39,17 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return redact_values(text, tuple(secrets))
 
 
+def scrub_data(data: Any, secrets: tuple[str, ...]) -> Any:
+    """JSON data with every string scrubbed (platform errors, previews, log lines)."""
+    if isinstance(data, str):
+        return redact_values(data, secrets) if secrets else data
+    if isinstance(data, dict):
+        return {k: scrub_data(v, secrets) for k, v in data.items()}
+    if isinstance(data, list):
+        return [scrub_data(v, secrets) for v in data]
+    return data
+
+
 class LogHub(logging.Handler):
     """Keeps the last ``KEEP_LINES`` lines of the ``chela`` loggers, scrubbed, numbered, and
     hands each new one to ``on_line`` (the events stream publishes it)."""

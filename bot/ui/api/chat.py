@@ -41,7 +41,7 @@ def _fields(data: dict) -> tuple[str, str, list[str]]:
     attachments = data.get("attachments") or []
     if not isinstance(text, str):
         raise BadRequest("text must be a string")
-    if not isinstance(cid, str) or not CLIENT_MSG_ID.match(cid):
+    if not isinstance(cid, str) or not CLIENT_MSG_ID.fullmatch(cid):
         raise BadRequest("client_msg_id must be 1-64 characters of A-Z, a-z, 0-9, _ and -")
     if not isinstance(attachments, list) or not all(isinstance(a, str) for a in attachments):
         raise BadRequest("attachments must be a list of upload ids")

@@ -21,7 +21,7 @@ from bot.ui.hub import LogHub, SessionWatch, secret_values
 from bot.ui.turns import TurnLogs
 from channels.base import InboundMessage
 
-CLIENT_MSG_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+CLIENT_MSG_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # matched whole (fullmatch)
 
 
 @dataclass
@@ -98,8 +98,8 @@ async def body(request: web.Request) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("the body is not valid JSON") from None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise BadRequest("the body is not valid JSON (or is nested too deeply)") from None
     if not isinstance(data, dict):
         raise BadRequest("the body must be a JSON object")
     return data
@@ -110,6 +110,20 @@ def decision_of(data: dict[str, Any]) -> str:
     if decision not in ("approve", "deny"):
         raise BadRequest('decision must be "approve" or "deny"')
     return str(decision)
+
+
+ROW_ID_MAX = 2**63 - 1  # SQLite's largest integer
+
+
+def row_id(raw: str, name: str) -> int:
+    """A database row id from the path or the query: 400 naming ``name`` otherwise."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be a row id") from None
+    if not 0 <= value <= ROW_ID_MAX:
+        raise BadRequest(f"{name} must be a row id between 0 and {ROW_ID_MAX}")
+    return value
 
 
 def int_query(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from bot import pairing
 from bot.ui.api import transcript
+from bot.ui.hub import scrub_data, secret_values
 from bot.ui.api.common import (
     BadRequest,
     body,
@@ -18,6 +19,7 @@ from bot.ui.api.common import (
     decision_of,
     guarded,
     not_found,
+    row_id,
     state,
 )
 
@@ -67,15 +69,14 @@ async def outbox(request: web.Request) -> web.Response:
     wanted = request.query.get("state", "")
     if wanted and wanted not in OUTBOX_STATES:
         raise BadRequest("state must be failed, queued or sending")
-    items = transcript.outbox_items(state(request).ctx.store, wanted or None)
-    return web.json_response({"items": items})
+    ctx = state(request).ctx
+    items = transcript.outbox_items(ctx.store, wanted or None)
+    secrets = tuple(secret_values(ctx.cfg))  # a platform error may quote a token
+    return web.json_response({"items": scrub_data(items, secrets)})
 
 
 def _row_id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["id"])
-    except ValueError:
-        raise BadRequest("id must be an outbox row id") from None
+    return row_id(request.match_info["id"], "id")
 
 
 async def retry(request: web.Request) -> web.Response:

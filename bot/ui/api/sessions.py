@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.ui.api import transcript
-from bot.ui.api.common import BadRequest, guarded, int_query, session_trust, state
+from bot.ui.api.common import guarded, int_query, row_id, session_trust, state
 
 
 def _peer(key: str) -> str:
@@ -55,10 +55,7 @@ async def messages(request: web.Request) -> web.Response:
     key = request.match_info["key"]
     limit = int_query(request, "limit", 100, 1, 1000)
     raw_before = request.query.get("before", "")
-    try:
-        before = int(raw_before) if raw_before else None
-    except ValueError:
-        raise BadRequest("before must be a message id") from None
+    before = row_id(raw_before, "before") if raw_before else None
     msgs, has_more = transcript.messages(ctx.store, key, before=before, limit=limit)
     return web.json_response({"messages": msgs, "has_more": has_more})
 

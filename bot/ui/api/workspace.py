@@ -19,7 +19,7 @@ from bot.prompt.report import context_report
 from bot.prompt.workspace import BOOTSTRAP_ORDER
 from bot.ui.api.common import guarded, not_found, state
 from bot.ui.context import UiContext
-from bot.ui.hub import scrub, secret_values
+from bot.ui.hub import scrub, scrub_data, secret_values
 
 MAX_FILE = 2_000_000  # bytes read of one prompt file
 
@@ -107,25 +107,15 @@ def config_view(node: Any) -> Any:
     return str(node)
 
 
-def _scrubbed(data: Any, secrets: list[str]) -> Any:
-    if isinstance(data, str):
-        return scrub(data, secrets)
-    if isinstance(data, dict):
-        return {k: _scrubbed(v, secrets) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_scrubbed(v, secrets) for v in data]
-    return data
-
-
 async def config(request: web.Request) -> web.Response:
     ctx = state(request).ctx
     secrets = secret_values(ctx.cfg)
     path = ctx.config_path or ctx.cfg.source
     check = [{"level": "warn", "message": w} for w in config_warnings(ctx.cfg)]
     return web.json_response(
-        _scrubbed(
+        scrub_data(
             {"path": str(path) if path else None, "config": config_view(ctx.cfg), "check": check},
-            secrets,
+            tuple(secrets),
         )
     )
 

@@ -93,10 +93,11 @@ def test_message_view_hides_silent_replies_and_tool_protocol_results():
         ("x" * 65, False),
         ("a b", False),
         ("é", False),
+        ("id\n", False),
     ],
 )
 def test_client_msg_id(cid, ok):
-    assert bool(CLIENT_MSG_ID.match(cid)) is ok
+    assert bool(CLIENT_MSG_ID.fullmatch(cid)) is ok
 
 
 def test_config_view_names_secrets_and_never_holds_their_values(cfg, monkeypatch):
