@@ -66,13 +66,6 @@ async def _revoke_other(owner: UiClient) -> None:
 
 
 # ------------------------------------------------------------ revoked session, open stream
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/api/events.py _pump never re-checks the browser session: an events "
-    "stream opened before Revoke/logout/--revoke-all/expiry keeps receiving log lines and "
-    "notices after the session ended",
-)
 async def test_a_revoked_sessions_open_event_stream_gets_nothing_more(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as owner:
         async with await ui.login() as intruder:
@@ -148,12 +141,6 @@ async def test_twin_a_small_chunked_json_body_is_read(tmp_path, llm):
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/api/common.py body() catches ValueError/UnicodeDecodeError but not "
-    "RecursionError: nested JSON is a text/plain 500 instead of 400 bad_request (§16.4)",
-)
 async def test_deeply_nested_json_is_a_json_bad_request(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
         r = await c.request(
@@ -262,13 +249,6 @@ def test_twin_the_owner_gets_the_code_on_stdout_and_no_browser_with_no_open(tmp_
 
 
 # ------------------------------------------------------- client_msg_id: a trailing newline
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/api/common.py CLIENT_MSG_ID ends in '$', which also matches before "
-    "a final newline: 'id\\n' passes as 1-64 of [A-Za-z0-9_-], starts a turn and is stored "
-    "as the inbound message_id (use re.fullmatch or \\Z)",
-)
 async def test_a_client_msg_id_with_a_trailing_newline_is_refused(tmp_path, llm):
     llm.script(text("should not run"))
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
@@ -290,13 +270,6 @@ async def test_twin_a_plain_client_msg_id_starts_a_turn(tmp_path, llm):
 HUGE = "9" * 30
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/api/inbox.py _row_id and bot/ui/api/sessions.py messages() take any "
-    "int; one over 2**63 raises OverflowError in sqlite3: a text/plain 500 instead of §16.4's "
-    "JSON 400/404",
-)
 async def test_ids_too_large_for_the_database_get_a_json_error(tmp_path, llm):
     llm.script(text("hello"))
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
@@ -338,13 +311,6 @@ async def _failed_delivery(tmp_path, llm, tg, description: str) -> tuple[str, st
     return json.dumps(event), listed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/api/transcript.py outbox_items and bot/delivery/outbox.py's "
-    "delivery.failed notice pass the channel's error text unscrubbed (logs scrub it): a "
-    "platform error quoting the bot token reaches GET /ui/api/outbox and the events stream",
-)
 async def test_a_delivery_error_quoting_the_token_is_scrubbed(tmp_path, llm, tg):
     event, listed = await _failed_delivery(
         tmp_path, llm, tg, f"Forbidden: bot {TG_TOKEN} was blocked by the user"
