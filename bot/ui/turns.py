@@ -22,6 +22,7 @@ from aiohttp import web
 from bot.delivery.previews import StreamEvent
 from bot.store import Store
 from bot.ui.api.transcript import answer_of
+from bot.ui.hub import scrub_data
 
 KEEP_FINISHED = 200  # finished turn logs kept for replays
 KEEPALIVE = 15.0  # seconds between two comment lines of an idle stream
@@ -171,13 +172,18 @@ async def open_stream(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-async def stream_log(request: web.Request, log: TurnLog) -> web.StreamResponse:
-    """Write the turn's events to the client until ``final``/``error``; a client that goes
-    away ends the writing, never the turn."""
+async def stream_log(
+    request: web.Request, log: TurnLog, secrets: tuple[str, ...] = ()
+) -> web.StreamResponse:
+    """Write the turn's events (``secrets`` redacted) to the client until ``final`` or
+    ``error``; a client that goes away ends the writing, never the turn."""
     resp = await open_stream(request)
     try:
         async for item in log.follow():
-            await resp.write(b": keep-alive\n\n" if item is None else sse(*item))
+            if item is None:
+                await resp.write(b": keep-alive\n\n")
+            else:
+                await resp.write(sse(item[0], scrub_data(item[1], secrets)))
     except ConnectionResetError:  # the page went away; the turn goes on
         return resp
     await resp.write_eof()

@@ -12,30 +12,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.ui.api import (
-    channels,
-    chat,
-    events,
-    inbox,
-    logs,
-    schedule,
-    sessions,
-    system,
-    usage,
-    workspace,
-)
-from bot.ui.api.common import STATE, state_for
-
 if TYPE_CHECKING:
     from aiohttp import web
 
     from bot.ui.context import UiContext
 
-GROUPS = (sessions, chat, inbox, channels, schedule, usage, workspace, logs, system, events)
-
 
 def register(app: web.Application, ctx: UiContext) -> None:
-    """Add the API's routes to ``app`` (paths relative to ``/ui``, e.g. ``/api/sessions``)."""
+    """Add the API's routes to ``app`` (paths relative to ``/ui``, e.g. ``/api/sessions``).
+    (The route modules are imported here, so that ``bot.ui.turns`` and ``bot.ui.hub`` can
+    use ``bot.ui.api.transcript`` without importing every route.)"""
+    from bot.ui.api import (
+        channels,
+        chat,
+        events,
+        inbox,
+        logs,
+        schedule,
+        sessions,
+        system,
+        usage,
+        workspace,
+    )
+    from bot.ui.api.common import STATE, state_for
+
+    groups = (sessions, chat, inbox, channels, schedule, usage, workspace, logs, system, events)
     st = state_for(ctx)
     app[STATE] = st
 
@@ -52,5 +53,5 @@ def register(app: web.Application, ctx: UiContext) -> None:
     app.on_startup.append(start)
     app.on_shutdown.append(closing)
     app.on_cleanup.append(stop)
-    for group in GROUPS:
+    for group in groups:
         group.register(app)

@@ -28,6 +28,7 @@ from bot.ui.api.common import (
 )
 from bot.ui.api.transcript import answer_of
 from bot.ui.errors import ui_error
+from bot.ui.hub import secret_values
 from bot.ui.turns import TurnLog, stream_log
 from channels.base import MediaItem
 
@@ -57,6 +58,10 @@ def _attachments(st: ApiState, ids: list[str]) -> tuple[MediaItem, ...]:
     return tuple(MediaItem(**st.uploads.files.pop(i)) for i in ids)
 
 
+def _secrets(st: ApiState) -> tuple[str, ...]:
+    return tuple(secret_values(st.ctx.cfg))
+
+
 def _replayed(st: ApiState, key: str, cid: str) -> TurnLog:
     """The stream of a message seen before whose turn is no longer followed here: its
     stored answer, or a conflict when none is stored."""
@@ -82,7 +87,7 @@ async def post_message(request: web.Request) -> web.StreamResponse:
         return conflict("a guest session is read-only here")
     running = st.logs.get(key, cid)
     if running is not None:  # the same message again (a reload): replay, start nothing
-        return await stream_log(request, running)
+        return await stream_log(request, running, _secrets(st))
     if not ctx.conversation.accepting:
         return ui_error(503, "shutting_down", "The daemon is stopping.")
     items = _attachments(st, ids)
@@ -91,7 +96,7 @@ async def post_message(request: web.Request) -> web.StreamResponse:
     if await st.web.submit(WebMessage(key, text, cid, items), log) is None:
         st.logs.drop(log)
         log = _replayed(st, key, cid)
-    return await stream_log(request, log)
+    return await stream_log(request, log, _secrets(st))
 
 
 async def stop(request: web.Request) -> web.Response:

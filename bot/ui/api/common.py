@@ -20,6 +20,7 @@ from bot.ui.errors import ui_error
 from bot.ui.hub import LogHub, SessionWatch, secret_values
 from bot.ui.turns import TurnLogs
 from channels.base import InboundMessage
+from channels.redact import redact_values
 
 CLIENT_MSG_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # matched whole (fullmatch)
 
@@ -155,12 +156,23 @@ def session_trust(cfg: Any, key: str) -> str:
     return "owner" if peer in pol.owner_groups else "guest"
 
 
+def scrubbed(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+    """A JSON answer with every secret value redacted: the last line of defence for text
+    the daemon did not write itself (platform errors, file contents, model output)."""
+    if isinstance(resp, web.Response) and resp.content_type == "application/json" and resp.text:
+        secrets = secret_values(state(request).ctx.cfg)
+        clean = redact_values(resp.text, secrets)
+        if clean != resp.text:
+            resp.text = clean
+    return resp
+
+
 def guarded(handler):
-    """Answer :class:`BadRequest` as 400 ``bad_request``."""
+    """Answer :class:`BadRequest` as 400 ``bad_request``; scrub every JSON answer."""
 
     async def run(request: web.Request) -> web.StreamResponse:
         try:
-            return await handler(request)
+            return scrubbed(request, await handler(request))
         except BadRequest as e:
             return bad(str(e))
 
