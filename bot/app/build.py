@@ -45,6 +45,7 @@ class Components:
     router: Router
     scheduled: Scheduled
     cron: ScheduleService
+    notices: Notices  # the one notice stream (SPEC §16.5): channel states are published on it
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -184,4 +185,4 @@ def build(
         config_path=cfg.source,
         schedule=cron,  # the Schedule page's jobs, run now, pause, resume
     )
-    return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron)
+    return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron, notices)

@@ -117,6 +117,7 @@ class Daemon:
         self.router = parts.router
         self.scheduled = parts.scheduled
         self.cron = parts.cron
+        self.notices = parts.notices
         self.lifecycle: list[str] = []  # "start X" / "stop X", in the order they happened
         self.up: list[str] = []  # channels that started, in order
         self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed
@@ -240,7 +241,7 @@ class Daemon:
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            self.states[name] = {"state": "retrying", "error": str(e)}
+            self._set_state(name, "retrying", str(e))
             if address_in_use(e):
                 self._fatal = PortInUse(f"channel {name} cannot start: {e}{holder_hint(ch)}")
                 log.error("%s", self._fatal)
@@ -251,7 +252,7 @@ class Daemon:
                 log.exception("channel %s failed to start: %s; retrying in %.0fs", name, e, delay)
             return False
         log.info("channel %s started", name)
-        self.states[name] = {"state": "connected", "error": ""}
+        self._set_state(name, "connected")
         if name not in self.up:
             self.up.append(name)
         self.on_change()
@@ -274,7 +275,7 @@ class Daemon:
                     "channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay
                 )
                 await self._stop_one(name, ch)
-                self.states[name] = {"state": "retrying", "error": reason}
+                self._set_state(name, "retrying", reason)
             started.set()  # do not hold up start-up for a broken channel
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
@@ -296,6 +297,13 @@ class Daemon:
                 log.exception("pairing approvals check failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
+
+    def _set_state(self, name: str, state: str, error: str = "") -> None:
+        """Record a channel's state and publish ``channel.state`` when it changed (SPEC §16.5)."""
+        before = self.states.get(name, {}).get("state")
+        self.states[name] = {"state": state, "error": error}
+        if state != before:
+            self.notices.publish("channel.state", {"id": name, "state": state})
 
     def channel_states(self) -> dict[str, dict[str, str]]:
         """Each channel's state for the Control UI (SPEC §16.4): starting, connected,
@@ -372,7 +380,7 @@ class Daemon:
         await asyncio.gather(*(self._stop_one(n, ch) for n, ch in self.channels.items()))
 
     async def _stop_one(self, name: str, ch: Channel) -> None:
-        self.states[name] = {"state": "stopped", "error": ""}
+        self._set_state(name, "stopped")
         try:
             await asyncio.wait_for(ch.stop(), self.timeouts.channel_stop)
         except asyncio.CancelledError:
