@@ -21,7 +21,7 @@ from aiohttp import web
 
 from bot.delivery.previews import StreamEvent
 from bot.store import Store
-from bot.ui.api.transcript import answer_of
+from bot.ui.api.transcript import answer_of, turn_cost
 from bot.ui.hub import scrub_data
 
 KEEP_FINISHED = 200  # finished turn logs kept for replays
@@ -98,7 +98,10 @@ class TurnLog:
                 "client_msg_id": None,
                 "tool": None,
             }
-        self.final(message, stopped=stopped, usage=self._usage_of(usage))
+        spent = self._usage_of(usage)
+        if turn:
+            spent["cost_usd"] = turn_cost(self.store, self.session, turn)
+        self.final(message, stopped=stopped, usage=spent)
 
     def final(self, message: dict, *, stopped: bool, usage: dict[str, Any]) -> None:
         self._add("final", {"message": message, "stopped": stopped, "usage": usage})

@@ -205,3 +205,16 @@ async def test_a_model_failure_ends_the_stream_with_an_error(tmp_path, llm):
         assert "final" not in [n for n, _, _ in evs]
         _, evs = await turn(c, MAIN, "and now?", "e2")  # the twin: the next one is answered
         assert evs[-1][0] == "final" and evs[-1][1]["message"]["text"] == "fine again"
+
+
+async def test_a_web_turns_final_costs_what_its_calls_cost(tmp_path, llm):
+    from tests.e2e.test_usage import PRICED
+
+    llm.script(text("priced", usage={"prompt_tokens": 1000, "completion_tokens": 50}))
+    cfg = ui_config(tmp_path, llm, agent={"model": PRICED})
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        _, evs = await turn(c, MAIN, "how much?", "p1")
+        rows = ui.daemon.store.usage_rows(0)
+    spent = evs[-1][1]["usage"]
+    assert spent["prompt_tokens"] == 1000 and spent["completion_tokens"] == 50
+    assert spent["cost_usd"] > 0 and spent["cost_usd"] == sum(r["cost_usd"] for r in rows)

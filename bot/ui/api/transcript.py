@@ -141,6 +141,14 @@ def answer_of(store: Store, key: str, turn: str) -> dict | None:
     return None
 
 
+def turn_cost(store: Store, key: str, turn: str) -> float:
+    """What a turn's model calls cost (the usage rows the gate recorded for it)."""
+    row = store.db.execute(
+        "SELECT COALESCE(SUM(cost_usd), 0) FROM usage WHERE session_key=? AND turn=?", (key, turn)
+    ).fetchone()
+    return float(row[0] or 0.0)
+
+
 def search_keys(store: Store, q: str) -> set[str]:
     """Sessions whose key or current messages contain ``q``."""
     like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
