@@ -1,6 +1,8 @@
 """Red-team attacks on the Control UI (SPEC §16) through the real daemon on the wire that
-found holes.  Each hole is a ``strict`` xfail (the fix turns it into an XPASS failure, which
-forces removing the marker) next to its legitimate twin, which passes:
+found holes, each next to its legitimate twin.  A hole still open is a ``strict`` xfail (its
+fix turns it into an XPASS failure, which forces removing the marker); a closed one is a
+plain test (63926b3 and 718bc0a closed the stream, nested JSON, client_msg_id, row id and
+scrubbing ones):
 
 * an open event stream outlives the revocation of its browser session (live log lines and
   notices keep flowing to a session the owner ended);
@@ -15,7 +17,9 @@ forces removing the marker) next to its legitimate twin, which passes:
 * a row id or ``before`` over 2**63 is a bare 500 (sqlite3's OverflowError);
 * a channel's delivery error that quotes the bot token reaches the outbox route and the
   ``delivery.failed`` event unscrubbed (the log line of the same error is scrubbed), and a
-  channel's start error quoting it reaches ``GET /ui/api/channels``.
+  channel's start error quoting it reaches ``GET /ui/api/channels``;
+* a shadow ``chela_ui`` cookie (path ``/``) that any page on another local port can set
+  beside the real one wins, since the guard reads the last value of the Cookie header.
 """
 
 from __future__ import annotations
@@ -341,13 +345,6 @@ async def _channel_error(tmp_path, llm, tg, description: str) -> str:
     raise AssertionError(f"telegram never showed its error: {listed}")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/api/channels.py returns the daemon's channel state error "
-    "(bot/app/daemon.py _set_state: str(e)) unscrubbed: a start error quoting the bot "
-    "token reaches GET /ui/api/channels",
-)
 async def test_a_channel_start_error_quoting_the_token_is_scrubbed(tmp_path, llm, tg):
     listed = await _channel_error(tmp_path, llm, tg, f"Conflict: bot {TG_TOKEN} polls")
     assert "polls" in listed and TG_TOKEN not in listed
@@ -356,3 +353,32 @@ async def test_a_channel_start_error_quoting_the_token_is_scrubbed(tmp_path, llm
 async def test_twin_a_channel_start_error_is_shown(tmp_path, llm, tg):
     listed = await _channel_error(tmp_path, llm, tg, "Conflict: another instance polls")
     assert "Conflict: another instance polls" in listed
+
+
+# ------------------------------------------------- a shadow cookie from another local port
+# Script on any page of 127.0.0.1 (another port is the same host for cookies) may set
+# ``chela_ui=junk; path=/``: it cannot overwrite the HttpOnly cookie (path /ui), but it sits
+# beside it, and the browser sends the longer path first: "chela_ui=<real>; chela_ui=junk".
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HOLE: bot/ui/guard.py Guard._session reads request.cookies, which keeps the LAST "
+    "chela_ui of the Cookie header: a shadow cookie set by any page on another local port "
+    "(path=/, sent after the real one) logs the owner out, again after every login",
+)
+async def test_a_shadow_cookie_from_another_port_does_not_log_the_owner_out(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        both = f"chela_ui={c.cookie}; chela_ui=junk-set-by-another-port"
+        r = await c.get("/ui/api/bootstrap", headers={"Cookie": both})
+        assert r.status == 200, await r.text()
+
+
+async def test_twin_the_real_cookie_alone_or_last_is_the_session(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        assert (await c.get("/ui/api/bootstrap")).status == 200
+        last = f"chela_ui=junk-set-by-another-port; chela_ui={c.cookie}"
+        assert (await c.get("/ui/api/bootstrap", headers={"Cookie": last})).status == 200
+        r = await c.get("/ui/api/bootstrap", headers={"Cookie": "chela_ui=junk"})
+        assert r.status == 401  # the junk alone is nothing
