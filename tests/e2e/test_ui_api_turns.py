@@ -218,3 +218,32 @@ async def test_a_web_turns_final_costs_what_its_calls_cost(tmp_path, llm):
     spent = evs[-1][1]["usage"]
     assert spent["prompt_tokens"] == 1000 and spent["completion_tokens"] == 50
     assert spent["cost_usd"] > 0 and spent["cost_usd"] == sum(r["cost_usd"] for r in rows)
+
+
+async def test_a_closed_stream_does_not_stop_the_turn(tmp_path, llm):
+    gate = asyncio.Event()
+    llm.script(streamed("Written ", "anyway.", gate=gate))
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        page = await ui.login()  # a tab that is reloaded mid-answer
+        gone = asyncio.ensure_future(turn(page, MAIN, "keep going", "closed-1"))
+        await llm.wait_for_requests(1, timeout=15)
+        await asyncio.sleep(0.2)
+        gone.cancel()
+        await page.close()
+        gate.set()
+
+        async def answered():
+            r = await c.get(f"/ui/api/sessions/{quote(MAIN, safe='')}/messages")
+            return [m["text"] for m in (await r.json())["messages"]] == [
+                "keep going",
+                "Written anyway.",
+            ]
+
+        for _ in range(300):
+            if await answered():
+                break
+            await asyncio.sleep(0.05)
+        assert await answered()
+        _, evs = await turn(c, MAIN, "keep going", "closed-1")  # the reloaded page asks again
+        assert evs[-1][1]["message"]["text"] == "Written anyway."
+        assert len(llm.requests) == 1
