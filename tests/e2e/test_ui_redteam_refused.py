@@ -6,7 +6,8 @@ another scheme, a path, another loopback name); every write route under ``read_o
 an upload named with ``../``; a chunked upload over ``media.max_download_mb``;
 ``client_msg_id`` reused in another session; a provider error and tool output that carry
 the API key, on the turn stream and in the transcript; login with an attacker-chosen cookie,
-with the code in the query string, and with forwarded-address headers past the rate limit."""
+with the code in the query string, and with forwarded-address headers past the rate limit;
+the agent's web_fetch, allowed onto localhost by the owner, reaching the UI's port."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from urllib.parse import quote
 import aiohttp
 
 from tests.e2e.ui_api_helpers import turn
-from tests.e2e.ui_client import mint_code, ui_daemon
+from tests.e2e.ui_client import mint_code, ui_config, ui_daemon
 from tests.fakes.llm import error, text, tool_calls
 
 MAIN = "agent:main:main"
@@ -266,3 +267,29 @@ async def test_login_takes_no_attacker_cookie_no_query_code_and_no_forwarded_add
                 headers={"X-Forwarded-For": spoof, "X-Real-IP": spoof, "Forwarded": f"for={spoof}"},
             )
             assert r.status == 429, spoof
+
+
+async def test_the_agent_allowed_onto_loopback_still_gets_nothing_from_the_ui(tmp_path, llm, tg):
+    """The owner lets ``web_fetch`` reach ``localhost`` (a local docs server, say): the model
+    can then reach the UI's port, but holds no cookie and no CSRF token, so the API, its
+    config view included, and the /v1 API answer 401; the twin is the static page, which
+    shows the fetches really reached the UI."""
+    from tests.e2e import telegram_section
+
+    tools = {"enabled": ["web_fetch"], "web": {"allow_private_hosts": ["localhost"]}}
+    cfg = ui_config(tmp_path, llm, channels=telegram_section(tg), tools=tools)
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui:
+        base = f"http://localhost:{ui.port}"
+        urls = ["/ui/api/bootstrap", "/ui/api/config", "/v1/models", "/ui/"]
+        llm.script(
+            tool_calls([("web_fetch", {"url": base + u}) for u in urls]), text("looked around")
+        )
+        tg.inject_message(42, "read the local pages", from_id=42)
+        await tg.wait_for_sent(1, timeout=30)
+    results = [m["content"] for m in llm.requests[1]["messages"] if m.get("role") == "tool"]
+    assert len(results) == 4, results
+    for url, result in zip(urls[:3], results[:3], strict=True):
+        assert "Status: 401" in result, (url, result[-300:])
+        assert "unauthenticated" in result or "invalid_api_key" in result, url
+        assert ui.http_token not in result and "TEST-telegram-token" not in result, url
+    assert "Status: 200" in results[3] and "Title: Chela" in results[3]  # twin: the page
