@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from bot.rules.admission import channel_policy, is_owner_sender
 from bot.config import Config
+from bot.config.channels import platform
 from bot.store import Store
 from channels.base import Channel, InboundMessage
 
@@ -101,26 +102,25 @@ def ask_route(
     return found if found and found.get("channel") in channels else None
 
 
-# how a channel reaches a user's direct chat by their id (Discord opens a DM channel for
-# ``user:<id>``; Telegram, Slack and Signal take the user id itself)
-_DIRECT_CHAT = {"discord": "user:{}"}
-
-
 def owner_ids(cfg: Config, channel: str) -> list[str]:
-    """The channel's owner ids in config order: ``allow_from``, then on Signal
-    ``owner.numbers`` (SPEC §17.4)."""
+    """The channel's owner ids in config order: ``allow_from``, then ``owner.numbers`` on a
+    platform whose section says they are ids there (Signal; SPEC §17.4)."""
     pol = channel_policy(cfg, channel)
     if pol is None:
         return []
-    ids = list(pol.allow_from) + (list(cfg.owner.numbers) if channel == "signal" else [])
+    section = platform(channel)
+    numbers = list(cfg.owner.numbers) if section is not None and section.OWNER_NUMBERS else []
+    ids = list(pol.allow_from) + numbers
     return [i.strip() for i in ids if i.strip()]
 
 
 def first_owner(cfg: Config, channel: str, account: str = "default") -> dict | None:
     """The channel's owner route: the direct chat with its first owner id (SPEC §17.4),
-    as a route (``channel``, ``chat_id``, ``account``); None when the channel has none."""
+    as a route (``channel``, ``chat_id``, ``account``); None when the channel has none.
+    How a platform addresses a direct chat by a user id is its section's DIRECT_CHAT."""
     ids = owner_ids(cfg, channel)
     if not ids:
         return None
-    chat = _DIRECT_CHAT.get(channel, "{}").format(ids[0])
+    section = platform(channel)
+    chat = (section.DIRECT_CHAT if section is not None else "{}").format(ids[0])
     return {"channel": channel, "chat_id": chat, "account": account or "default"}

@@ -4,7 +4,9 @@ adding a channel is one adapter package, one config section and one entry here.
 
 What is pure data about a channel lives with its section in the config (bot/config/channels.py:
 the channel names, which are messaging channels, titles, the secrets a section needs, whether
-the platform edits messages) and is imported from there; this table adds the adapters.
+the platform edits messages, the prompt's formatting hint, how a direct chat is addressed:
+``bot.config.channels.platform(name)``, which the layers below the app read) and is imported
+from there; this table adds the adapters.
 """
 
 from __future__ import annotations

@@ -2,7 +2,10 @@
 
 The names of the channels, which of them are messaging channels (heartbeat and cron targets,
 pairing, group rules), their titles and their secrets are derived from the sections here;
-``bot/channel_specs.py`` (the app's descriptors: adapters and how to build them) imports them.
+``bot/app/channels.py`` (the app's descriptors: adapters and how to build them) imports them.
+What else differs per platform is pure data on its section class (``platform(name)``): the
+prompt's formatting hint and after-user note, how the owner route addresses a direct chat;
+bot/prompt and bot/owner_route read it there, so they name no platform.
 Secrets are the sections' ``*_env`` fields (the config names environment variables, never
 values); a section only says which of them its settings can do without.
 """
@@ -34,6 +37,15 @@ class ChannelPolicy(Model):
     # the platform can edit the bot's own messages (its adapter's Capabilities.edit, checked
     # by tests/unit/app/test_channel_specs.py): what a live preview (streaming = "partial") needs
     EDITS: ClassVar[bool] = False
+    # what the model is told about how the platform renders a reply (the prompt's Channel
+    # Capabilities section; "" = the generic line)
+    FORMAT: ClassVar[str] = ""
+    # a system message sent right after the user's message on this platform (SPEC §2.7)
+    AFTER_USER: ClassVar[tuple[str, ...]] = ()
+    # how the platform addresses a user's direct chat by their id ("{}": the id itself)
+    DIRECT_CHAT: ClassVar[str] = "{}"
+    # the owner's numbers (``owner.numbers``) are owner ids on this platform too (SPEC §17.4)
+    OWNER_NUMBERS: ClassVar[bool] = False
 
     enabled: bool = False
     dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
@@ -74,6 +86,21 @@ class ChannelPolicy(Model):
 class TelegramConfig(ChannelPolicy):
     TITLE: ClassVar[str] = "Telegram"
     EDITS: ClassVar[bool] = True
+    FORMAT: ClassVar[str] = (
+        "Markdown is converted to Telegram HTML: bold, italics, inline code, code blocks and "
+        "links work; tables and nested lists do not. Long replies are split at about 4000 "
+        "characters."
+    )
+    AFTER_USER: ClassVar[tuple[str, ...]] = (
+        "Sending files on Telegram: to attach something, write a marker with its local path or URL:",
+        "[IMAGE:<path-or-url>] for pictures, [DOCUMENT:<path-or-url>] for any file, "
+        "[VIDEO:<path-or-url>], [AUDIO:<path-or-url>] for music or recordings, "
+        "[VOICE:<path-or-url>] for a voice note.",
+        "Use one marker per attachment. Keep your words outside the markers; they are removed "
+        "from the text and the files are sent after it.",
+        "Never put a marker inside a code block or inline code, or it is sent as plain text.",
+        "Local paths must be inside the workspace.",
+    )
 
     token_env: str = "TELEGRAM_BOT_TOKEN"
     api_base: str = "https://api.telegram.org"
@@ -84,6 +111,11 @@ class TelegramConfig(ChannelPolicy):
 class DiscordConfig(ChannelPolicy):
     TITLE: ClassVar[str] = "Discord"
     EDITS: ClassVar[bool] = True
+    FORMAT: ClassVar[str] = (
+        "Discord renders Markdown natively. Messages are split at 2000 characters, so keep "
+        "replies compact and avoid tables."
+    )
+    DIRECT_CHAT: ClassVar[str] = "user:{}"  # the adapter opens a DM channel for ``user:<id>``
 
     token_env: str = "DISCORD_BOT_TOKEN"
     api_base: str = ""
@@ -95,6 +127,10 @@ class DiscordConfig(ChannelPolicy):
 class SlackConfig(ChannelPolicy):
     TITLE: ClassVar[str] = "Slack"
     EDITS: ClassVar[bool] = True
+    FORMAT: ClassVar[str] = (
+        "Markdown is converted to Slack mrkdwn: bold, italics, code and links work; headings "
+        "and tables do not."
+    )
 
     mode: Literal["socket", "http"] = "socket"
     bot_token_env: str = "SLACK_BOT_TOKEN"
@@ -117,6 +153,11 @@ class SlackConfig(ChannelPolicy):
 
 class SignalConfig(ChannelPolicy):
     TITLE: ClassVar[str] = "Signal"
+    FORMAT: ClassVar[str] = (
+        "Markdown bold, italics, strikethrough and code are converted to Signal text styles; "
+        "links are shown as text (url), and headings become bold lines. Avoid tables."
+    )
+    OWNER_NUMBERS: ClassVar[bool] = True
 
     account: str = ""
     http_url: str = "http://127.0.0.1:8080"
@@ -182,6 +223,14 @@ def title(name: str) -> str:
     """How people write channel ``name`` ("HTTP API"); an unknown name capitalised."""
     cls = SECTIONS.get(name)
     return cls.TITLE if cls is not None else name.capitalize()
+
+
+def platform(name: str) -> type[ChannelPolicy] | None:
+    """The section class of messaging channel ``name`` (exact id), whose class attributes say
+    what differs per platform (TITLE, EDITS, FORMAT, AFTER_USER, DIRECT_CHAT, OWNER_NUMBERS);
+    None for any other name (the HTTP API, the terminal, an unknown id)."""
+    cls = SECTIONS.get(name)
+    return cls if cls is not None and issubclass(cls, ChannelPolicy) else None
 
 
 def check_target(value: str) -> str:

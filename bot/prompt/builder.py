@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.config.channels import platform
+
 from . import texts
 from .aieos import aieos_name, load_aieos, render_aieos
 from .context import PromptContext, ToolSpec
@@ -417,6 +419,14 @@ _CAPABILITY_LINES = (
 )
 
 
+def _format_hint(channel: str) -> str:
+    """How the channel renders a reply: its platform section's FORMAT, else the texts'."""
+    section = platform(channel)
+    if section is not None and section.FORMAT:
+        return section.FORMAT
+    return texts.CHANNEL_FORMAT.get(channel, texts.CHANNEL_FORMAT_DEFAULT)
+
+
 def _channel(b: _Build) -> None:
     ctx = b.ctx
     channel = ctx.channel.strip().lower()
@@ -426,7 +436,7 @@ def _channel(b: _Build) -> None:
     kind = {"direct": " (direct chat)", "group": " (group chat)"}.get(ctx.chat_type, "")
     lines = [
         f"Channel: {channel}{kind}.",
-        texts.CHANNEL_FORMAT.get(channel, texts.CHANNEL_FORMAT_DEFAULT),
+        _format_hint(channel),
         texts.CHANNEL_MEDIA if "media" in caps else texts.CHANNEL_NO_MEDIA,
     ]
     lines += [line for cap, line in _CAPABILITY_LINES if cap in caps]

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+from bot.config.channels import platform
 from bot.rules.untrusted import clean_inline
 
 from . import texts
 
+# labels of channels without a platform section (a platform's is its section's TITLE)
 _PROVIDER_LABELS = {
-    "telegram": "Telegram",
-    "discord": "Discord",
-    "slack": "Slack",
-    "signal": "Signal",
     "whatsapp": "WhatsApp",
     "imessage": "iMessage",
     "terminal": "Terminal",
@@ -29,6 +27,8 @@ _PROVIDER_LABELS = {
 def provider_label(provider: str) -> str:
     """Human label of a channel id (``telegram`` -> ``Telegram``)."""
     key = provider.strip().lower()
+    if (section := platform(key)) is not None:
+        return section.TITLE
     if key in _PROVIDER_LABELS:
         return _PROVIDER_LABELS[key]
     return key[:1].upper() + key[1:] if key else "chat"

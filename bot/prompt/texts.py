@@ -190,11 +190,9 @@ HEARTBEAT_LINES = [
     "If something does need attention, write the alert without HEARTBEAT_OK.",
 ]
 
+# the formatting hint of the channels without a platform section; a platform's own is its
+# section's FORMAT (bot/config/channels.py)
 CHANNEL_FORMAT = {
-    "telegram": "Markdown is converted to Telegram HTML: bold, italics, inline code, code blocks and links work; tables and nested lists do not. Long replies are split at about 4000 characters.",
-    "discord": "Discord renders Markdown natively. Messages are split at 2000 characters, so keep replies compact and avoid tables.",
-    "slack": "Markdown is converted to Slack mrkdwn: bold, italics, code and links work; headings and tables do not.",
-    "signal": "Markdown bold, italics, strikethrough and code are converted to Signal text styles; links are shown as text (url), and headings become bold lines. Avoid tables.",
     "terminal": "Replies are shown in a terminal as plain text; light Markdown is fine.",
     "http": "Replies go to an API client unchanged; plain Markdown is fine.",
 }
@@ -207,17 +205,6 @@ CHANNEL_NO_MEDIA = "This channel cannot carry attachments; send links or describ
 CHANNEL_REACTIONS = "Message reactions are supported here."
 CHANNEL_THREADS = "Threads are supported; replies stay in the thread they came from."
 CHANNEL_BUTTONS = "Inline buttons are supported by the platform."
-
-# --------------------------------------------------------------------------- delivery
-
-TELEGRAM_MEDIA_LINES = [
-    "Sending files on Telegram: to attach something, write a marker with its local path or URL:",
-    "[IMAGE:<path-or-url>] for pictures, [DOCUMENT:<path-or-url>] for any file, [VIDEO:<path-or-url>], "
-    "[AUDIO:<path-or-url>] for music or recordings, [VOICE:<path-or-url>] for a voice note.",
-    "Use one marker per attachment. Keep your words outside the markers; they are removed from the text and the files are sent after it.",
-    "Never put a marker inside a code block or inline code, or it is sent as plain text.",
-    "Local paths must be inside the workspace.",
-]
 
 # --------------------------------------------------------------------------- group / subagent
 

@@ -19,12 +19,9 @@ PLATFORMS = frozenset({"telegram", "discord", "slack", "signal"})
 REGISTRY = {"bot/app/channels.py", "bot/app/probes.py", "bot/config/channels.py"}
 
 # module -> platform names it spells as string constants.  MAY ONLY SHRINK.
-KNOWN: dict[str, int] = {
-    "bot/owner_route.py": 2,  # how each platform addresses a direct chat
-    "bot/prompt/delivery.py": 1,  # the platform's formatting rules for the model
-    "bot/prompt/group.py": 8,  # each platform's name as people write it
-    "bot/prompt/texts.py": 4,
-}
+# (empty: the prompt's formatting hints and after-user note, the group labels and the owner
+# route's direct-chat form are class attributes of each platform's config section)
+KNOWN: dict[str, int] = {}
 
 
 def spellings(source: str) -> int:
