@@ -4,11 +4,12 @@ A login code is minted by ``chela dashboard`` (:func:`mint_code`) into the state
 and traded once, by ``POST /ui/api/login``, for the two halves of a session: the HttpOnly
 ``chela_ui`` cookie and the CSRF token the page keeps and sends on every API request.  The
 database keeps only their hashes.  Login attempts are limited per source address (loopback
-included: being local earns nothing).
+included, and all of loopback is one source: being local earns nothing).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 import time
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from bot.ui.errors import ui_error
-from bot.ui.guard import COOKIE, CSRF_HEADER, SESSION_KEY
+from bot.ui.guard import COOKIE, CSRF_HEADER, SESSION_KEY, read_json_body
 
 if TYPE_CHECKING:
     from bot.store import Store
@@ -35,6 +36,21 @@ def mint_code(store: Store) -> str:
     code = secrets.token_urlsafe(16)
     store.add_login_code(code)
     return code
+
+
+LOOPBACK = "loopback"  # the one rate-limit bucket of every loopback source address
+
+
+def source_key(remote: str) -> str:
+    """The rate-limit key of a source address: every loopback address (127.0.0.0/8, ``::1``,
+    ``::ffff:127.x``) is one source, since any local process may bind any of them."""
+    try:
+        ip = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return remote
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return LOOPBACK if ip.is_loopback else str(ip)
 
 
 class RateLimit:
@@ -71,7 +87,7 @@ class Auth:
         app.router.add_delete("/api/ui-sessions/{id}", self.revoke)
 
     async def login(self, request: web.Request) -> web.Response:
-        if not self.limit.allow(request.remote or ""):
+        if not self.limit.allow(source_key(request.remote or "")):
             return ui_error(
                 429, "rate_limited", "too many login attempts; wait a minute and try again"
             )
@@ -144,7 +160,7 @@ class Auth:
 
 async def _code_field(request: web.Request) -> str | None:
     try:
-        body: Any = json.loads(await request.read() or b"null")
+        body: Any = json.loads(await read_json_body(request) or b"null")
     except (ValueError, RecursionError):
         return None
     code = body.get("code") if isinstance(body, dict) else None

@@ -48,6 +48,27 @@ MULTIPART_SLACK = 64 * 1024  # the form's own bytes around an upload
 # request[SESSION_KEY]: the browser session the guard found (every /ui/api/ route but login)
 SESSION_KEY = web.RequestKey("ui_session", UiSession)
 
+
+@dataclass(frozen=True)
+class Liveness:
+    """Asks again whether the session a request came in with is still live."""
+
+    store: Store
+    cookie: str
+    idle: float
+    max_age: float
+
+    def __call__(self) -> bool:
+        found = self.store.ui_session(self.cookie, idle=self.idle, max_age=self.max_age)
+        return found is not None
+
+
+# request[LIVE_KEY]: set with SESSION_KEY (a stream asks it before each write)
+LIVE_KEY = web.RequestKey("ui_session_live", Liveness)
+# request[BODY_KEY]: a JSON body, read (capped) by the guard
+BODY_KEY = web.RequestKey("ui_json_body", bytes)
+COOKIES_TRIED = 8  # chela_ui values of one Cookie header looked up, at most
+
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
     "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
@@ -87,6 +108,8 @@ class Guard:
         response = self.refusal(request)
         if response is None:
             try:
+                if _has_body(request) and not _is_upload(request):
+                    await read_json_body(request)  # capped, whatever the route reads
                 response = await handler(request)
             except web.HTTPException as e:
                 response = _from_http_exception(request, e)
@@ -142,25 +165,26 @@ class Guard:
     def _session(self, request: web.Request) -> Refusal:
         if not _needs_session(request):
             return None
-        cookie = request.cookies.get(COOKIE, "")
-        found = (
-            self.store.ui_session(cookie, idle=self.s.idle, max_age=self.s.max_age)
-            if cookie
-            else None
-        )
-        if found is None:
+        live = [
+            (cookie, found)
+            for cookie in cookie_values(request)
+            if (found := self.store.ui_session(cookie, idle=self.s.idle, max_age=self.s.max_age))
+        ]
+        if not live:
             return ui_error(
                 401, "unauthenticated", "no valid session: run `chela dashboard` to log in"
             )
+        token = request.headers.get(CSRF_HEADER, "")
+        cookie, found = next((x for x in live if _csrf_ok(token, x[1])), live[0])
         request[SESSION_KEY] = found
+        request[LIVE_KEY] = Liveness(self.store, cookie, self.s.idle, self.s.max_age)
         return None
 
     # 5 -------------------------------------------------------------------- CSRF
     def _csrf(self, request: web.Request) -> Refusal:
         if not _needs_session(request):
             return None
-        token = request.headers.get(CSRF_HEADER, "")
-        if token and hmac.compare_digest(digest(token), request[SESSION_KEY].csrf_hash):
+        if _csrf_ok(request.headers.get(CSRF_HEADER, ""), request[SESSION_KEY]):
             return None
         return ui_error(403, "csrf", f"the {CSRF_HEADER} header is missing or wrong")
 
@@ -168,7 +192,7 @@ class Guard:
     def _body(self, request: web.Request) -> Refusal:
         if not _has_body(request):
             return None
-        upload = request.path == UPLOADS and request.method == "POST"
+        upload = _is_upload(request)
         wanted = "multipart/form-data" if upload else "application/json"
         if request.content_type.lower() != wanted:
             return ui_error(415, "unsupported_media_type", f"send Content-Type: {wanted}")
@@ -184,6 +208,53 @@ class Guard:
         if request.path in (LOGIN, LOGOUT, EVENTS):
             return None
         return ui_error(403, "read_only", "this Control UI is read-only (ui.read_only)")
+
+
+def cookie_values(request: web.Request) -> list[str]:
+    """Every ``chela_ui`` value of the raw ``Cookie`` header, in order (at most
+    ``COOKIES_TRIED``).  Not ``request.cookies``, which keeps only the last one: a page on
+    another local port may set a shadow ``chela_ui`` (path ``/``) that the browser sends
+    after the real one, and that shadow must not log the owner out."""
+    values: list[str] = []
+    for header in request.headers.getall("Cookie", []):
+        for part in header.split(";"):
+            name, sep, value = part.partition("=")
+            value = value.strip().strip('"')
+            if sep and name.strip() == COOKIE and value:
+                values.append(value)
+    return values[:COOKIES_TRIED]
+
+
+async def read_json_body(request: web.Request, cap: int = JSON_MAX) -> bytes:
+    """The raw body of a JSON route, read at most ``cap`` bytes in: one over it is refused
+    413 ``too_large``, whether or not it said its length (a chunked body has no
+    ``Content-Length`` for the guard to check, and ``request.read`` would take it up to the
+    HTTP channel's far larger limit).  The guard reads it before any route runs (a route
+    that reads no body would otherwise leave a huge one unchecked); the route gets it
+    again from the request."""
+    kept = request.get(BODY_KEY)
+    if kept is not None:
+        return kept
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await request.content.read(64 * 1024):
+        size += len(chunk)
+        if size > cap:
+            raise web.HTTPRequestEntityTooLarge(max_size=cap, actual_size=size)
+        chunks.append(chunk)
+    request[BODY_KEY] = raw = b"".join(chunks)
+    return raw
+
+
+def session_live(request: web.Request) -> bool:
+    """The session the guard let ``request`` in with has not ended since (asked by a stream
+    before each write: logout, Revoke, ``--revoke-all`` and expiry end it)."""
+    check = request.get(LIVE_KEY)
+    return check is not None and check()
+
+
+def _csrf_ok(token: str, session: UiSession) -> bool:
+    return bool(token) and hmac.compare_digest(digest(token), session.csrf_hash)
 
 
 def _bare_prefix(request: web.Request) -> Refusal:
@@ -226,6 +297,10 @@ def _unrouted(request: web.Request) -> Refusal:
     if route_error is not None:
         return ui_error(404, "not_found", f"nothing at {request.path}")
     return None
+
+
+def _is_upload(request: web.Request) -> bool:
+    return request.path == UPLOADS and request.method == "POST"
 
 
 def _has_body(request: web.Request) -> bool:

@@ -22,6 +22,7 @@ from aiohttp import web
 from bot.delivery.previews import StreamEvent
 from bot.store import Store
 from bot.ui.api.transcript import answer_of, turn_cost
+from bot.ui.guard import session_live
 from bot.ui.hub import scrub_data
 
 KEEP_FINISHED = 200  # finished turn logs kept for replays
@@ -179,10 +180,14 @@ async def stream_log(
     request: web.Request, log: TurnLog, secrets: tuple[str, ...] = ()
 ) -> web.StreamResponse:
     """Write the turn's events (``secrets`` redacted) to the client until ``final`` or
-    ``error``; a client that goes away ends the writing, never the turn."""
+    ``error``; a client that goes away ends the writing, never the turn.  So does the end
+    of the browser session that opened the stream (asked before every write, as the events
+    stream does): a revoked session gets nothing more."""
     resp = await open_stream(request)
     try:
         async for item in log.follow():
+            if not session_live(request):
+                break
             if item is None:
                 await resp.write(b": keep-alive\n\n")
             else:

@@ -115,12 +115,6 @@ async def _chunked(client: UiClient, path: str, payload: bytes, **headers: str |
 BIG = b'{"code": "' + b"A" * (2 * 1024 * 1024) + b'"}'  # 2 MiB: over the 1 MiB JSON cap
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/guard.py Guard._body checks the cap only against Content-Length; a "
-    "chunked body is read up to channels/http MAX_BODY (32 MiB), by login too (no session)",
-)
 async def test_a_chunked_json_body_over_the_cap_is_too_large(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
         status, body = await _chunked(c, STOP, BIG)
@@ -186,12 +180,6 @@ async def _login_from(port: int, src: str) -> int:
     return int(head.split()[1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/auth.py Auth.login keys the rate limit by request.remote; any local "
-    "process binds another 127.0.0.0/8 address and gets 5 more attempts each",
-)
 async def test_loopback_addresses_share_one_login_budget(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui:
         assert [await _login_from(ui.port, "127.0.0.1") for _ in range(5)] == [401] * 5
@@ -361,13 +349,6 @@ async def test_twin_a_channel_start_error_is_shown(tmp_path, llm, tg):
 # beside it, and the browser sends the longer path first: "chela_ui=<real>; chela_ui=junk".
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/guard.py Guard._session reads request.cookies, which keeps the LAST "
-    "chela_ui of the Cookie header: a shadow cookie set by any page on another local port "
-    "(path=/, sent after the real one) logs the owner out, again after every login",
-)
 async def test_a_shadow_cookie_from_another_port_does_not_log_the_owner_out(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
         both = f"chela_ui={c.cookie}; chela_ui=junk-set-by-another-port"
@@ -410,13 +391,6 @@ async def _turn_while(c: UiClient, on_started) -> list[tuple[str, dict]]:
     return got
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/turns.py stream_log never re-checks the browser session (the "
-    "events stream does since 63926b3): a turn stream opened before Revoke/logout keeps "
-    "delivering the model's text and tool rows to the ended session",
-)
 async def test_a_revoked_sessions_open_turn_stream_gets_nothing_more(tmp_path, llm):
     llm.script(delay(3, then=text("the late answer")))
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as owner:

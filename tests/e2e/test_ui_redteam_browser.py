@@ -4,12 +4,13 @@ a dead dashboard link opened in another tab (any link the owner clicks: a model'
 guest's message shown in a transcript, an e-mail) logs every tab of the owner out, because
 the page drops the shared ``localStorage`` CSRF token when a code is refused, even though the
 session is alive; and a page on another local port whose script sets a shadow
-``chela_ui`` cookie (path ``/``) logs the owner out.  Strict xfails, each with its passing
-twin (the UI opened in another tab without a code; another port's own cookie)."""
+``chela_ui`` cookie (path ``/``) logs the owner out.  Both were strict xfails until fixed
+(the page keeps a stored token that still works; the guard accepts any live ``chela_ui``),
+each with its passing twin (the UI opened in another tab without a code; another port's own
+cookie)."""
 
 from __future__ import annotations
 
-import pytest
 
 from tests.e2e.browser import kit
 from tests.e2e.browser.conftest import browser, llm, page  # noqa: F401 (fixtures)
@@ -41,13 +42,6 @@ async def _still_logged_in(tab, token: str) -> None:
     await expect(tab.get_by_role("heading", name="Log in")).to_have_count(0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/static/js/main.js relogin()/loggedOut() call setCsrf('') when a "
-    "#login= code is refused, removing the token every tab shares (api.js reads it from "
-    "localStorage on each request): one dead link logs the owner out everywhere",
-)
 async def test_a_dead_login_link_in_another_tab_keeps_the_owner_logged_in(tmp_path, llm, page):
     async with ui_daemon(tmp_path, llm) as ui:
         await login(page, ui.base, mint_code(ui.cfg))
@@ -91,13 +85,6 @@ async def _page_on_another_port(tab, cookie: str) -> None:
     assert [c for c in await tab.context.cookies() if c["name"] == name and c["path"] == "/"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/ui/guard.py Guard._session takes the last chela_ui of the Cookie "
-    "header; script on any page of another local port sets chela_ui=junk; path=/ beside the "
-    "HttpOnly cookie (Chromium sends it last) and the owner is logged out, after every login",
-)
 async def test_a_shadow_cookie_from_another_local_port_keeps_the_owner_logged_in(
     tmp_path, llm, page
 ):

@@ -17,6 +17,7 @@ from bot.conversation.web import WebTurns
 from bot.rules.admission import channel_policy, is_owner_sender
 from bot.ui.context import UiContext
 from bot.ui.errors import ui_error
+from bot.ui.guard import read_json_body
 from bot.ui.hub import LogHub, SessionWatch, secret_values
 from bot.ui.turns import TurnLogs
 from channels.base import InboundMessage
@@ -94,7 +95,7 @@ def conflict(message: str) -> web.Response:
 
 async def body(request: web.Request) -> dict[str, Any]:
     """The JSON object of the request (``{}`` for an empty body)."""
-    raw = await request.read()
+    raw = await read_json_body(request)
     if not raw.strip():
         return {}
     try:

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from bot.reports.notices import Notice
 from bot.ui.api.common import ApiState, BadRequest, body, guarded, state
-from bot.ui.guard import COOKIE
+from bot.ui.guard import session_live
 from bot.ui.hub import scrub_data, secret_values
 from bot.ui.turns import KEEPALIVE, open_stream, sse
 
@@ -34,7 +34,7 @@ def _after(data: dict[str, Any]) -> int | None:
 class _Stream:
     st: ApiState
     resp: web.StreamResponse
-    cookie: str
+    request: web.Request
     secrets: tuple[str, ...]
     last: int = 0
     lines: asyncio.Queue[dict] = field(default_factory=lambda: asyncio.Queue(maxsize=1000))
@@ -42,9 +42,7 @@ class _Stream:
     def alive(self) -> bool:
         """The browser session that opened the stream is still live (asked before every
         write, so an ended session's open stream gets nothing more)."""
-        ui, store = self.st.ctx.cfg.ui, self.st.ctx.store
-        found = store.ui_session(self.cookie, idle=ui.idle_seconds, max_age=ui.max_seconds)
-        return bool(self.cookie) and found is not None
+        return session_live(self.request)
 
     def on_line(self, line: dict) -> None:
         with contextlib.suppress(asyncio.QueueFull):
@@ -94,7 +92,7 @@ async def events(request: web.Request) -> web.StreamResponse:
     secrets = tuple(secret_values(st.ctx.cfg))
     with notices.subscribe() as queue:
         resp = await open_stream(request)
-        stream = _Stream(st, resp, request.cookies.get(COOKIE, ""), secrets, notices.seq)
+        stream = _Stream(st, resp, request, secrets, notices.seq)
         if data.get("logs") is True:
             st.hub.listeners.add(stream.on_line)
         try:

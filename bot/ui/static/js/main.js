@@ -1,5 +1,5 @@
 // The single page: login, bootstrap, the "Pages" navigation and the hash routes (#/chat, …).
-import { ApiError, get, onAuthLost, post, setCsrf } from "./api.js";
+import { ApiError, csrf, get, onAuthLost, post, setCsrf } from "./api.js";
 import { clear, h, toast } from "./dom.js";
 import { EventBus } from "./events.js";
 import { Inbox } from "./inbox.js";
@@ -27,7 +27,7 @@ export async function start(code, first = null) {
   onAuthLost(() => loggedOut("Your browser session has ended. Run chela dashboard to log in again."));
   if (code) {
     const refused = await login(code);
-    if (refused) return loggedOut(refused, true);
+    if (refused) return keepOrLeave(refused);
   } else if (!localStorage.getItem("chela_ui_csrf")) {
     return loggedOut("");
   }
@@ -38,8 +38,27 @@ export async function start(code, first = null) {
 export async function relogin(code) {
   state.bus?.stop();
   const refused = await login(code);
-  if (refused) return loggedOut(refused, true);
+  if (refused) return keepOrLeave(refused);
   await enter();
+}
+
+/** A refused code (a used or expired link, opened in any tab) says nothing about the session
+ * this browser already has, which every tab shares through localStorage: when the stored
+ * token still works, keep it and go on logged in, with the alert in this tab only. */
+async function keepOrLeave(refused) {
+  let boot = null;
+  if (csrf()) {
+    try {
+      boot = await get("bootstrap");
+    } catch {
+      boot = null; // that session has ended too
+    }
+  }
+  if (!boot) return loggedOut(refused, true);
+  state.first = { boot: Promise.resolve(boot), chat: null };
+  await enter();
+  const title = document.getElementById("page-title");
+  title?.after(h("p", { role: "alert", class: "error" }, refused));
 }
 
 /** POST the code; "" when it worked, else the sentence to show. */
