@@ -3,15 +3,29 @@
 The login code goes into the state database (as its hash), where the daemon finds it when
 the page posts it; so this works whether or not the daemon runs, and only for the account
 that can read the state dir.  ``--revoke-all`` ends every browser session and unused code.
+
+The browser is never given the link itself: a command line is readable by every local user
+(``ps``, ``/proc/<pid>/cmdline``) and the code in it would work for them until used.  It is
+given a file instead, 0600 in a 0700 directory of the state dir, whose script goes on to the
+link (the fragment kept); files older than a code's life are removed at the next run.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
+import json
+import os
+import secrets
 import sys
+import time
+from pathlib import Path
 
 from bot.cli.common import add_common, load
 from bot.config import Config
+
+OPENER_DIR = "dashboard"  # under the state dir, 0700
+OPENER_KEEP = 120.0  # seconds: a login code's life; older opener files are removed
 
 
 def add_parser(sub) -> None:
@@ -86,8 +100,46 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_open:
         import webbrowser
 
-        webbrowser.open(url)
+        webbrowser.open(opener_file(cfg, url).as_uri())
     return 0
+
+
+def opener_file(cfg: Config, url: str) -> Path:
+    """A new private HTML file whose script goes on to ``url`` (what the browser is given in
+    place of the link, so that the code is never on its command line)."""
+    from bot import fs
+
+    folder = fs.private_dir(Path(cfg.agent.state_dir) / OPENER_DIR)
+    _sweep(folder)
+    path = folder / f"login-{secrets.token_hex(8)}.html"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(_opener_html(url))
+    return path
+
+
+def _opener_html(url: str) -> str:
+    # location.replace keeps the fragment (the code) and leaves no history entry; "</" is
+    # escaped so the URL cannot end the script element
+    target = json.dumps(url).replace("</", "<\\/")
+    return (
+        '<!doctype html>\n<meta charset="utf-8">\n<meta name="referrer" content="no-referrer">\n'
+        "<title>Chela</title>\n"
+        f"<script>location.replace({target});</script>\n"
+        f'<p><a href="{html.escape(url, quote=True)}">Open the Control UI</a></p>\n'
+    )
+
+
+def _sweep(folder: Path) -> None:
+    """Remove opener files whose code has expired (a browser may still be reading newer ones)."""
+    now = time.time()
+    for old in folder.glob("login-*.html"):
+        try:
+            if now - old.lstat().st_mtime > OPENER_KEEP:
+                old.unlink()
+        except OSError:
+            pass
 
 
 def _notes(cfg: Config, *, printed_only: bool) -> None:

@@ -224,12 +224,6 @@ def _printed_code(done: subprocess.CompletedProcess[str]) -> str:
     return code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="HOLE: bot/cli/dashboard.py run() calls webbrowser.open(url) with the code in the "
-    "URL: it is in the browser's argv (/proc/<pid>/cmdline, ps) for every local user",
-)
 def test_the_login_code_is_not_on_the_browsers_command_line(tmp_path, llm):
     done, argv = _dashboard(tmp_path, llm)
     assert argv, "the browser was started"
