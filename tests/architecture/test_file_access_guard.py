@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.architecture import tree
 
 REPO = Path(__file__).resolve().parents[2]
 SCANNED = ("bot", "channels")
@@ -71,7 +72,7 @@ def _is_site(node: ast.AST) -> bool:
 
 def call_sites(source: str) -> list[int]:
     """Line numbers of the file-access call sites in ``source``."""
-    return sorted(n.lineno for n in ast.walk(ast.parse(source)) if _is_site(n))
+    return sorted(n.lineno for n in tree.walk(source) if _is_site(n))
 
 
 def violations(root: Path, allowed: dict[str, int]) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.architecture import tree
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("bot", "channels")
@@ -48,7 +49,7 @@ def _imported(mod: str, path: Path, modules: dict[str, Path]) -> set[str]:
     is_pkg = path.name == "__init__.py"
     base = mod if is_pkg else mod.rpartition(".")[0]
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in tree.walk_file(path):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

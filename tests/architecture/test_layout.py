@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.architecture import tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _imports(path: Path) -> list[str]:
     names: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in tree.walk_file(path):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

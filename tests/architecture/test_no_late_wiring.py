@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.architecture import tree
 
 ROOT = Path(__file__).resolve().parents[2] / "bot"
 
@@ -46,7 +47,7 @@ def _holder(target: ast.expr) -> str | None:
 
 def late_wiring(source: str) -> list[tuple[int, str]]:
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in tree.walk(source):
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):

@@ -16,6 +16,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from tests.architecture import tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,7 +76,7 @@ def _is_client_module(name: str) -> bool:
 def outbound_uses(source: str) -> list[str]:
     """What in ``source`` builds an outbound client (empty when nothing does)."""
     found: list[str] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in tree.walk(source):
         if isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if _is_client_module(a.name)]
         elif isinstance(node, ast.ImportFrom) and node.module:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from pathlib import Path
+from tests.architecture import tree
 
 ROOT = Path(__file__).resolve().parents[2]
 PLATFORMS = frozenset({"telegram", "discord", "slack", "signal"})
@@ -29,7 +30,7 @@ def spellings(source: str) -> int:
     keys and comparisons included; docstrings and longer strings do not count."""
     return sum(
         1
-        for node in ast.walk(ast.parse(source))
+        for node in tree.walk(source)
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and node.value.strip().lower() in PLATFORMS

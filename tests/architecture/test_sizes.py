@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from tests.architecture import tree
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_FILE_LINES = 500
@@ -40,7 +41,7 @@ def function_sizes() -> dict[str, int]:
     sizes: dict[str, int] = {}
     for p in product_files():
         rel = str(p.relative_to(ROOT))
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+        for node in tree.walk_file(p):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 length = (node.end_lineno or node.lineno) - start + 1

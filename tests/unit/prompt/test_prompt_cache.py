@@ -262,16 +262,6 @@ def test_a_hard_linked_file_is_not_injected(cache: PromptCache, ws: Path, tmp_pa
     assert "SOUL v1" not in cache.get(ctx).text
 
 
-def test_many_caches_do_not_exhaust_inotify(ws: Path) -> None:
-    ctx = PromptContext(workspace=ws)
-    for _ in range(300):
-        c = PromptCache()
-        c.get(ctx)
-        c.close()
-    c = PromptCache()
-    assert c.get(ctx) is c.get(ctx)
-
-
 def test_max_entries_evicts_oldest(ws: Path) -> None:
     c = PromptCache(max_entries=2)
     ctxs = [PromptContext(workspace=ws, group_id=str(i)) for i in range(3)]

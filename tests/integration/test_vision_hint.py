@@ -1,5 +1,8 @@
 """An image for a model litellm does not know is replaced by a line of text; the log says
-so once, naming media.vision = "on" (issue 27 #10)."""
+so once, naming media.vision = "on" (issue 27 #10).
+
+Integration tier: it asks litellm's real model map, and importing litellm costs seconds (it
+was the fast tier's slowest test, the only one that loaded litellm)."""
 
 from __future__ import annotations
 
