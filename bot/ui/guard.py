@@ -67,7 +67,10 @@ class Liveness:
 LIVE_KEY = web.RequestKey("ui_session_live", Liveness)
 # request[BODY_KEY]: a JSON body, read (capped) by the guard
 BODY_KEY = web.RequestKey("ui_json_body", bytes)
-COOKIES_TRIED = 8  # chela_ui values of one Cookie header looked up, at most
+# chela_ui values of one Cookie header looked up, at most: a page on another local port can
+# set a shadow one for each prefix of a deep API path (/ui/, /ui/api, /ui/api/, …), which the
+# browser sends before the real one (path /ui); an 8 KiB header holds hundreds
+COOKIES_TRIED = 32
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
@@ -220,7 +223,7 @@ def cookie_values(request: web.Request) -> list[str]:
         for part in header.split(";"):
             name, sep, value = part.partition("=")
             value = value.strip().strip('"')
-            if sep and name.strip() == COOKIE and value:
+            if sep and name.strip() == COOKIE and value and value not in values:
                 values.append(value)
     return values[:COOKIES_TRIED]
 

@@ -2,7 +2,8 @@
 found holes, each next to its legitimate twin.  A hole still open is a ``strict`` xfail (its
 fix turns it into an XPASS failure, which forces removing the marker); a closed one is a
 plain test (63926b3 and 718bc0a closed the stream, nested JSON, client_msg_id, row id and
-scrubbing ones):
+scrubbing ones; the UI-FIX commits of 27 Nov the turn stream, chunked body, loopback budget,
+browser command line and shadow cookie ones, so none is open now):
 
 * an open event stream outlives the revocation of its browser session (live log lines and
   notices keep flowing to a session the owner ended), and so does an open turn stream;
@@ -34,7 +35,6 @@ import sys
 from urllib.parse import quote
 
 import aiohttp
-import pytest
 
 from tests.e2e import TG_TOKEN, telegram_section
 from tests.e2e.harness import config_file
@@ -347,6 +347,16 @@ async def test_a_shadow_cookie_from_another_port_does_not_log_the_owner_out(tmp_
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
         both = f"chela_ui={c.cookie}; chela_ui=junk-set-by-another-port"
         r = await c.get("/ui/api/bootstrap", headers={"Cookie": both})
+        assert r.status == 200, await r.text()
+
+
+async def test_shadow_cookies_on_every_prefix_of_a_deep_path_do_not_log_the_owner_out(
+    tmp_path, llm
+):
+    # one shadow per path prefix of a session route, each sent before the real one (path /ui)
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        shadows = "; ".join(f"chela_ui=junk{i}" for i in range(12))
+        r = await c.get("/ui/api/bootstrap", headers={"Cookie": f"{shadows}; chela_ui={c.cookie}"})
         assert r.status == 200, await r.text()
 
 
