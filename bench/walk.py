@@ -65,6 +65,8 @@ class Walk:
         # functions and methods (closures and lambdas are ports handed to others, not
         # counted), by (callee module, the caller's module on the stack)
         self.calls: Counter[tuple[str, str]] = Counter()
+        # the same fresh calls by the function entered: (callee module, qualname, caller)
+        self.functions: Counter[tuple[str, str, str]] = Counter()
         self.last: str | None = None
         self._module_of: dict[str, str | None] = {}
         self._seen: dict[int, object] = {}  # frames already started (kept alive: ids stay)
@@ -107,6 +109,7 @@ class Walk:
             self._seen[id(frame)] = frame
             if on_stack not in (None, callee) and "<" not in frame.f_code.co_qualname:
                 self.calls[(callee, on_stack)] += 1
+                self.functions[(callee, frame.f_code.co_qualname, on_stack)] += 1
 
     def _enter(self, module: str, source: str) -> None:
         self.entries[module] += 1
@@ -132,6 +135,18 @@ def stage_callers(walk: Walk) -> dict[str, Counter[str]]:
         stage = next((s for s in STAGES if callee == s or callee.startswith(s + ".")), None)
         if stage is not None and not caller.startswith(stage):
             out[stage][caller] += n
+    return dict(out)
+
+
+def stage_entries(walk: Walk) -> dict[str, Counter[str]]:
+    """How often each stage's functions were entered from another module (its public
+    method, and any other function some module calls; who called them is
+    ``stage_callers``): stage -> "<submodule>:<qualname>" -> fresh calls."""
+    out: dict[str, Counter[str]] = defaultdict(Counter)
+    for (callee, name, caller), n in walk.functions.items():
+        stage = next((s for s in STAGES if callee == s or callee.startswith(s + ".")), None)
+        if stage is not None and not caller.startswith(stage):
+            out[stage][f"{callee.removeprefix(stage)}:{name}"] += n
     return dict(out)
 
 
@@ -171,6 +186,9 @@ def report(walk: Walk, args: argparse.Namespace) -> None:
     print(f"\n{'stage':34} called from (fresh calls)")
     for stage, callers in sorted(stage_callers(walk).items()):
         print(f"{stage:34} {', '.join(f'{c} {n}' for c, n in sorted(callers.items()))}")
+    print(f"\n{'stage':34} entered (fresh calls from another module)")
+    for stage, funcs in sorted(stage_entries(walk).items()):
+        print(f"{stage:34} {', '.join(f'{f} {n}' for f, n in sorted(funcs.items()))}")
     focus = args.module
     print(
         f"\n{focus}: re-entered {walk.entries.get(focus, 0)} times "
