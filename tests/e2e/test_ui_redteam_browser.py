@@ -101,3 +101,30 @@ async def test_twin_another_local_ports_own_cookie_changes_nothing(tmp_path, llm
         await _page_on_another_port(page, "theme=dark; path=/")
         await page.reload()
         await expect(page.get_by_role("navigation", name="Pages")).to_be_visible()
+
+
+async def test_the_tab_that_opened_a_dead_link_says_so_and_stays_logged_in(tmp_path, llm, page):
+    # the dead link opened in the logged-in tab itself (only its fragment changes: relogin)
+    async with ui_daemon(tmp_path, llm) as ui:
+        await login(page, ui.base, mint_code(ui.cfg))
+        token = await csrf(page)
+        await page.goto(f"{ui.base}/ui/#login={DEAD}")
+        await expect(page.get_by_role("alert")).to_contain_text("used or has expired")
+        await expect(page.get_by_role("navigation", name="Pages")).to_be_visible()
+        assert DEAD not in page.url
+        await _still_logged_in(page, token)
+
+
+async def test_twin_a_dead_link_with_a_stored_token_that_no_longer_works_logs_out(
+    tmp_path, llm, page
+):
+    async with ui_daemon(tmp_path, llm) as ui:
+        await page.goto(f"{ui.base}/ui/")  # no session: the login page, nothing running
+        await expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+        # a token left from a session that has ended (its cookie is gone too)
+        await page.evaluate("() => localStorage.setItem('chela_ui_csrf', 'ended-long-ago')")
+        await page.goto(f"{ui.base}/ui/#login={DEAD}")
+        await expect(page.get_by_role("alert")).to_contain_text("used or has expired")
+        await expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+        assert not await csrf(page)
+        assert DEAD not in page.url
