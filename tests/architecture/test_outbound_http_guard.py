@@ -13,6 +13,7 @@ endpoint the owner configured", never "fetches a URL it was given"."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,7 @@ def product_files() -> list[Path]:
     return [p for pkg in ("bot", "channels") for p in sorted((ROOT / pkg).rglob("*.py"))]
 
 
+@functools.cache  # one scan per session: three tests read it, none changes it
 def scan() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for p in product_files():
