@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import os
 import secrets
 import sys
 import time
@@ -112,10 +111,7 @@ def opener_file(cfg: Config, url: str) -> Path:
     folder = fs.private_dir(Path(cfg.agent.state_dir) / OPENER_DIR)
     _sweep(folder)
     path = folder / f"login-{secrets.token_hex(8)}.html"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(_opener_html(url))
+    fs.write_private(path, _opener_html(url).encode())  # 0600, no link followed
     return path
 
 
