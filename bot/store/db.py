@@ -360,17 +360,20 @@ class Database:
                 os.fchmod(fd, 0o600)
             finally:
                 os.close(fd)
+            # side files left by an older run (possibly created under a looser mode), made
+            # private BEFORE connecting: closing any descriptor of a file drops every POSIX
+            # lock this process holds on it, and SQLite's lock on -shm is what tells the
+            # next process the WAL index is in use (without it that process resets the
+            # index under our mapping and this one dies of SIGBUS)
+            for suffix in ("-wal", "-shm", "-journal"):
+                with contextlib.suppress(FileNotFoundError):
+                    private_file(self.path + suffix)
         self.db = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, factory=_Connection
         )
         where = str(Path(self.path).parent) if on_disk else self.path
         self.db.alarm = SpaceAlarm(where)
         self.db.execute("PRAGMA journal_mode=WAL")
-        if on_disk:
-            # side files left by an older run (possibly created under a looser mode)
-            for suffix in ("-wal", "-shm", "-journal"):
-                with contextlib.suppress(FileNotFoundError):
-                    private_file(self.path + suffix)
         self.db.execute("PRAGMA synchronous=NORMAL")
         # a checkpoint (copying the WAL into the database, with an fsync) every 4,000 pages
         # instead of SQLite's 1,000: the same few pages change at every message, so a
