@@ -9,13 +9,12 @@ from bot.config import parse_config
 from bot.conversation.commands import COMMANDS
 from bot.conversation.commands.help import help_text as _help_text
 from bot.conversation.commands.runner import parse_command
+from channels.base import InboundMessage
 
 
 def help_text(owner: bool) -> str:
     return _help_text(COMMANDS.values(), owner)
 
-
-from channels.base import InboundMessage
 
 CFG = parse_config(
     {
