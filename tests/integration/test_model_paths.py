@@ -132,7 +132,9 @@ def test_a_config_needs_litellm_only_for_a_model_on_its_path(tmp_path):
 
     cfg = make_config(tmp_path, _Llm())
     assert cfg.agent.model.startswith("openai/") and not litellm_needed(cfg)
-    cfg.agent.models["claude"] = "anthropic/claude-sonnet-4"
+    from bot.config.agent import FallbackModel
+
+    cfg.agent.models["claude"] = FallbackModel(model="anthropic/claude-sonnet-4")
     assert litellm_needed(cfg)
     cfg.agent.models.clear()
     cfg.media.transcription_model = "openai/whisper-1"

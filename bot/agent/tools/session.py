@@ -196,7 +196,7 @@ async def _cron(ctx: ToolContext, args: dict) -> str:
 CRON = Tool(
     "cron",
     "Schedule reminders/tasks that run a prompt later (at a time, in a duration, every "
-    "interval or on a crontab schedule); list, pause, resume, run now or remove them.",
+    "interval or on a crontab); list, pause, resume, run now or remove them.",
     schema(
         {
             "action": {"type": "string", "enum": list(CRON_ACTIONS)},
