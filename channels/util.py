@@ -61,6 +61,24 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_of(header: str) -> str:
+    """The host part of a ``Host`` header, lower-cased, without a trailing dot:
+    ``"[::1]:80"`` → ``"::1"``; "" when the header is malformed (a bad port, an unclosed
+    bracket, a bare IPv6 address)."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        end = h.find("]")
+        if end < 0 or (h[end + 1 :] and not (h[end + 1] == ":" and h[end + 2 :].isdigit())):
+            return ""
+        return h[1:end]
+    name, sep, port = h.rpartition(":")
+    if sep:
+        if not port.isdigit() or ":" in name:
+            return ""
+        h = name
+    return h.rstrip(".")
+
+
 @contextlib.contextmanager
 def capped_file(dest: Path, max_bytes: int, label: str) -> Iterator[_CappedWriter]:
     """Write an inbound download to ``dest``: created exclusively without following links,

@@ -27,7 +27,7 @@ from aiohttp import web
 
 from bot.store.ui import UiSession, digest
 from bot.ui.errors import method_not_allowed, ui_error
-from channels.util import is_loopback
+from channels.util import host_of, is_loopback
 
 if TYPE_CHECKING:
     from bot.store import Store
@@ -361,21 +361,3 @@ def origin_parts(origin: str) -> tuple[str, str, int] | None:
     port_text = rest.rsplit("]", 1)[-1] if rest.startswith("[") else rest
     _, colon, port = port_text.rpartition(":")
     return scheme, host, int(port) if colon else (443 if scheme == "https" else 80)
-
-
-def host_of(header: str) -> str:
-    """The host part of a ``Host`` header, lower-cased: ``"[::1]:80"`` → ``"::1"``; "" when
-    the header is malformed."""
-    h = header.strip().lower()
-    if h.startswith("["):
-        end = h.find("]")
-        tail = h[end + 1 :] if end >= 0 else "x"
-        if end < 0 or (tail and not (tail[0] == ":" and tail[1:].isdigit())):
-            return ""
-        return h[1:end]
-    name, sep, port = h.rpartition(":")
-    if sep:
-        if not port.isdigit() or ":" in name:
-            return ""
-        h = name
-    return h.rstrip(".")

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from aiohttp import web
 
 from channels.http.responses import MAX_BODY, error, too_large, unauthorized
-from channels.util import is_loopback
+from channels.util import host_of, is_loopback
 
 PREFLIGHT_MAX_AGE = 600
 # request storage key: the allowed Origin this request came from (set by the guard)
@@ -192,19 +192,3 @@ async def add_cors_headers(request: web.Request, response: web.StreamResponse) -
 
 def norm_origin(origin: str) -> str:
     return origin.strip().rstrip("/").lower()
-
-
-def host_of(header: str) -> str:
-    """The host part of a ``Host`` header, lower-cased: ``"[::1]:80"`` → ``"::1"``."""
-    h = header.strip().lower()
-    if h.startswith("["):
-        end = h.find("]")
-        if end < 0 or (h[end + 1 :] and not (h[end + 1] == ":" and h[end + 2 :].isdigit())):
-            return ""
-        return h[1:end]
-    name, sep, port = h.rpartition(":")
-    if sep:
-        if not port.isdigit() or ":" in name:
-            return ""
-        h = name
-    return h.rstrip(".")

@@ -9,7 +9,8 @@ import pytest
 from bot.config import ConfigError, config_warnings, parse_config
 from bot.ui.app import not_served_reason
 from bot.ui.auth import RateLimit
-from bot.ui.guard import host_of, same_origin
+from bot.ui.guard import same_origin
+from channels.util import host_of
 
 
 @pytest.mark.parametrize(
