@@ -206,11 +206,8 @@ class Scheduled:
         )
         req = self._request(key, text, kind="heartbeat", session_kind="heartbeat", route=target)
         result = await self._run(req, target)
-        if result is None:
-            log.info("heartbeat session=%s stopped", key)
-            return Outcome("stopped", "stopped")
-        if result.error_kind == "budget":  # the daily cost limit refused the model call
-            return Outcome("skipped", "cost limit")
+        if result is None or result.error_kind == "budget":
+            return _ended_early(result, f"heartbeat session={key}")
         plan = scheduled_plan(result, heartbeat=True, ack_max_chars=hb.ack_max_chars)
         if result.error:
             out = Outcome("failed", result.error)
@@ -286,11 +283,8 @@ class Scheduled:
         text = f"[Scheduled job {name!r} fired at {now.strftime('%Y-%m-%d %H:%M %Z')}]\n\n{prompt}"
         req = self._request(key, text, kind="cron", session_kind="cron", route=route)
         result = await self._run(req, route)
-        if result is None:
-            log.info("cron job=%s stopped", name)
-            return Outcome("stopped", "stopped")
-        if result.error_kind == "budget":  # the daily cost limit refused the model call
-            return Outcome("skipped", "cost limit")
+        if result is None or result.error_kind == "budget":
+            return _ended_early(result, f"cron job={name}")
         plan = scheduled_plan(result, heartbeat=False)
         if plan.silent or route is None:
             self._commit(key, result, "cron")
@@ -305,3 +299,12 @@ class Scheduled:
         self.store.put(f"cron:last_run:{name}", {"at": time.time(), "status": out.status})
         log.info("cron job=%s session=%s status=%s", name, key, out.status)
         return out
+
+
+def _ended_early(result: object, what: str) -> Outcome:
+    """The outcome of a scheduled turn that never got to an answer: stopped (``/stop``:
+    no result) or refused by the daily cost limit (the model was never called)."""
+    if result is None:
+        log.info("%s stopped", what)
+        return Outcome("stopped", "stopped")
+    return Outcome("skipped", "cost limit")
