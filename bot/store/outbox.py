@@ -104,6 +104,57 @@ class OutboxMixin(Database):
             r[0]: r[1] for r in self.db.execute("SELECT state, COUNT(*) FROM outbox GROUP BY state")
         }
 
+    def outbox_items(self, state: str | None) -> list[dict]:
+        """The rows the Control UI's Inbox lists (SPEC §16.4): one state, or every row not
+        yet sent, newest first, each with the first line of its text."""
+        q = "SELECT id, channel, chat_id, kind, payload, state, error, attempts, created FROM outbox"
+        args: list[str] = []
+        if state:
+            q += " WHERE state=?"
+            args.append(state)
+        else:
+            q += " WHERE state IN ('queued','sending','failed')"
+        items = []
+        for rid, channel, chat, kind, payload, st, error, attempts, created in self.db.execute(
+            q + " ORDER BY id DESC LIMIT 500", args
+        ):
+            text = str(json.loads(payload).get("text") or "")
+            items.append(
+                {
+                    "id": rid,
+                    "channel": channel,
+                    "chat": chat,
+                    "kind": kind,
+                    "preview": text.strip().split("\n", 1)[0][:200],
+                    "state": st,
+                    "error": error,
+                    "attempts": attempts,
+                    "created": created,
+                }
+            )
+        return items
+
+    def outbox_state(self, row_id: int) -> str | None:
+        row = self.db.execute("SELECT state FROM outbox WHERE id=?", (row_id,)).fetchone()
+        return row[0] if row else None
+
+    def outbox_requeue(self, row_id: int, now: float) -> bool:
+        """A failed row back to 'queued' (a fresh start for ``delivery.max_age``)."""
+        cur = self.db.execute(
+            "UPDATE outbox SET state='queued', error=NULL, created=?, updated=? WHERE id=? AND"
+            " state='failed'",
+            (now, now, row_id),
+        )
+        return cur.rowcount == 1
+
+    def outbox_discard(self, row_id: int, now: float) -> bool:
+        """A failed row set aside for good (the Inbox's Discard)."""
+        cur = self.db.execute(
+            "UPDATE outbox SET state='discarded', updated=? WHERE id=? AND state='failed'",
+            (now, row_id),
+        )
+        return cur.rowcount == 1
+
     def _migrate_delivering(self) -> None:
         """Databases from before the outbox kept a reply to deliver on its inbound row
         ('delivering'): move those replies to the outbox."""

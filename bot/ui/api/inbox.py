@@ -10,7 +10,6 @@ import time
 from aiohttp import web
 
 from bot import pairing
-from bot.ui.api import transcript
 from bot.ui.hub import scrub_data, secret_values
 from bot.ui.api.common import (
     BadRequest,
@@ -70,7 +69,7 @@ async def outbox(request: web.Request) -> web.Response:
     if wanted and wanted not in OUTBOX_STATES:
         raise BadRequest("state must be failed, queued or sending")
     ctx = state(request).ctx
-    items = transcript.outbox_items(ctx.store, wanted or None)
+    items = ctx.store.outbox_items(wanted or None)
     secrets = tuple(secret_values(ctx.cfg))  # a platform error may quote a token
     return web.json_response({"items": scrub_data(items, secrets)})
 
@@ -83,9 +82,9 @@ async def retry(request: web.Request) -> web.Response:
     ctx = state(request).ctx
     row_id = _row_id(request)
     await body(request)
-    if transcript.outbox_state(ctx.store, row_id) is None:
+    if ctx.store.outbox_state(row_id) is None:
         return not_found(f"no outbox row {row_id}")
-    if not transcript.outbox_requeue(ctx.store, row_id, time.time()):
+    if not ctx.store.outbox_requeue(row_id, time.time()):
         return conflict(f"outbox row {row_id} has not failed")
     ctx.outbox.enqueue([row_id])
     ctx.notices.publish("delivery.resolved", {"id": row_id, "state": "queued"})
@@ -96,9 +95,9 @@ async def discard(request: web.Request) -> web.Response:
     ctx = state(request).ctx
     row_id = _row_id(request)
     await body(request)
-    if transcript.outbox_state(ctx.store, row_id) is None:
+    if ctx.store.outbox_state(row_id) is None:
         return not_found(f"no outbox row {row_id}")
-    if not transcript.outbox_discard(ctx.store, row_id, time.time()):
+    if not ctx.store.outbox_discard(row_id, time.time()):
         return conflict(f"outbox row {row_id} has not failed")
     ctx.notices.publish("delivery.resolved", {"id": row_id, "state": "discarded"})
     return web.json_response({"id": row_id, "state": "discarded"})
