@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 from tests.e2e.harness import config_file
 
 
-def _dashboard(tmp_path: Path, llm, *extra: str) -> tuple[str, list[str]]:
+def run_dashboard(tmp_path: Path, llm, *extra: str) -> tuple[str, list[str]]:
     """Run ``chela dashboard`` with a browser (``$BROWSER``) that records its argv: the
     printed link and the browser's arguments."""
     rec = tmp_path / "browser-argv.txt"
@@ -47,7 +47,7 @@ def _dashboard(tmp_path: Path, llm, *extra: str) -> tuple[str, list[str]]:
 
 
 def test_the_browser_is_given_a_private_file_that_leads_to_the_link(tmp_path, llm):
-    url, argv = _dashboard(tmp_path, llm)
+    url, argv = run_dashboard(tmp_path, llm)
     code = url.rsplit("#login=", 1)[1]
     assert len(argv) == 1 and argv[0].startswith("file://") and code not in argv[0]
     opener = Path(unquote(urlparse(argv[0]).path))
@@ -58,17 +58,17 @@ def test_the_browser_is_given_a_private_file_that_leads_to_the_link(tmp_path, ll
 
 
 def test_expired_opener_files_are_removed_at_the_next_run_and_fresh_ones_kept(tmp_path, llm):
-    _, first = _dashboard(tmp_path, llm)
-    _, second = _dashboard(tmp_path, llm)
+    _, first = run_dashboard(tmp_path, llm)
+    _, second = run_dashboard(tmp_path, llm)
     old, fresh = (Path(unquote(urlparse(a[0]).path)) for a in (first, second))
     gone = time.time() - 10 * 60
     os.utime(old, (gone, gone))  # its code expired long ago
-    _, third = _dashboard(tmp_path, llm)
+    _, third = run_dashboard(tmp_path, llm)
     assert not old.exists() and fresh.exists()
     assert Path(unquote(urlparse(third[0]).path)).exists()
 
 
 def test_print_url_with_no_open_writes_no_file(tmp_path, llm):
-    url, argv = _dashboard(tmp_path, llm, "--print-url", "--no-open")
+    url, argv = run_dashboard(tmp_path, llm, "--print-url", "--no-open")
     assert "#login=" in url and argv == []
     assert not (tmp_path / "state" / "dashboard").exists()

@@ -29,16 +29,13 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import subprocess
-import sys
 from urllib.parse import quote
 
 import aiohttp
 
 from tests.e2e import TG_TOKEN, telegram_section
-from tests.e2e.harness import config_file
 from tests.e2e.ui_api_helpers import events, turn
+from tests.e2e.test_ui_dashboard_opener import run_dashboard
 from tests.e2e.ui_client import UiClient, ui_config, ui_daemon
 from tests.fakes.llm import delay, text
 
@@ -193,46 +190,21 @@ async def test_twin_the_sixth_attempt_from_the_same_address_is_limited(tmp_path,
 
 
 # --------------------------------------------- the login code on a browser command line
-def _dashboard(tmp_path, llm, *extra: str) -> tuple[subprocess.CompletedProcess[str], str]:
-    """``chela dashboard`` with a fake browser (``$BROWSER``) that records its argv."""
-    rec = tmp_path / "browser-argv.txt"
-    browser = tmp_path / "browser.sh"
-    browser.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> "{rec}"\n')
-    browser.chmod(0o700)
-    path = config_file(
-        tmp_path / "c.toml",
-        llm,
-        workspace=tmp_path / "ws",
-        state_dir=tmp_path / "state",
-        channels={"http": {"enabled": True, "listen": "127.0.0.1:9911"}},
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "bot", "dashboard", "--config", str(path), *extra],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "BROWSER": f"{browser} %s"},
-    )
-    assert done.returncode == 0, done.stderr
-    return done, rec.read_text() if rec.exists() else ""
-
-
-def _printed_code(done: subprocess.CompletedProcess[str]) -> str:
-    line = next(ln for ln in done.stdout.splitlines() if "#login=" in ln)
-    code = line.rsplit("#login=", 1)[1]
+def _login_code(url: str) -> str:
+    code = url.rsplit("#login=", 1)[1]
     assert len(code) == 22
     return code
 
 
 def test_the_login_code_is_not_on_the_browsers_command_line(tmp_path, llm):
-    done, argv = _dashboard(tmp_path, llm)
+    url, argv = run_dashboard(tmp_path, llm)  # a $BROWSER that records its argv
     assert argv, "the browser was started"
-    assert _printed_code(done) not in argv
+    assert not any(_login_code(url) in arg for arg in argv)
 
 
 def test_twin_the_owner_gets_the_code_on_stdout_and_no_browser_with_no_open(tmp_path, llm):
-    done, argv = _dashboard(tmp_path, llm, "--no-open")
-    assert _printed_code(done) and argv == ""
+    url, argv = run_dashboard(tmp_path, llm, "--no-open")
+    assert _login_code(url) and argv == []
 
 
 # ------------------------------------------------------- client_msg_id: a trailing newline
