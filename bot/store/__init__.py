@@ -32,6 +32,7 @@ from bot.store.summaries import SummariesMixin
 from bot.store.turns import TurnsMixin
 from bot.store.ui import UiAuthMixin
 from bot.store.usage import UsageMixin
+from bot.store.views import ViewsMixin
 
 __all__ = [
     "OUTBOX_PENDING",
@@ -62,6 +63,7 @@ class Store(
     LedgerMixin,
     UsageMixin,
     UiAuthMixin,
+    ViewsMixin,
 ):
     """The state database: one connection, every table group's methods."""
 
