@@ -263,8 +263,10 @@ async def _run_call(t: _Turn, name: str, args: dict | None, error: str | None) -
             )
     finally:  # a cancelled call ends too (ok False)
         ok = bool(out) and not out.startswith("Error:")
-        t.tell(StreamEvent("tool_end", tool=name, duration=time.monotonic() - started, ok=ok))
-    return _prepare_output(out, ctx)
+        seen = _prepare_output(out, ctx)  # what the model is given: its size is told
+        elapsed = time.monotonic() - started
+        t.tell(StreamEvent("tool_end", tool=name, duration=elapsed, ok=ok, result_chars=len(seen)))
+    return seen
 
 
 async def _call_model(t: _Turn) -> Completion:

@@ -58,7 +58,8 @@ class StreamEvent:
     """One step of a turn as it happens.  ``text``: content as it arrives; ``step``: a new
     model call begins; ``usage``: one call's token counts; ``tool_start``/``tool_end``: a
     tool call (``tool`` its name, ``summary`` a short scrubbed view of its arguments;
-    ``duration`` in seconds and ``ok`` on ``tool_end``).  Previews ignore the tool kinds."""
+    ``duration`` in seconds, ``ok`` and ``result_chars``, the length of the result the model
+    is given, on ``tool_end``).  Previews ignore the tool kinds."""
 
     kind: Literal["text", "step", "usage", "tool_start", "tool_end"]
     text: str = ""
@@ -67,6 +68,7 @@ class StreamEvent:
     summary: str = ""
     duration: float = 0.0
     ok: bool = True
+    result_chars: int = 0
 
 
 OnEvent = Callable[[StreamEvent], None]

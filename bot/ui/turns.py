@@ -75,7 +75,7 @@ class TurnLog:
                     "name": ev.tool,
                     "ok": ev.ok,
                     "duration_ms": round(ev.duration * 1000),
-                    "result_chars": len(ev.text),
+                    "result_chars": ev.result_chars,
                 },
             )
 
