@@ -35,6 +35,9 @@ from tests.e2e import TG_TOKEN, config_file, telegram_section  # noqa: E402
 from tests.fakes.llm import FakeLLM, text  # noqa: E402
 from tests.fakes.telegram import FakeTelegram  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from run_bench import compile_sources  # noqa: E402
+
 
 async def spawn(cfg_path: Path) -> tuple[asyncio.subprocess.Process, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TEST_TG_TOKEN": TG_TOKEN}
@@ -127,6 +130,7 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
+    compile_sources()  # bytecode as a user's install has it (see run_bench.compile_sources)
     tg = await FakeTelegram(token=TG_TOKEN, bot_username="chela_bot").start()
     llm = FakeLLM()
     await llm.start()
