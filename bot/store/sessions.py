@@ -15,11 +15,13 @@ class SessionsMixin(Database):
         )
 
     def session(self, key: str) -> dict:
-        self._ensure_session(key)
-        r = self.db.execute(
-            "SELECT epoch, activation, intro_done, usage_in, usage_out, created, updated FROM sessions WHERE key=?",
-            (key,),
-        ).fetchone()
+        """The session's row, created first when it does not exist yet.  Read first: the
+        row exists at every message but a chat's first, and a read takes no write lock."""
+        r = self._session_row(key)
+        if r is None:
+            self._ensure_session(key)
+            r = self._session_row(key)
+            assert r is not None
         return {
             "key": key,
             "epoch": r[0],
@@ -30,6 +32,12 @@ class SessionsMixin(Database):
             "created": r[5],
             "updated": r[6],
         }
+
+    def _session_row(self, key: str) -> tuple | None:
+        return self.db.execute(
+            "SELECT epoch, activation, intro_done, usage_in, usage_out, created, updated FROM sessions WHERE key=?",
+            (key,),
+        ).fetchone()
 
     def reset_session(self, key: str) -> None:
         self._ensure_session(key)

@@ -17,7 +17,9 @@ def _tool_result_content(message: dict) -> bool:
 class SummariesMixin(SessionsMixin):
     def summary(self, key: str) -> dict | None:
         """The session's current summary (of its current epoch), or None."""
-        epoch = self.session(key)["epoch"]
+        return self._summary(key, self.session(key)["epoch"])
+
+    def _summary(self, key: str, epoch: int) -> dict | None:
         r = self.db.execute(
             "SELECT id, upto_id, text, tokens, source, created FROM summaries WHERE session_key=? AND epoch=?"
             " ORDER BY id DESC LIMIT 1",
@@ -47,7 +49,7 @@ class SummariesMixin(SessionsMixin):
         ``limit`` of them, oldest first, never starting with a tool result.  The query
         reads only rows after the summary, so its cost does not grow with the session."""
         epoch = self.session(key)["epoch"]
-        s = self.summary(key)
+        s = self._summary(key, epoch)
         after = s["upto_id"] if s else 0
         rows = self.db.execute(
             "SELECT id, role, data, tokens FROM messages WHERE session_key=? AND epoch=? AND id>?"
