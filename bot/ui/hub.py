@@ -108,19 +108,16 @@ class SessionWatch:
         self._task: asyncio.Task | None = None
 
     def _newest(self) -> float:
-        row = self.store.db.execute("SELECT COALESCE(MAX(updated), 0) FROM sessions").fetchone()
-        return float(row[0] or 0.0)
+        return self.store.newest_session_update()
 
     def look(self) -> int:
-        rows = self.store.db.execute(
-            "SELECT key, updated FROM sessions WHERE updated>? ORDER BY updated", (self._last,)
-        ).fetchall()
+        rows = self.store.sessions_updated_after(self._last)
         for key, updated in rows:
             self.notices.publish(
                 "session.updated",
                 {"key": key, "channel": channel_of(key), "last_activity": updated},
             )
-            self._last = max(self._last, float(updated))
+            self._last = max(self._last, updated)
         return len(rows)
 
     async def _loop(self) -> None:

@@ -14,19 +14,14 @@ STATES = ("connected", "starting", "retrying", "stopped", "failed")
 
 
 def _traffic(ctx: UiContext) -> dict[str, dict[str, Any]]:
-    db = ctx.store.db
+    store = ctx.store
     out: dict[str, dict[str, Any]] = {}
-    for ch, last in db.execute("SELECT channel, MAX(created) FROM inbound GROUP BY channel"):
+    for ch, last in store.last_inbound_by_channel().items():
         out.setdefault(ch, {})["last_inbound"] = last
-    for ch, last in db.execute(
-        "SELECT channel, MAX(updated) FROM outbox WHERE state='sent' GROUP BY channel"
-    ):
+    for ch, last in store.last_sent_by_channel().items():
         out.setdefault(ch, {})["last_outbound"] = last
-    for ch, st, n in db.execute(
-        "SELECT channel, state, COUNT(*) FROM outbox WHERE state IN ('queued','sending','failed')"
-        " GROUP BY channel, state"
-    ):
-        out.setdefault(ch, {}).setdefault("outbox", {})[st] = n
+    for ch, counts in store.unsent_by_channel().items():
+        out.setdefault(ch, {})["outbox"] = counts
     return out
 
 

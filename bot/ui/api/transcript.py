@@ -1,9 +1,8 @@
-"""Stored messages as the Control UI shows them (SPEC §16.4's message object), and the few
-read queries the UI needs that the store's facade does not offer."""
+"""Stored messages as the Control UI shows them (SPEC §16.4's message object), read through
+the store's views (bot/store/views.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -93,33 +92,18 @@ def channel_of(key: str) -> str:
 def messages(store: Store, key: str, *, before: int | None, limit: int) -> tuple[list[dict], bool]:
     """The listed messages of the session's current epoch, oldest first, and whether older
     ones exist.  Heartbeat acks and compacted-away messages are not listed."""
-    row = store.db.execute("SELECT epoch FROM sessions WHERE key=?", (key,)).fetchone()
-    if row is None:
-        return [], False
-    upto = store.db.execute(
-        "SELECT COALESCE(MAX(upto_id), 0) FROM summaries WHERE session_key=? AND epoch=?",
-        (key, row[0]),
-    ).fetchone()[0]
-    q = "SELECT id, data, created, kind FROM messages WHERE session_key=? AND epoch=? AND id>?"
-    args: list[Any] = [key, row[0], upto]
-    if before is not None:
-        q += " AND id<?"
-        args.append(before)
-    q += " ORDER BY id"
+    rows = store.transcript_rows(key, before=before)
     out: list[dict] = []
     has_more = False
     channel = channel_of(key)
-    rows = [
-        (rid, json.loads(data), created, kind)
-        for rid, data, created, kind in store.db.execute(q, args)
-    ]
-    names = tool_names(r[1] for r in rows)
-    for rid, data, created, kind in reversed(rows):
-        view = message_view(rid, data, created, channel, kind)
+    names = tool_names(r.data for r in rows)
+    for r in reversed(rows):
+        view = message_view(r.id, r.data, r.created, channel, r.kind)
         if view is None:
             continue
         if view["tool"] is not None:
-            view["tool"]["name"] = view["tool"]["name"] or names.get(data.get("tool_call_id"), "")
+            call_id: Any = r.data.get("tool_call_id")
+            view["tool"]["name"] = view["tool"]["name"] or names.get(call_id, "")
         if len(out) >= limit:
             has_more = True
             break
@@ -130,12 +114,8 @@ def messages(store: Store, key: str, *, before: int | None, limit: int) -> tuple
 
 def answer_of(store: Store, key: str, turn: str) -> dict | None:
     """The assistant message a stored turn ended with."""
-    for rid, data, created in store.db.execute(
-        "SELECT id, data, created FROM messages WHERE session_key=? AND turn=? AND role='assistant'"
-        " ORDER BY id DESC",
-        (key, turn),
-    ):
-        view = message_view(rid, json.loads(data), created, "web")
+    for r in store.turn_answers(key, turn):
+        view = message_view(r.id, r.data, r.created, "web")
         if view is not None:
             return view
     return None
@@ -143,25 +123,13 @@ def answer_of(store: Store, key: str, turn: str) -> dict | None:
 
 def turn_cost(store: Store, key: str, turn: str) -> float:
     """What a turn's model calls cost (the usage rows the gate recorded for it)."""
-    row = store.db.execute(
-        "SELECT COALESCE(SUM(cost_usd), 0) FROM usage WHERE session_key=? AND turn=?", (key, turn)
-    ).fetchone()
-    return float(row[0] or 0.0)
+    return store.turn_cost(key, turn)
 
 
 def search_keys(store: Store, q: str) -> set[str]:
     """Sessions whose key or current messages contain ``q``."""
-    like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    rows = store.db.execute(
-        "SELECT s.key FROM sessions s WHERE s.key LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM"
-        " messages m WHERE m.session_key=s.key AND m.epoch=s.epoch AND m.data LIKE ? ESCAPE '\\')",
-        (like, like),
-    )
-    return {r[0] for r in rows}
+    return store.search_sessions(q)
 
 
 def session_costs(store: Store) -> dict[str, float]:
-    return {
-        k: float(c or 0.0)
-        for k, c in store.db.execute("SELECT session_key, SUM(cost_usd) FROM usage GROUP BY 1")
-    }
+    return store.session_costs()
