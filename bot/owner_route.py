@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Mapping
 
 from bot.rules.admission import channel_policy, is_owner_sender
@@ -32,6 +33,13 @@ KEY = "route:last"
 NO_ROUTE = "the owner has not written in a direct chat yet"
 
 
+# per store, what this process last wrote under each key (the route without its time):
+# the owner writes from the same chat message after message, and a row that would not
+# change is not written again ("at" is when the route last changed; nothing reads it as
+# the time of the last message).  Only record() writes these keys while the daemon runs.
+_written: weakref.WeakKeyDictionary[Store, dict[str, tuple]] = weakref.WeakKeyDictionary()
+
+
 def _key(channel: str | None) -> str:
     return KEY if channel is None else f"{KEY}:{channel}"
 
@@ -41,6 +49,11 @@ def record(store: Store, msg: InboundMessage, *, trust: str | None, proactive: b
     when it is one: an owner turn, a direct message, a channel that can send on its own."""
     if trust != "owner" or msg.chat_type != "direct" or not proactive:
         return False
+    where = (msg.channel, msg.chat_id, msg.account, msg.thread_id, msg.sender_id)
+    written = _written.setdefault(store, {})
+    keys = [k for k in (KEY, _key(msg.channel)) if written.get(k) != where]
+    if not keys:
+        return True  # both already name this chat (this process wrote them)
     route = {
         "channel": msg.channel,
         "chat_id": msg.chat_id,
@@ -50,8 +63,9 @@ def record(store: Store, msg: InboundMessage, *, trust: str | None, proactive: b
         "trust": "owner",
         "at": time.time(),
     }
-    store.put(KEY, route)
-    store.put(_key(msg.channel), route)
+    for k in keys:
+        store.put(k, route)
+        written[k] = where
     return True
 
 
