@@ -33,11 +33,21 @@ class CompactionConfig(Model):
 
 
 class FallbackModel(Model):
-    """An entry of ``agent.fallbacks`` written as a table."""
+    """An entry of ``agent.fallbacks`` (or ``[agent.models]``) written as a table."""
 
     model: str
     api_base: str = ""
     api_key_env: str = ""
+    # the model's context window for compaction (SPEC §10) when a session uses it;
+    # 0 = from the model's metadata, else agent.compaction.context_window, else 32000
+    context_window: int = Field(0, ge=0)
+
+    @field_validator("context_window")
+    @classmethod
+    def _window(cls, v: int) -> int:
+        if 0 < v < 1000:
+            raise ValueError("use 0 (from the model's metadata) or at least 1000 tokens")
+        return v
 
     @field_validator("model")
     @classmethod
