@@ -98,6 +98,7 @@ class TurnLog:
                 "channel": "web",
                 "client_msg_id": None,
                 "tool": None,
+                "images": [],
             }
         spent = self._usage_of(usage)
         if turn:

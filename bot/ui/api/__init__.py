@@ -28,6 +28,7 @@ def register(app: web.Application, ctx: UiContext) -> None:
         events,
         inbox,
         logs,
+        media,
         schedule,
         sessions,
         system,
@@ -36,7 +37,19 @@ def register(app: web.Application, ctx: UiContext) -> None:
     )
     from bot.ui.api.common import STATE, state_for
 
-    groups = (sessions, chat, inbox, channels, schedule, usage, workspace, logs, system, events)
+    groups = (
+        sessions,
+        media,
+        chat,
+        inbox,
+        channels,
+        schedule,
+        usage,
+        workspace,
+        logs,
+        system,
+        events,
+    )
     st = state_for(ctx)
     app[STATE] = st
 
