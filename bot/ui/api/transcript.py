@@ -10,6 +10,7 @@ from typing import Any
 from bot.rules.replies import parse_reply
 from bot.rules.textproto import split_reasoning
 from bot.store import Store
+from bot.ui.api.images import images_of
 
 _META = "[Message metadata from the platform."
 _FIELD = re.compile(r"^(channel|message_id): (.*)$", re.MULTILINE)
@@ -51,6 +52,7 @@ def message_view(
         "channel": channel,
         "client_msg_id": None,
         "tool": None,
+        "images": images_of(row_id, data),
     }
     if role == "user":
         if heartbeat or text.lstrip().startswith("<tool_result"):
