@@ -41,6 +41,8 @@ def resolve_media(
     directory only the daemon writes; the returned target is that copy, so what the
     outbox sends later, retries included, is exactly the bytes checked here.
     """
+    if not items:  # most replies: no root to resolve (a few system calls each)
+        return [], []
     ok: list[MediaItem] = []
     notes: list[str] = []
     check = _staged(roots[0], stage) if stage is not None and roots else _inside(roots)
