@@ -1,4 +1,5 @@
-"""Outbox rows: every message to send, queued -> sending -> sent | failed (bot/outbox.py)."""
+"""Outbox rows: every message to send, queued -> sending -> sent | failed, and a failed row
+the owner gives up on -> discarded (the Inbox's Discard) (bot/delivery/outbox.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Iterable
 
 from bot.store.db import Database
 from bot.store.rows import OutboxRow
+
+OUTBOX_OVER = ("sent", "failed", "discarded")  # pruned once older than the delivery's keep
 
 
 def _new_nonce() -> str:
@@ -94,9 +97,10 @@ class OutboxMixin(Database):
         )
 
     def prune_outbox(self, older_than: float) -> int:
-        """Forget sent and failed rows last touched before ``older_than`` (unix time)."""
+        """Forget the rows that are over (sent, failed, or discarded from the Inbox) last
+        touched before ``older_than`` (unix time); rows still to send stay."""
         return self.db.execute(
-            "DELETE FROM outbox WHERE state IN ('sent','failed') AND updated<?", (older_than,)
+            "DELETE FROM outbox WHERE state IN (?,?,?) AND updated<?", (*OUTBOX_OVER, older_than)
         ).rowcount
 
     def outbox_counts(self) -> dict[str, int]:
