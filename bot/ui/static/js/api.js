@@ -68,6 +68,14 @@ export async function call(method, path, body, signal) {
 }
 
 export const get = (path, signal) => call("GET", path, undefined, signal);
+
+/** A GET of bytes (an image of a session's media): a blob: URL of them (revoke it when
+ * done). An <img src> cannot send X-Chela-CSRF, so the page fetches and shows the blob. */
+export async function blobUrl(path, signal) {
+  const resp = await fetch(BASE + path, init("GET", undefined, signal));
+  if (!resp.ok) throw await fail(resp);
+  return URL.createObjectURL(await resp.blob());
+}
 export const post = (path, body = {}, signal) => call("POST", path, body, signal);
 export const del = (path) => call("DELETE", path);
 

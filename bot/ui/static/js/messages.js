@@ -1,5 +1,8 @@
 // One transcript message as an article: "Your message", "Assistant message" or "Tool: <name>"
 // (name, summary, duration, the result behind a disclosure). Text goes through markdown.js.
+// A message's images come from the session's own media route, fetched with the CSRF header
+// and shown through blob: URLs (never a path, never a URL from content).
+import { blobUrl, seg } from "./api.js";
 import { clear, h, when } from "./dom.js";
 import { render } from "./markdown.js";
 
@@ -40,7 +43,35 @@ export function toolArticle(tool, result) {
   return art;
 }
 
-export function messageArticle(msg) {
+async function showImage(img, session, id) {
+  try {
+    const url = await blobUrl(`sessions/${seg(session)}/media/${seg(id)}`);
+    const done = () => URL.revokeObjectURL(url);
+    img.addEventListener("load", done, { once: true });
+    img.addEventListener("error", done, { once: true });
+    img.src = url;
+  } catch {
+    img.replaceWith(h("span", { class: "muted" }, `[${img.alt}: not available]`));
+  }
+}
+
+/** The message's images (`msg.images`: ids and names) under its text, once. */
+export function addImages(art, msg, session) {
+  const list = msg.images || [];
+  if (!session || !list.length || art.querySelector(".images")) return;
+  const who = msg.role === "user" ? "you" : "the assistant";
+  const box = h("div", { class: "images" });
+  for (const item of list) {
+    const img = h("img", { class: "thumb", alt: `Image from ${who}: ${item.name || "image"}` });
+    box.append(img);
+    showImage(img, session, String(item.id));
+  }
+  const meta = art.querySelector(":scope > .meta");
+  if (meta) meta.before(box);
+  else art.append(box);
+}
+
+export function messageArticle(msg, session) {
   if (msg.role === "tool") {
     const art = toolArticle(msg.tool || { name: "tool" }, msg.text);
     art.dataset.id = msg.id;
@@ -55,6 +86,7 @@ export function messageArticle(msg) {
   );
   if (msg.id !== undefined && msg.id !== null) art.dataset.id = msg.id;
   if (msg.client_msg_id) art.dataset.client = msg.client_msg_id;
+  addImages(art, msg, session);
   return art;
 }
 
@@ -67,13 +99,13 @@ export function setBody(art, text) {
   clear(body).append(render(text));
 }
 
-/** Render a transcript into `log` (replacing what it held); empty-text assistant messages
- * (tool-call steps) are skipped. */
-export function fillLog(log, messages) {
+/** Render a transcript of `session` into `log` (replacing what it held); empty-text
+ * assistant messages (tool-call steps) are skipped. */
+export function fillLog(log, messages, session) {
   clear(log);
   for (const msg of messages) {
     if (msg.role === "assistant" && !msg.text) continue;
-    log.append(messageArticle(msg));
+    log.append(messageArticle(msg, session));
   }
   if (!log.childElementCount) log.append(h("p", { class: "muted empty" }, "No messages yet."));
 }

@@ -4,7 +4,7 @@
 // the owner sees exactly one reply (SPEC §16.5).
 import { ApiError, call, get, post, seg, stream } from "./api.js";
 import { debounce, h, toast } from "./dom.js";
-import { fillLog, messageArticle, setBody, toolArticle, toolStatus } from "./messages.js";
+import { addImages, fillLog, messageArticle, setBody, toolArticle, toolStatus } from "./messages.js";
 
 const PENDING = "chela_ui_pending";
 const SESSION = "chela_ui_session";
@@ -83,7 +83,7 @@ class Chat {
       const early = await this.takeEarly();
       const ans = early || (await get(`sessions/${seg(this.key)}/messages?limit=100`, this.ctl.signal));
       if (this.gone) return;
-      fillLog(this.log, ans.messages || []);
+      fillLog(this.log, ans.messages || [], this.key);
       this.seen(ans.messages || []);
       this.scroll(true);
     } catch (err) {
@@ -191,6 +191,7 @@ class Chat {
     if (!turn.done) turn.fail("lost", "The connection was lost; reload the page to see the reply.");
     else clearPending(p.id);
     this.setBusy(false);
+    this.refreshLater(); // the stored copy of the message sent here: its id and images
   }
 
   async stop() {
@@ -245,10 +246,14 @@ class Chat {
     }
     if (this.busy || this.gone) return;
     for (const m of messages) {
-      if (typeof m.id !== "number" || m.id <= (this.lastId ?? 0)) continue;
       const local = m.client_msg_id && this.log.querySelector(`article[data-client="${CSS.escape(m.client_msg_id)}"]`);
-      if (local) local.dataset.id = m.id;
-      else if (!(m.role === "assistant" && !m.text)) this.add(messageArticle(m));
+      if (local) {
+        local.dataset.id = m.id;
+        addImages(local, m, this.key);
+        continue;
+      }
+      if (typeof m.id !== "number" || m.id <= (this.lastId ?? 0)) continue;
+      if (!(m.role === "assistant" && !m.text)) this.add(messageArticle(m, this.key));
     }
     this.seen(messages);
   }
@@ -326,6 +331,7 @@ class Turn {
     if (id !== undefined && id !== null) this.art.dataset.id = id;
     if (typeof id === "number") this.chat.seen([msg]);
     setBody(this.art, msg.text ?? this.text);
+    addImages(this.art, msg, this.chat.key);
     if (d.stopped) {
       this.art.classList.add("stopped");
       this.art.append(h("p", { class: "stopped-note" }, "Stopped"));

@@ -48,7 +48,7 @@ export function mount(root, ctx) {
     );
     try {
       const ans = await get(`sessions/${seg(key)}/messages?limit=200`, ctl.signal);
-      fillLog(log, ans.messages || []);
+      fillLog(log, ans.messages || [], key);
     } catch (err) {
       if (!ctl.signal.aborted) log.append(h("p", { class: "error" }, err.message));
     }
