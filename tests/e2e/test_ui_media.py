@@ -245,3 +245,23 @@ async def test_assistant_image_markers_are_served_from_the_workspace_only(tmp_pa
         for img in shown[1:]:  # SVG never; HTML claiming to be PNG; outside the roots
             status, _, body = await raw_get(c, media_url(MAIN, img["id"]))
             assert status == 404 and b"<svg" not in body and b"<html" not in body, img
+
+
+async def test_a_guests_reply_images_come_from_its_own_directory_only(tmp_path, llm, tg):
+    cfg = cfg_for(tmp_path, llm, tg, dm_policy="open")
+    ws = Path(cfg.agent.workspace)
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "owner.png").write_bytes(image_bytes(40, 30, fmt="PNG"))
+    gdir = guest_dir(cfg, GUEST)
+    gdir.mkdir(parents=True, exist_ok=True)
+    (gdir / "theirs.png").write_bytes(image_bytes(24, 24, fmt="PNG"))
+    reply = f"Both. [image: theirs.png] [image: {ws / 'owner.png'}]"
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        llm.script(text(reply))
+        tg.inject_message(STRANGER, "show me", from_id=STRANGER)
+        await tg.wait_for_sent(1, timeout=15)
+        theirs, owners = await images(c, GUEST, role="assistant")
+        status, _, body = await raw_get(c, media_url(GUEST, owners["id"]))
+        assert status == 404 and body != (ws / "owner.png").read_bytes()
+        status, _, body = await raw_get(c, media_url(GUEST, theirs["id"]))  # twin
+        assert status == 200 and body == (gdir / "theirs.png").read_bytes()
