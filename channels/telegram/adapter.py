@@ -35,7 +35,7 @@ from channels.redact import RedactSecrets
 from channels.telegram import media, translate
 from channels.telegram.polling import Poller
 from channels.telegram.request import AiohttpRequest
-from channels.telegram.send import Sender
+from channels.telegram.send import LeanBot, Sender
 
 log = logging.getLogger("chela.channels.telegram")
 
@@ -168,7 +168,7 @@ class TelegramChannel(Channel):
             pool_timeout=self.request_timeout,
         )
         self._requests = [general, polling]
-        return Bot(
+        return LeanBot(
             self.token,
             base_url=f"{self.api_base}/bot",
             base_file_url=f"{self.api_base}/file/bot",

@@ -10,10 +10,11 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from telegram import Bot, InputFile, Message, ReactionTypeEmoji, ReplyParameters
+from telegram import Bot, InputFile, ReactionTypeEmoji, ReplyParameters
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TimedOut
 from telegram.warnings import PTBDeprecationWarning
 
@@ -36,6 +37,31 @@ _PTB_METHOD = {
     "sendChatAction": "send_chat_action",
     "setMessageReaction": "set_message_reaction",
 }
+
+
+# the answers of the calls made under ``_raw_answers`` (see ``LeanBot``)
+_RAW: ContextVar[list[Any] | None] = ContextVar("telegram_raw_answers", default=None)
+
+
+class LeanBot(Bot):
+    """PTB's ``Bot`` whose typed methods, when called by ``Sender``, skip building the
+    answer's objects: every call still goes through PTB's parameter encoding, request and
+    error mapping (``_post``), but its answer JSON is handed to the sender as it came
+    instead of becoming a ``Message`` (``Message.de_json`` of a sendMessage answer cost
+    as much CPU as the HTTP call itself; the sender reads only ``message_id``)."""
+
+    async def _post(self, endpoint: str, data: Any = None, **kwargs: Any) -> Any:
+        result = await super()._post(endpoint, data, **kwargs)
+        answers = _RAW.get()
+        if answers is None:
+            return result
+        answers.append(result)
+        return True  # what PTB's typed methods return without parsing anything
+
+
+def message_id(answer: Any) -> str:
+    """The id of the message a Bot API call made (its raw answer)."""
+    return str(answer["message_id"])
 
 
 def retry_seconds(exc: RetryAfter) -> float:
@@ -108,7 +134,8 @@ class Sender:
 
     async def _invoke(self, call: ApiCall, upload: bytes | None = None, **options: Any) -> Any:
         """Make one planned call, once, through PTB's typed method for it; ``upload`` is the
-        content of the call's ``LocalFile``, ``options`` PTB's per-call request options."""
+        content of the call's ``LocalFile``, ``options`` PTB's per-call request options.
+        Returns the call's answer JSON, unparsed (a message dict, or True)."""
         bot = self.require_bot()
         kwargs = dict(call.params)
         reply = kwargs.get("reply_parameters")
@@ -119,17 +146,22 @@ class Sender:
         for key, value in call.params.items():
             if isinstance(value, LocalFile):
                 kwargs[key] = InputFile(upload or b"", filename=value.filename)
-        return await getattr(bot, _PTB_METHOD[call.method])(**kwargs, **options)
+        answers: list[Any] = []
+        token = _RAW.set(answers)
+        try:
+            result = await getattr(bot, _PTB_METHOD[call.method])(**kwargs, **options)
+        finally:
+            _RAW.reset(token)
+        return answers[0] if answers else result
 
-    async def _send(self, call: ApiCall, what: str = "") -> Message:
-        """One planned call with ``_call``'s retries."""
-        sent: Message = await self._call(what or call.method, lambda: self._invoke(call))
-        return sent
+    async def _send(self, call: ApiCall, what: str = "") -> Any:
+        """One planned call with ``_call``'s retries: its answer JSON."""
+        return await self._call(what or call.method, lambda: self._invoke(call))
 
-    async def _send_plain(self, calls: tuple[ApiCall, ...]) -> list[Message]:
+    async def _send_plain(self, calls: tuple[ApiCall, ...]) -> list[Any]:
         return [await self._send(call) for call in calls]
 
-    async def _send_text(self, step: TextSend) -> list[Message]:
+    async def _send_text(self, step: TextSend) -> list[Any]:
         """A chunk as HTML; as plain text when nothing renders or Telegram refuses the HTML."""
         if step.render_error:
             log.error(
@@ -163,7 +195,7 @@ class Sender:
                 if isinstance(step, PreviewEdit):
                     ids.extend(await self._replace_preview(step))
                 else:
-                    ids.extend(str(m.message_id) for m in await self._send_text(step))
+                    ids.extend(message_id(m) for m in await self._send_text(step))
             except Exception as exc:
                 last_error = exc
                 log.warning(
@@ -185,7 +217,7 @@ class Sender:
             media = plan.media_step(i, delivered=bool(ids))
             try:
                 sent_msg = await self._send_media(media)
-                ids.append(str(sent_msg.message_id))
+                ids.append(message_id(sent_msg))
             except Exception as exc:
                 last_error = exc
                 log.warning(
@@ -215,8 +247,7 @@ class Sender:
             chat_id, text, limit=self.chunk_limit, thread_id=thread_id, reply_to_id=reply_to_id
         )
         # one plain call, no retries: a preview that cannot be shown now is skipped
-        sent = await self._invoke(call)
-        return str(sent.message_id)
+        return message_id(await self._invoke(call))
 
     async def edit_preview(
         self, chat_id: str, message_id: str, text: str, *, thread_id: str | None = None
@@ -271,9 +302,9 @@ class Sender:
             with contextlib.suppress(Exception):
                 await self.delete_message(str(step.delete.params["chat_id"]), str(step.message_id))
             sent = await self._send_text(step.fallback)
-            return [str(m.message_id) for m in sent]
+            return [message_id(m) for m in sent]
 
-    async def _send_media(self, step: MediaSend) -> Message:
+    async def _send_media(self, step: MediaSend) -> Any:
         """The attachment by URL or upload; if Telegram refuses the URL, or the file cannot
         be read or sent, a line of text saying so instead."""
         what = f"send {step.kind}"
@@ -298,10 +329,9 @@ class Sender:
                 raise ValueError("file larger than the 50 MB upload limit")
             data = await asyncio.to_thread(path.read_bytes)
             write_timeout = max(self.request_timeout, 120.0)
-            sent: Message = await self._call(
+            return await self._call(
                 what, lambda: self._invoke(step.call, data, write_timeout=write_timeout)
             )
-            return sent
         except (Forbidden, InvalidToken):
             raise
         except Exception as exc:
