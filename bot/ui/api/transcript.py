@@ -61,7 +61,7 @@ def message_view(
         out["channel"] = seen_channel or channel
     elif role == "assistant":
         plan = parse_reply(split_reasoning(text)[0], heartbeat=heartbeat)
-        if plan.silent or not plan.text.strip():
+        if plan.silent or not (plan.text.strip() or out["images"]):
             return None
         out["text"] = plan.text
     elif role == "tool" and not heartbeat:
