@@ -265,3 +265,21 @@ async def test_a_guests_reply_images_come_from_its_own_directory_only(tmp_path, 
         assert status == 404 and body != (ws / "owner.png").read_bytes()
         status, _, body = await raw_get(c, media_url(GUEST, theirs["id"]))  # twin
         assert status == 200 and body == (gdir / "theirs.png").read_bytes()
+
+
+async def test_a_reply_that_is_only_an_image_is_listed_with_it(tmp_path, llm):
+    async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        (ui.cfg.agent.workspace / "chart.png").write_bytes(image_bytes(40, 30, fmt="PNG"))
+        llm.script(text("[image: chart.png]"))
+        status, evs = await turn(c, MAIN, "just the chart", "only1")
+        assert status == 200
+        final = evs[-1][1]["message"]
+        assert final["text"] == "" and [i["name"] for i in final["images"]] == ["chart.png"]
+        [listed] = [m for m in await transcript(c, MAIN) if m["role"] == "assistant"]
+        assert listed["id"] == final["id"] and listed["images"] == final["images"]
+        status, _, body = await raw_get(c, media_url(MAIN, final["images"][0]["id"]))
+        assert status == 200 and body == (ui.cfg.agent.workspace / "chart.png").read_bytes()
+        # twin: a reply without text or image is still not listed (a silent one)
+        llm.script(text("NO_REPLY"))
+        await turn(c, MAIN, "nothing", "only2")
+        assert len([m for m in await transcript(c, MAIN) if m["role"] == "assistant"]) == 1

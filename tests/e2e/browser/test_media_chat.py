@@ -83,3 +83,38 @@ async def test_an_image_the_assistant_sends_in_a_web_turn_shows(tmp_path, llm, p
         await expect(img).to_be_visible()
         assert (await shown(img))["width"] == 60
         assert not [e for e in errors if "Content Security Policy" in e]
+
+
+async def test_a_photo_attached_on_the_page_shows_in_the_message_sent(tmp_path, llm, page):
+    photo = tmp_path / "snap.png"
+    photo.write_bytes(image_bytes(50, 50, fmt="PNG"))
+    llm.script(text("A nice square."))
+    async with ui_daemon(tmp_path, llm, media={"vision": "on"}) as ui:
+        await login(page, ui.base, mint_code(ui.cfg))
+        async with page.expect_file_chooser() as chooser:
+            await page.get_by_role("button", name="Attach file").click()
+        await (await chooser.value).set_files(str(photo))
+        await expect(page.get_by_role("button", name="Remove snap.png")).to_be_visible()
+        await page.get_by_role("textbox", name="Message").fill("what is it?")
+        await page.get_by_role("button", name="Send").click()
+        answer = conversation(page).get_by_role("article", name="Assistant message")
+        await expect(answer).to_contain_text("A nice square.")
+        mine = conversation(page).get_by_role("article", name="Your message")
+        img = mine.get_by_role("img", name="Image from you: snap.png")
+        await expect(img).to_be_visible()  # the stored message's image, once the turn ended
+        assert (await shown(img))["src"] == "blob"
+
+
+async def test_a_reply_that_is_only_an_image_shows_it(tmp_path, llm, page):
+    async with ui_daemon(tmp_path, llm) as ui:
+        (ui.cfg.agent.workspace / "chart.png").write_bytes(image_bytes(30, 20, fmt="PNG"))
+        llm.script(text("[image: chart.png]"))
+        await login(page, ui.base, mint_code(ui.cfg))
+        await page.get_by_role("textbox", name="Message").fill("only the chart")
+        await page.get_by_role("button", name="Send").click()
+        img = conversation(page).get_by_role("img", name="Image from the assistant: chart.png")
+        await expect(img).to_be_visible()
+        await page.reload()
+        answer = conversation(page).get_by_role("article", name="Assistant message")
+        await expect(answer.get_by_role("img", name="chart.png")).to_be_visible()
+        assert (await shown(answer.get_by_role("img")))["width"] == 30

@@ -90,6 +90,11 @@ export function messageArticle(msg, session) {
   return art;
 }
 
+/** An assistant message with nothing to show (a tool-call step). */
+export function isStep(msg) {
+  return msg.role === "assistant" && !msg.text && !(msg.images || []).length;
+}
+
 export function setBody(art, text) {
   let body = art.querySelector(".body");
   if (!body) {
@@ -99,12 +104,12 @@ export function setBody(art, text) {
   clear(body).append(render(text));
 }
 
-/** Render a transcript of `session` into `log` (replacing what it held); empty-text
- * assistant messages (tool-call steps) are skipped. */
+/** Render a transcript of `session` into `log` (replacing what it held); assistant
+ * messages with neither text nor images (tool-call steps) are skipped. */
 export function fillLog(log, messages, session) {
   clear(log);
   for (const msg of messages) {
-    if (msg.role === "assistant" && !msg.text) continue;
+    if (isStep(msg)) continue;
     log.append(messageArticle(msg, session));
   }
   if (!log.childElementCount) log.append(h("p", { class: "muted empty" }, "No messages yet."));

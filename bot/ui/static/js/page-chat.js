@@ -4,7 +4,7 @@
 // the owner sees exactly one reply (SPEC §16.5).
 import { ApiError, call, get, post, seg, stream } from "./api.js";
 import { debounce, h, toast } from "./dom.js";
-import { addImages, fillLog, messageArticle, setBody, toolArticle, toolStatus } from "./messages.js";
+import { addImages, fillLog, isStep, messageArticle, setBody, toolArticle, toolStatus } from "./messages.js";
 
 const PENDING = "chela_ui_pending";
 const SESSION = "chela_ui_session";
@@ -253,7 +253,7 @@ class Chat {
         continue;
       }
       if (typeof m.id !== "number" || m.id <= (this.lastId ?? 0)) continue;
-      if (!(m.role === "assistant" && !m.text)) this.add(messageArticle(m, this.key));
+      if (!isStep(m)) this.add(messageArticle(m, this.key));
     }
     this.seen(messages);
   }
