@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,61 @@ async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(interval)
+
+
+def _idle(d: Daemon) -> bool:
+    """Nothing left to do in ``d``: every stored inbound message handled, no lane with a
+    job, no background reply of the router, nothing queued or sending in the outbox."""
+    if d.store.unfinished_inbound():
+        return False
+    lanes, router, outbox = d.lanes, d.router, d.outbox
+    if lanes._workers or lanes._running or router._tasks or router._queued:
+        return False
+    if outbox.pending() or outbox._workers:
+        return False
+    counts = d.store.outbox_counts()
+    return not (counts.get("queued") or counts.get("sending"))
+
+
+async def settled(d: Daemon, *consumed, timeout: float = 15.0) -> None:
+    """Return once ``d`` has handled everything the platforms gave it: each ``consumed``
+    predicate holds (the fake says the channel took all it was sent: :func:`tg_taken`,
+    :func:`slack_taken`, :func:`signal_taken`) and the daemon is idle (:func:`_idle`).
+
+    A negative check is then: inject, ``await settled(d, ...)``, assert nothing happened; it
+    waits for the reason (the message went through the daemon), not for a guessed second.
+    Idle is required on two checks in a row with the loop run in between, so that a job
+    handing work to the next stage (a lane's turn to the outbox) is not mistaken for rest."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    calm = 0
+    while calm < 2:
+        calm = calm + 1 if all(c() for c in consumed) and _idle(d) else 0
+        if loop.time() > deadline:
+            raise AssertionError("the daemon did not settle in time")
+        await asyncio.sleep(0.01)
+
+
+def tg_taken(fake) -> Callable[[], bool]:
+    """Every injected Telegram update confirmed: the channel confirms an update's offset only
+    after the daemon's sink returned for it (stored or refused)."""
+    return lambda: not fake.pending_updates
+
+
+def slack_taken(fake) -> Callable[[], bool]:
+    """Every Socket Mode envelope acknowledged: the handler awaits the sink before the ack."""
+    return lambda: {e["envelope_id"] for e in fake.envelopes} <= set(fake.acks)
+
+
+def signal_taken(d: Daemon, fake, name: str = "signal") -> Callable[[], bool]:
+    """The channel handled the newest event of the fake's stream: the adapter records an
+    event's id only after its handling (and the sink) returned."""
+
+    def taken() -> bool:
+        history = fake._history
+        return not history or d.channels[name]._last_event_id == history[-1][0]
+
+    return taken
 
 
 def system_prompt(request: dict) -> str:

@@ -12,10 +12,12 @@ from tests.e2e import (
     LONG_ANSWER,
     all_text,
     assert_long_answer_delivered,
+    eventually,
     make_config,
     running,
     system_prompt,
 )
+from tests.e2e.harness import settled, signal_taken
 from tests.fakes.llm import text
 from tests.fakes.signal import FakeSignalCli
 
@@ -48,11 +50,11 @@ def cfg(tmp_path, llm, sig):
 
 async def test_dm_gets_reply(cfg, llm, sig):
     llm.script(text("Hello **Alice**!"))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message(ALICE, "hi there", source_name="Alice")
         sent = await sig.wait_for_sent(1, timeout=15)
-        await asyncio.sleep(0.3)
+        await settled(d, signal_taken(d, sig))
     assert len(sig.sent) == 1
     assert sent[0]["recipient"] == [ALICE] and sent[0]["account"] == BOT
     assert sent[0]["message"] == "Hello Alice!"  # plain text, no Markdown asterisks
@@ -62,7 +64,7 @@ async def test_dm_gets_reply(cfg, llm, sig):
 
 
 async def test_group_mention_gating_and_pending_history(cfg, llm, sig):
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message(
             BOB,
@@ -71,13 +73,13 @@ async def test_group_mention_gating_and_pending_history(cfg, llm, sig):
             group_name="Dev Team",
             source_name="Bob",
         )
-        await asyncio.sleep(1.0)
+        await settled(d, signal_taken(d, sig))
         assert sig.sent == [] and llm.requests == []
         # a group that is not allowlisted: ignored even with a mention
         sig.inject_message(
             BOB, "\ufffc hello", group_id=OTHER_GROUP, group_name="Other", mentions=[BOT]
         )
-        await asyncio.sleep(0.5)
+        await settled(d, signal_taken(d, sig))
         assert sig.sent == [] and llm.requests == []
         llm.script(text("Looking into it."))
         sig.inject_message(
@@ -89,7 +91,7 @@ async def test_group_mention_gating_and_pending_history(cfg, llm, sig):
             source_name="Bob",
         )
         sent = await sig.wait_for_sent(1, timeout=15)
-        await asyncio.sleep(0.5)
+        await settled(d, signal_taken(d, sig))
     assert len(sig.sent) == 1 and len(llm.requests) == 1
     assert sent[0]["groupId"] == GROUP and "recipient" not in sent[0]
     assert sent[0]["message"] == "Looking into it."
@@ -101,11 +103,11 @@ async def test_group_mention_gating_and_pending_history(cfg, llm, sig):
 
 async def test_no_reply_is_silent(cfg, llm, sig):
     llm.script(text("NO_REPLY"))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message(ALICE, "ok thanks")
         await llm.wait_for_requests(1, timeout=15)
-        await asyncio.sleep(0.8)
+        await settled(d, signal_taken(d, sig))
     assert sig.sent == [] and sig.calls("send") == []
 
 
@@ -123,11 +125,11 @@ async def test_reply_tag_quotes_trigger(cfg, llm, sig):
 async def test_long_answer_is_chunked_within_limit(cfg, llm, sig):
     assert 5000 < len(LONG_ANSWER) < 9000
     llm.script(text(LONG_ANSWER))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message(ALICE, "long please")
         await sig.wait_for_sent(2, timeout=15)
-        await asyncio.sleep(1.0)
+        await settled(d, signal_taken(d, sig))
     chunks = [s["message"] for s in sig.sent]
     assert_long_answer_delivered(chunks, 4000)
     assert all(s["recipient"] == [ALICE] for s in sig.sent)
@@ -135,12 +137,12 @@ async def test_long_answer_is_chunked_within_limit(cfg, llm, sig):
 
 async def test_media_markers_link_and_attachment(cfg, llm, sig):
     llm.script(text("Here you go\n[IMAGE:https://example.com/a.png]\n[DOCUMENT:report.pdf]"))
-    async with running(cfg):
+    async with running(cfg) as d:
         (cfg.agent.workspace / "report.pdf").write_bytes(b"%PDF-1.4 fake")
         await sig.wait_for_clients(1)
         sig.inject_message(ALICE, "send files")
         await sig.wait_for_sent(1, timeout=15)
-        await asyncio.sleep(0.5)
+        await settled(d, signal_taken(d, sig))
     assert len(sig.sent) == 1
     s = sig.sent[0]
     assert s["message"].startswith("Here you go")
@@ -152,11 +154,11 @@ async def test_media_markers_link_and_attachment(cfg, llm, sig):
 
 
 async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, sig):
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message("+15559990000", "let me in", source_name="Eve")
         sent = await sig.wait_for_sent(2, timeout=15)
-        await asyncio.sleep(0.5)
+        await settled(d, signal_taken(d, sig))
     assert len(sig.sent) == 2 and sent[0]["recipient"] == ["+15559990000"]
     assert "Pairing code" in sent[0]["message"] and "+15559990000" in sent[0]["message"]
     # the owner is told in their direct chat (SPEC §17.4), with the same code
@@ -175,7 +177,7 @@ async def test_event_stream_drop_and_replay_answers_each_message_once(cfg, llm, 
         return loop.time() - t0
 
     llm.script(text("answer one"), text("answer two"), text("answer three"))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message(ALICE, "message one")
         await sig.wait_for_sent(1, timeout=15)
@@ -193,13 +195,14 @@ async def test_event_stream_drop_and_replay_answers_each_message_once(cfg, llm, 
         # signal-cli restarts: the reconnecting client gets every kept event again
         sig.restart_event_ids()
         waits = [await drop_and_wait_reconnect()]
-        await asyncio.sleep(1.0)
+        # healthy means the new stream delivered bytes (the replay, a keep-alive)
+        await eventually(lambda: d.channels["signal"]._stream_got_data)
         # a stream that was healthy before it broke is retried promptly every time (no growing backoff)
         waits.append(await drop_and_wait_reconnect())
-        await asyncio.sleep(0.5)
+        await settled(d, signal_taken(d, sig))  # the replayed events were all seen again
         sig.inject_message(ALICE, "message three")
         await sig.wait_for_sent(3, timeout=15)
-        await asyncio.sleep(1.0)
+        await settled(d, signal_taken(d, sig))
     assert [s["message"] for s in sig.sent] == ["answer one", "answer two", "answer three"]
     assert len(llm.requests) == 3
     last_user = [
@@ -215,7 +218,7 @@ async def test_event_stream_drop_and_replay_answers_each_message_once(cfg, llm, 
 
 async def test_quote_of_bot_message_in_group_counts_as_mention(cfg, llm, sig):
     llm.script(text("First answer."), text("Follow-up answer."))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_clients(1)
         sig.inject_message(
             BOB, "\ufffc question", group_id=GROUP, group_name="Dev Team", mentions=[BOT]
@@ -238,6 +241,6 @@ async def test_quote_of_bot_message_in_group_counts_as_mention(cfg, llm, sig):
             group_name="Dev Team",
             quote={"id": env["timestamp"], "author": ALICE, "text": "unrelated"},
         )
-        await asyncio.sleep(1.0)
+        await settled(d, signal_taken(d, sig))
     assert [s["message"] for s in sig.sent] == ["First answer.", "Follow-up answer."]
     assert len(llm.requests) == 2
