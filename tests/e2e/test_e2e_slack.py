@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
@@ -15,6 +14,7 @@ from tests.e2e import (
     running,
     system_prompt,
 )
+from tests.e2e.harness import settled, slack_taken
 from tests.fakes.llm import text
 from tests.fakes.slack import FakeSlack, post_http_event
 
@@ -62,11 +62,11 @@ def chat_posts(sl: FakeSlack) -> list[dict]:
 
 async def test_dm_gets_reply(cfg, llm, sl):
     llm.script(text("Hello **Alice**!"))
-    async with running(cfg):
+    async with running(cfg) as d:
         env = await sl.push_event(dm_event(sl, "hi there"))
         await sl.wait_for_ack(env)
         posts = await sl.wait_for_posts(1, timeout=15)
-        await asyncio.sleep(0.3)
+        await settled(d, slack_taken(sl))
     assert len(sl.posted) == 1
     assert posts[0]["channel"] == DM
     assert posts[0]["text"] == "Hello *Alice*!"  # Markdown → mrkdwn
@@ -76,16 +76,16 @@ async def test_dm_gets_reply(cfg, llm, sl):
 
 
 async def test_channel_mention_gating_pending_history_and_dedup_of_mention_events(cfg, llm, sl):
-    async with running(cfg):
+    async with running(cfg) as d:
         env = await sl.push_event(
             sl.message_event(CHAN, "UBOB", "the deploy broke at noon", channel_type="channel")
         )
         await sl.wait_for_ack(env)
-        await asyncio.sleep(1.0)
+        await settled(d, slack_taken(sl))
         assert sl.posted == [] and llm.requests == []
         # a channel that is not allowlisted: ignored even with a mention
         await sl.push_event(sl.app_mention_event("COTHER", "UBOB", "<@UBOT> hello"))
-        await asyncio.sleep(0.5)
+        await settled(d, slack_taken(sl))
         assert sl.posted == [] and llm.requests == []
         llm.script(text("Looking into it."))
         # Slack sends both a `message` and an `app_mention` event for one mention
@@ -95,7 +95,7 @@ async def test_channel_mention_gating_pending_history_and_dedup_of_mention_event
         )
         await sl.push_event(sl.app_mention_event(CHAN, "UBOB", "<@UBOT> what happened?", ts=ts))
         posts = await sl.wait_for_posts(1, timeout=15)
-        await asyncio.sleep(1.0)
+        await settled(d, slack_taken(sl))
     assert len(sl.posted) == 1 and len(llm.requests) == 1
     assert posts[0]["channel"] == CHAN and posts[0]["text"] == "Looking into it."
     req = llm.requests[0]
@@ -106,10 +106,10 @@ async def test_channel_mention_gating_pending_history_and_dedup_of_mention_event
 
 async def test_no_reply_is_silent(cfg, llm, sl):
     llm.script(text("NO_REPLY"))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sl.push_event(dm_event(sl, "ok thanks"))
         await llm.wait_for_requests(1, timeout=15)
-        await asyncio.sleep(0.8)
+        await settled(d, slack_taken(sl))
     assert sl.posted == [] and chat_posts(sl) == [] and sl.uploads == []
 
 
@@ -126,10 +126,10 @@ async def test_reply_tag_threads_under_trigger(cfg, llm, sl):
 async def test_long_answer_is_chunked_within_limit(cfg, llm, sl):
     assert 5000 < len(LONG_ANSWER) < 9000
     llm.script(text(LONG_ANSWER))
-    async with running(cfg):
+    async with running(cfg) as d:
         await sl.push_event(dm_event(sl, "long please"))
         await sl.wait_for_posts(2, timeout=15)
-        await asyncio.sleep(1.0)
+        await settled(d, slack_taken(sl))
     chunks = [p["text"] for p in sl.posted]
     assert_long_answer_delivered(chunks, 4000)
     assert all(p["channel"] == DM and p["thread_ts"] is None for p in sl.posted)
@@ -137,15 +137,11 @@ async def test_long_answer_is_chunked_within_limit(cfg, llm, sl):
 
 async def test_media_markers_link_and_upload(cfg, llm, sl):
     llm.script(text("Here you go\n[IMAGE:https://example.com/a.png]\n[DOCUMENT:report.pdf]"))
-    async with running(cfg):
+    async with running(cfg) as d:
         (cfg.agent.workspace / "report.pdf").write_bytes(b"%PDF-1.4 fake")
         await sl.push_event(dm_event(sl, "send files"))
         await sl.wait_for_posts(2, timeout=15)
-        await asyncio.sleep(0.2)
-        for _ in range(100):
-            if sl.uploads:
-                break
-            await asyncio.sleep(0.05)
+        await settled(d, slack_taken(sl))
     assert [p["text"] for p in sl.posted] == [
         "Here you go",
         "Image: <https://example.com/a.png|a.png>",
@@ -164,10 +160,10 @@ async def test_media_markers_link_and_upload(cfg, llm, sl):
 
 
 async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, sl):
-    async with running(cfg):
+    async with running(cfg) as d:
         await sl.push_event(dm_event(sl, "let me in", user="UEVE", channel="DEVE"))
         posts = await sl.wait_for_posts(2, timeout=15)
-        await asyncio.sleep(0.5)
+        await settled(d, slack_taken(sl))
     assert len(sl.posted) == 2 and posts[0]["channel"] == "DEVE"
     assert "Pairing code" in posts[0]["text"] and "UEVE" in posts[0]["text"]
     # the owner is told in their direct chat (SPEC §17.4), with the same code
@@ -178,7 +174,7 @@ async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, sl):
 
 async def test_redelivered_event_is_answered_once(cfg, llm, sl):
     llm.script(text("only once"))
-    async with running(cfg):
+    async with running(cfg) as d:
         ev = dm_event(sl, "hello once")
         env1 = await sl.push_event(ev, event_id="Ev0001")
         await sl.wait_for_ack(env1)
@@ -186,7 +182,7 @@ async def test_redelivered_event_is_answered_once(cfg, llm, sl):
         env2 = await sl.push_event(ev, event_id="Ev0001", retry_attempt=1)
         await sl.wait_for_ack(env2)
         await sl.wait_for_posts(1, timeout=15)
-        await asyncio.sleep(1.0)
+        await settled(d, slack_taken(sl))
     assert [p["text"] for p in sl.posted] == ["only once"]
     assert len(llm.requests) == 1
 
@@ -207,7 +203,7 @@ async def test_http_mode_signature_check_and_dedup(http_cfg, llm, sl):
             url, SIGNING_SECRET, sl.event_callback(ev), bad_signature=True
         )
         assert status == 401
-        await asyncio.sleep(0.8)
+        await settled(d, slack_taken(sl))
         assert llm.requests == [] and sl.posted == []
 
         ev = dm_event(sl, "real message")
@@ -217,7 +213,7 @@ async def test_http_mode_signature_check_and_dedup(http_cfg, llm, sl):
         status, _ = await post_http_event(url, SIGNING_SECRET, payload, retry_num=1)
         assert status == 200
         posts = await sl.wait_for_posts(1, timeout=15)
-        await asyncio.sleep(1.0)
+        await settled(d, slack_taken(sl))
     assert [p["text"] for p in sl.posted] == ["signed and served"] and posts[0]["channel"] == DM
     assert len(llm.requests) == 1
     body = all_text(llm.requests[0])
@@ -226,7 +222,7 @@ async def test_http_mode_signature_check_and_dedup(http_cfg, llm, sl):
 
 async def test_thread_the_bot_is_in_needs_no_mention(cfg, llm, sl):
     llm.script(text("[[reply_to_current]] In the thread."), text("Still here."))
-    async with running(cfg):
+    async with running(cfg) as d:
         root = sl.new_ts()
         await sl.push_event(sl.app_mention_event(CHAN, "UBOB", "<@UBOT> start a thread", ts=root))
         posts = await sl.wait_for_posts(1, timeout=15)
@@ -249,7 +245,7 @@ async def test_thread_the_bot_is_in_needs_no_mention(cfg, llm, sl):
                 parent_user_id="UBOB",
             )
         )
-        await asyncio.sleep(1.0)
+        await settled(d, slack_taken(sl))
     assert [p["text"] for p in sl.posted] == ["In the thread.", "Still here."]
     assert posts[1]["thread_ts"] == root and posts[1]["channel"] == CHAN
     assert len(llm.requests) == 2
