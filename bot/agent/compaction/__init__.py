@@ -22,7 +22,8 @@ the system prompt stays byte-identical across compactions.
 
 from __future__ import annotations
 
-from .compactor import Compactor, message_counter
+from .compactor import Compactor
+from .counting import message_counter
 from .plan import (
     DEFAULT_WINDOW,
     SUMMARY_INSTRUCTIONS,
@@ -31,6 +32,7 @@ from .plan import (
     Outcome,
     choose_cut,
     clip_to_tokens,
+    configured_window,
     fallback_summary,
     model_window,
     reserve_for,
@@ -47,6 +49,7 @@ __all__ = [
     "Outcome",
     "choose_cut",
     "clip_to_tokens",
+    "configured_window",
     "fallback_summary",
     "message_counter",
     "model_window",

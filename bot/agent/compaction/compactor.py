@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
-from bot.model import LLMError, context_window, lite, litellm_needed
+from bot.model import LLMError
 from bot.model.gate import BudgetRefused, ModelGate
-from bot.store import Store, WindowRow, estimate_tokens
+from bot.store import Store, WindowRow
 
 if TYPE_CHECKING:
     from bot.agent.tools import ToolContext, ToolRegistry
@@ -23,12 +22,10 @@ if TYPE_CHECKING:
     from bot.config import Config
 
 from .plan import (
-    DEFAULT_WINDOW,
     FLUSH_MAX_STEPS,
     FLUSH_PROMPT,
     FLUSH_TIMEOUT,
     FLUSH_TOOLS,
-    LOAD_LIMIT,
     SUMMARY_INSTRUCTIONS,
     SUMMARY_TIMEOUT,
     Budget,
@@ -36,32 +33,12 @@ from .plan import (
     choose_cut,
     clip_to_tokens,
     fallback_summary,
-    model_window,
-    reserve_for,
     summary_message,
     transcript_lines,
 )
+from .counting import Counting
 
 log = logging.getLogger("chela.compaction")
-
-
-def message_counter(cfg: Config) -> Callable[[dict], int]:
-    """How a stored message's tokens are counted (SPEC §10), given to the Store when the app
-    builds it: litellm's tokenizer for the configured model when this config counts with
-    litellm (never for a light-path-only config, so counts do not depend on whether
-    something else imported litellm), else the estimate."""
-    model, needed = cfg.agent.model, litellm_needed(cfg)
-
-    def count(message: dict) -> int:
-        litellm = lite._litellm if needed else None
-        if litellm is None:
-            return estimate_tokens(message)
-        try:
-            return int(litellm.token_counter(model=model, messages=[message]))
-        except Exception:
-            return estimate_tokens(message)
-
-    return count
 
 
 # --------------------------------------------------------------------------- engine
@@ -71,91 +48,20 @@ class _TurnFit:
 
     budget: Budget
     history_end: int  # convo[1:history_end] is stored history
+    model: str  # the model the turn's calls use (its tokenizer counts what is new)
     counts: dict[int, int] = field(default_factory=dict)
     compacted: bool = False
     shrinks: int = 0
 
 
-class Compactor:
+class Compactor(Counting):
     def __init__(
         self, cfg: Config, store: Store, *, llm_factory: Callable[..., Any], main_llm: Any
     ):
-        self.cfg = cfg
-        self.store = store
+        super().__init__(cfg, store, main_llm)
         self.gate = ModelGate(cfg, store)  # every call's budget and usage (SPEC §9.5)
-        self.c = cfg.agent.compaction
-        self.model = cfg.agent.model
         self.summary_model = self.c.model or cfg.agent.model
         self._llm_factory = llm_factory  # builds an LLMClient (model, timeout, retries, extra)
-        self.main_llm = main_llm
-        self._window: int | None = None
-        self._litellm_needed = litellm_needed(cfg)
-        self._text_tokens: dict[Any, int] = {}
-        self._count_message = message_counter(cfg)
-
-    # ------------------------------------------------------------------- counting
-    async def ready(self) -> None:
-        """litellm's token counter when litellm is loaded or needed; a config whose models
-        all take the light path counts by estimate and never imports it (SPEC §12)."""
-        if lite._litellm is None and self._litellm_needed:
-            from bot.agent import preload
-
-            await preload.litellm()
-
-    def _counter(self) -> Any:
-        """litellm, when this config counts with it (never for a light-path-only config, so
-        counts do not depend on whether something else imported litellm)."""
-        return lite._litellm if self._litellm_needed else None
-
-    def count_message(self, message: dict) -> int:
-        return self._count_message(message)
-
-    def count_text(self, text: str) -> int:
-        litellm = self._counter()
-        if litellm is None or not text:
-            return len(text) // 4 + 1
-        try:
-            return int(litellm.token_counter(model=self.model, text=text))
-        except Exception:
-            return len(text) // 4 + 1
-
-    def _cached_text(self, key: Any, text: str) -> int:
-        n = self._text_tokens.get(key)
-        if n is None:
-            if len(self._text_tokens) > 256:
-                self._text_tokens.clear()
-            n = self._text_tokens[key] = self.count_text(text) + 8
-        return n
-
-    def window(self) -> int:
-        if self._window is None:
-            if self._litellm_needed:
-                known = self.c.context_window or model_window(self.model)
-            else:  # the price table, read as data (litellm not imported)
-                known = self.c.context_window or context_window(self.model)
-            w = known or DEFAULT_WINDOW
-            if lite._litellm is not None or not self._litellm_needed or self.c.context_window:
-                self._window = w  # metadata known (or configured): remember it
-            return w
-        return self._window
-
-    def budget(self, system: str, tools: list[dict] | None) -> Budget:
-        w = self.window()
-        tools_text = json.dumps(tools, ensure_ascii=False, sort_keys=True) if tools else ""
-        return Budget(
-            window=w,
-            system=self._cached_text(system, system),
-            tools=self._cached_text(("tools", tools_text), tools_text) if tools else 0,
-            reserve=reserve_for(w),
-            threshold=self.c.threshold,
-            keep_recent=self.c.keep_recent_tokens,
-            summary_max=self.c.summary_max_tokens,
-            history_limit=self.cfg.agent.history_limit,
-        )
-
-    # --------------------------------------------------------------------- history
-    def view(self, key: str) -> tuple[dict | None, list[WindowRow]]:
-        return self.store.summary(key), self.store.window(key, limit=LOAD_LIMIT)
 
     def view_tokens(self, summary: dict | None, rows: list[WindowRow]) -> int:
         return (summary["tokens"] + 30 if summary else 0) + sum(r.tokens for r in rows)
@@ -176,17 +82,19 @@ class Compactor:
         """The history to send with this turn, compacted first when the request would pass
         the threshold; and the state for the loop's fit hook."""
         await self.ready()
-        b = self.budget(system, tools)
-        summary, rows = self.view(req.session_key)
-        extra = sum(self.count_message(m) for m in new)
-        used = self.view_tokens(summary, rows) + extra
+        model = self.session_model()
+        b = self.budget(system, tools, model)
+        summary, rows = self.view(req.session_key, model)
+        # only what is new is counted: stored messages carry their count
+        fresh = {id(m): self.count_message(m, model) for m in new}
+        used = self.view_tokens(summary, rows) + sum(fresh.values())
         if rows and (used > b.trigger or len(rows) > b.history_limit):
             reason = "threshold" if used > b.trigger else "history_limit"
             with contextlib.suppress(BudgetRefused):  # over budget: the loop refuses the turn
                 await self.compact(req, system, tools, ctx, registry, reason=reason)
-            summary, rows = self.view(req.session_key)
+            summary, rows = self.view(req.session_key, model)
         msgs = self.view_messages(summary, rows)
-        fit = _TurnFit(budget=b, history_end=1 + len(msgs))
+        fit = _TurnFit(budget=b, history_end=1 + len(msgs), model=model, counts=fresh)
         if summary:
             fit.counts[id(msgs[0])] = summary["tokens"] + 30
         for r in rows:
@@ -210,9 +118,10 @@ class Compactor:
         raises for model failures; returns None when there is nothing to replace."""
         await self.ready()
         key = req.session_key
-        b = self.budget(system, tools)
+        model = self.session_model()
+        b = self.budget(system, tools, model)
         epoch = self.store.session(key)["epoch"]
-        summary, rows = self.view(key)
+        summary, rows = self.view(key, model)
         before = self.view_tokens(summary, rows)
         cut = choose_cut(
             rows, b.keep_tokens if keep_tokens is None else keep_tokens, b.keep_messages
@@ -225,11 +134,12 @@ class Compactor:
             await self._flush(req, system, ctx, registry, summary, rows, b)
         prev = summary["text"] if summary else ""
         text, source = await self._summarize(prev, dropped, b, focus)
-        tokens = self.count_text(text)
+        tokens = self.count_text(text)  # stored: agent.model's tokenizer, like the messages
         self.store.save_summary(
             key, dropped[-1].id, text, tokens, source=source, reason=reason, epoch=epoch
         )
-        after = tokens + 30 + sum(r.tokens for r in rows[cut:])
+        kept = self.count_text(text, model) if model != self.model else tokens
+        after = kept + 30 + sum(r.tokens for r in rows[cut:])
         log.info(
             "compacted session=%s reason=%s messages=%d summary=%s tokens %d -> %d",
             key,
@@ -262,7 +172,11 @@ class Compactor:
         tz = ZoneInfo(self.cfg.agent.timezone) if self.cfg.agent.timezone else None
         path = f"memory/{datetime.now(tz).strftime('%Y-%m-%d')}.md"
         prompt = {"role": "user", "content": FLUSH_PROMPT.format(path=path)}
-        room = b.history - self.count_message(prompt) - (summary["tokens"] + 30 if summary else 0)
+        room = (
+            b.history
+            - self.count_message(prompt, self.session_model())
+            - (summary["tokens"] + 30 if summary else 0)
+        )
         start = (
             choose_cut(rows, max(0, room), len(rows)) if self.view_tokens(None, rows) > room else 0
         )
@@ -386,7 +300,7 @@ class Compactor:
             for m in convo[1:]:
                 n = state.counts.get(id(m))
                 if n is None:
-                    n = state.counts[id(m)] = self.count_message(m)
+                    n = state.counts[id(m)] = self.count_message(m, state.model)
                 total += n
             return total
 
@@ -418,7 +332,7 @@ class Compactor:
                     reason="overflow" if overflow else "turn",
                     keep_tokens=0 if overflow else state.budget.keep_tokens // 2,
                 )
-                summary, rows = self.view(req.session_key)
+                summary, rows = self.view(req.session_key, state.model)
                 hist = self.view_messages(summary, rows)
                 if summary:
                     state.counts[id(hist[0])] = summary["tokens"] + 30

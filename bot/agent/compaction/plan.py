@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Callable
+from typing import Any
 
 from bot.model import lite
 from bot.store import WindowRow
@@ -48,6 +49,18 @@ def model_window(model: str) -> int:
         v = info.get(k) if isinstance(info, dict) else getattr(info, k, None)
         if isinstance(v, int) and v > 0:
             return v
+    return 0
+
+
+def configured_window(agent: Any, model: str) -> int:
+    """The window the config gives ``model`` (0 = none): ``agent.compaction.context_window``
+    for ``agent.model``, else the ``context_window`` of the ``[agent.models]`` or
+    ``agent.fallbacks`` table naming it."""
+    if model == agent.model and agent.compaction.context_window:
+        return int(agent.compaction.context_window)
+    for entry in (*agent.models.values(), *agent.fallbacks):
+        if entry.model == model and entry.context_window:
+            return int(entry.context_window)
     return 0
 
 

@@ -1,0 +1,201 @@
+"""Counting for the compaction plan (SPEC §10): the window and tokenizer of the model the
+session's next turn uses (its ``/model`` choice, SPEC §17.2), stored counts used as they
+are, and only what is new counted.
+
+Stored messages carry their token count, made with ``agent.model``'s tokenizer (the
+Store's ``token_counter`` is :func:`message_counter`).  A session on a model whose
+tokenizer may differ (litellm counting and another model) gets each stored message
+recounted with its own tokenizer once, then cached by message id, so the counts stay exact
+for the model the request goes to; the estimate (light path) is the same for every model
+and is never recounted."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+
+from bot.model import context_window, lite, litellm_needed
+from bot.model.choice import CHOICE
+from bot.store import Store, WindowRow, estimate_tokens
+
+from .plan import (
+    DEFAULT_WINDOW,
+    LOAD_LIMIT,
+    Budget,
+    configured_window,
+    model_window,
+    reserve_for,
+)
+from .window import WindowCache
+
+if TYPE_CHECKING:
+    from bot.config import Config
+
+
+def message_counter(cfg: Config, model: str = "") -> Callable[[dict], int]:
+    """How a stored message's tokens are counted (SPEC §10), given to the Store when the app
+    builds it: litellm's tokenizer for the configured model (or ``model``) when this config
+    counts with litellm (never for a light-path-only config, so counts do not depend on
+    whether something else imported litellm), else the estimate."""
+    model, needed = model or cfg.agent.model, litellm_needed(cfg)
+
+    def count(message: dict) -> int:
+        litellm = lite._litellm if needed else None
+        if litellm is None:
+            return estimate_tokens(message)
+        try:
+            return int(litellm.token_counter(model=model, messages=[message]))
+        except Exception:
+            return estimate_tokens(message)
+
+    return count
+
+
+class Counting:
+    """The counting half of the :class:`~bot.agent.compaction.Compactor`."""
+
+    def __init__(self, cfg: Config, store: Store, main_llm: Any):
+        self.cfg = cfg
+        self.store = store
+        self.c = cfg.agent.compaction
+        self.model = cfg.agent.model
+        self.main_llm = main_llm
+        self._windows: dict[str, int] = {}  # model -> window, once its metadata is known
+        self._litellm_needed = litellm_needed(cfg)
+        self._text_tokens: dict[Any, int] = {}
+        self._tools_tokens: dict[tuple[int, str], tuple[object, int]] = {}
+        self._counters: dict[str, Callable[[dict], int]] = {self.model: message_counter(cfg)}
+        # stored counts are made with agent.model's tokenizer; a session on a model whose
+        # tokenizer differs gets each stored message recounted once: (message id, model)
+        self._recounts: dict[tuple[int, str], int] = {}
+        self._views = WindowCache(store, LOAD_LIMIT)  # decoded once, not every turn
+
+    # ------------------------------------------------------------------- counting
+    async def ready(self) -> None:
+        """litellm's token counter when litellm is loaded or needed; a config whose models
+        all take the light path counts by estimate and never imports it (SPEC §12)."""
+        if lite._litellm is None and self._litellm_needed:
+            from bot.agent import preload
+
+            await preload.litellm()
+
+    def _counter(self) -> Any:
+        """litellm, when this config counts with it (never for a light-path-only config, so
+        counts do not depend on whether something else imported litellm)."""
+        return lite._litellm if self._litellm_needed else None
+
+    def session_model(self) -> str:
+        """The model this turn's calls use: the session's ``/model`` choice (SPEC §17.2),
+        set by the run stage around the turn for the main client, else ``agent.model``."""
+        choice = CHOICE.get()
+        if choice is not None and choice.client is self.main_llm and choice.model:
+            return choice.model
+        return self.model
+
+    def _same_tokenizer(self, model: str) -> bool:
+        """Whether counts made with agent.model's tokenizer hold for ``model``: always for
+        the estimate (it does not depend on the model), else only for agent.model itself."""
+        return model == self.model or self._counter() is None
+
+    def count_message(self, message: dict, model: str = "") -> int:
+        model = model or self.model
+        count = self._counters.get(model)
+        if count is None:
+            count = self._counters[model] = message_counter(self.cfg, model)
+        return count(message)
+
+    def count_text(self, text: str, model: str = "") -> int:
+        litellm = self._counter()
+        if litellm is None or not text:
+            return len(text) // 4 + 1
+        try:
+            return int(litellm.token_counter(model=model or self.model, text=text))
+        except Exception:
+            return len(text) // 4 + 1
+
+    def _cached_text(self, key: Any, text: str, model: str) -> int:
+        n = self._text_tokens.get(key)
+        if n is None:
+            if len(self._text_tokens) > 256:
+                self._text_tokens.clear()
+            n = self._text_tokens[key] = self.count_text(text, model) + 8
+        return n
+
+    def _tools_count(self, tools: list[dict], model: str) -> int:
+        """The tool schemas' tokens, counted once per schema list (the agent keeps one list
+        per trust level, so a turn does not serialise them again); the entry holds the list
+        itself, so its id cannot be reused while it is cached."""
+        key = (id(tools), model)
+        hit = self._tools_tokens.get(key)
+        if hit is not None and hit[0] is tools:
+            return hit[1]
+        text = json.dumps(tools, ensure_ascii=False, sort_keys=True)
+        n = self._cached_text(("tools", model, text), text, model)
+        if len(self._tools_tokens) > 64:
+            self._tools_tokens.clear()
+        self._tools_tokens[key] = (tools, n)
+        return n
+
+    def window(self, model: str = "") -> int:
+        """The context window of ``model`` (default: the session's): configured for it
+        (agent.compaction.context_window for agent.model, the context_window of its
+        ``[agent.models]`` or fallback table otherwise), else its metadata (litellm's, or
+        the price table's on the light path), else agent.compaction.context_window, else
+        32000."""
+        model = model or self.session_model()
+        w = self._windows.get(model)
+        if w is not None:
+            return w
+        configured = configured_window(self.cfg.agent, model)
+        if configured:
+            w = self._windows[model] = configured
+            return w
+        known = model_window(model) if self._litellm_needed else context_window(model)
+        w = known or self.c.context_window or DEFAULT_WINDOW
+        if lite._litellm is not None or not self._litellm_needed:
+            self._windows[model] = w  # metadata known: remember it
+        return w
+
+    def budget(self, system: str, tools: list[dict] | None, model: str = "") -> Budget:
+        model = model or self.session_model()
+        w = self.window(model)
+        return Budget(
+            window=w,
+            system=self._cached_text((model, system), system, model),
+            tools=self._tools_count(tools, model) if tools else 0,
+            reserve=reserve_for(w),
+            threshold=self.c.threshold,
+            keep_recent=self.c.keep_recent_tokens,
+            summary_max=self.c.summary_max_tokens,
+            history_limit=self.cfg.agent.history_limit,
+        )
+
+    # --------------------------------------------------------------------- history
+    def view(self, key: str, model: str = "") -> tuple[dict | None, list[WindowRow]]:
+        """The session's summary and the messages after it, their token counts (the stored
+        ones) good for ``model``'s tokenizer (default: the session's)."""
+        summary = self.store.summary(key)
+        rows = self._views.rows(key, summary)
+        model = model or self.session_model()
+        if self._same_tokenizer(model):
+            return summary, rows
+        return self._recounted_summary(summary, model), [self._recounted(r, model) for r in rows]
+
+    def _recounted(self, row: WindowRow, model: str) -> WindowRow:
+        key = (row.id, model)
+        n = self._recounts.get(key)
+        if n is None:
+            if len(self._recounts) > 50_000:
+                self._recounts.clear()
+            n = self._recounts[key] = self.count_message(row.message, model)
+        return WindowRow(row.id, row.role, row.message, n)
+
+    def _recounted_summary(self, summary: dict | None, model: str) -> dict | None:
+        if summary is None:
+            return None
+        key = (-int(summary["id"]), model)  # summaries' ids apart from messages'
+        n = self._recounts.get(key)
+        if n is None:
+            n = self._recounts[key] = self.count_text(summary["text"], model)
+        return {**summary, "tokens": n}

@@ -1,0 +1,77 @@
+"""The messages in a session's view, kept decoded between turns (SPEC §10's per-turn plan).
+
+A turn's plan needs every message after the session's summary with its stored token
+count.  Reading them all from the database decodes every message's JSON on every turn,
+which grows with the session; stored messages never change, so this cache keeps the
+decoded rows of the last sessions and asks the store only for the newest few: when they
+overlap what is cached, the new ones are appended, otherwise (a compaction, ``/new``, a
+turn that added more messages than the peek, a pruned session) the view is read whole.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Protocol
+
+from bot.store import WindowRow
+
+from .plan import is_turn_start
+
+PEEK = 16  # the newest rows read to find what a session gained since its last turn
+SESSIONS = 32  # sessions whose view stays decoded (least recently used ones leave)
+
+
+class _Source(Protocol):
+    def window(self, key: str, *, limit: int) -> list[WindowRow]: ...
+
+
+class WindowCache:
+    def __init__(
+        self, store: _Source, limit: int, *, peek: int = PEEK, sessions: int = SESSIONS
+    ) -> None:
+        self.store = store
+        self.limit = limit
+        self.peek = peek
+        self.sessions = sessions
+        self._views: OrderedDict[str, tuple[int, list[WindowRow]]] = OrderedDict()
+        self.full_reads = 0  # how many times a view was read whole (tests, benches)
+
+    def rows(self, key: str, summary: dict | None) -> list[WindowRow]:
+        """The session's messages after ``summary`` (the store's current one), newest
+        ``limit`` of them, oldest first, never starting with a tool result: what
+        ``Store.window`` returns."""
+        mark = int(summary["id"]) if summary else 0
+        hit = self._views.get(key)
+        rows = self._extended(key, hit[1]) if hit is not None and hit[0] == mark else None
+        if rows is None:
+            self.full_reads += 1
+            rows = self.store.window(key, limit=self.limit)
+        self._views[key] = (mark, rows)
+        self._views.move_to_end(key)
+        while len(self._views) > self.sessions:
+            self._views.popitem(last=False)
+        return list(rows)
+
+    def _extended(self, key: str, cached: list[WindowRow]) -> list[WindowRow] | None:
+        """The cached view with the rows stored since, or None when the newest rows do not
+        continue it (read the view whole then)."""
+        if not cached:
+            return None
+        last = cached[-1].id
+        recent = self.store.window(key, limit=self.peek)
+        if not recent or recent[0].id > last:
+            return None
+        known = [r.id for r in recent if r.id <= last]
+        if [r.id for r in cached[-len(known) :]] != known:
+            return None
+        new = [r for r in recent if r.id > last]
+        if not new:
+            return cached
+        rows = [*cached, *new][-self.limit :]
+        start = 0
+        while start < len(rows) and not is_turn_start(rows[start]):
+            start += 1
+        return rows[start:]
+
+    def forget(self, key: str) -> None:
+        self._views.pop(key, None)
