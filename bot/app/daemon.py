@@ -1,23 +1,41 @@
 """The daemon's lifecycle: components from :mod:`bot.app.build`, entered in order over one
-exit stack and left in reverse; one :class:`~bot.app.timeouts.Timeouts` table for every wait."""
+exit stack and left in reverse; one :class:`~bot.app.timeouts.Timeouts` table for every wait.
+
+``Daemon(cfg)`` builds everything at once.  ``Daemon(cfg, staged=True)`` (``chela run``) starts
+in two stages so the channels poll while the heavy modules load: stage 1 opens the store and
+starts the channels that do not need the core, their messages held at a gate (not taken from
+the platform); stage 2 imports the core's modules in a worker thread (the loop keeps polling and
+SIGTERM stays instant), builds the core, opens the gate and recovers stored messages."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import signal
+import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any
 
-from bot.app.build import build
+from bot.app.build import NEED_CORE, early_channels, open_store
 from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
+from bot.app.staged import Gate, first_of, import_core
+from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, startup_lines
 from bot.app.timeouts import DEFAULT, Timeouts
 from bot.config import Config, ConfigError
-from bot.media import pdf
-from channels.base import Channel, ChannelError
+from bot.reports.notices import Notices
+from channels.base import Channel, ChannelError, InboundMessage
+
+if TYPE_CHECKING:
+    from bot.agent.turn import Agent
+    from bot.app.core import Components
+    from bot.conversation.lanes import SessionLanes
+    from bot.conversation.pipeline import Conversation
+    from bot.delivery.outbox import Outbox
+    from bot.mcp import McpManager
+    from bot.schedule import Scheduled, ScheduleService
+    from bot.store import Store
 
 __all__ = [  # the channel helpers are imported from here by the CLI and tests
     "PAIRING_POLL",
@@ -41,49 +59,18 @@ class PortInUse(ConfigError):
     another address in the config, or stopping the process that holds it)."""
 
 
-def heartbeat_schedule(cfg: Config) -> str:
-    hb = cfg.heartbeat
-    if hb.every_seconds <= 0:
-        return "off"
-    out = f"every {hb.every}, target {hb.target}"
-    if hb.active_hours:
-        out += f", active {hb.active_hours.start}-{hb.active_hours.end}"
-    return out
-
-
-def startup_lines(cfg: Config, channels: list[str]) -> list[str]:
-    """What ``chela run`` says first: where everything is and what will run."""
-    lines = [
-        f"config file: {cfg.source}"
-        if cfg.source
-        else "no config file found (looked at --config, $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml): "
-        "running on defaults; create one with `chela onboard`",
-        f"workspace: {cfg.agent.workspace}",
-        f"state dir: {cfg.agent.state_dir}",
-        f"channels: {', '.join(channels) or 'none'}",
-        f"heartbeat: {heartbeat_schedule(cfg)}",
-    ]
-    h = cfg.channels.http
-    lines.append(
-        f"HTTP API: http://{h.listen}/v1/chat/completions" if h.enabled else "HTTP API: off"
-    )
-    from bot.ui.where import startup_line
-
-    lines.append(startup_line(cfg))
-    return lines
-
-
-def address_in_use(e: BaseException) -> bool:
-    """The error (or what it was raised from) is a bind to an address already taken."""
-    seen: BaseException | None = e
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno == errno.EADDRINUSE:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
 class Daemon:
+    store: Store
+    lanes: SessionLanes
+    channels: dict[str, Channel]
+    outbox: Outbox
+    agent: Agent
+    mcp: McpManager | None
+    router: Conversation
+    scheduled: Scheduled
+    cron: ScheduleService
+    notices: Notices
+
     def __init__(
         self,
         cfg: Config,
@@ -92,22 +79,44 @@ class Daemon:
         scheduler: bool = True,
         receive: bool = True,
         timeouts: Timeouts = DEFAULT,
+        staged: bool = False,
     ):
         """``receive=False`` is for one-shot commands next to a running daemon: channels are
-        opened for sending only and stored messages are left to the daemon.  Raises
-        ``StoreError``/``ConfigError`` when a component cannot be built."""
-        from bot.agent import preload
-        from bot.model import litellm_needed
-
-        if litellm_needed(cfg):  # an openai-compatible config never imports litellm (SPEC §12)
-            preload.start()  # no-op when the CLI already started it before reading the config
+        opened for sending only and stored messages are left to the daemon.  ``staged``
+        (``chela run``): only the store and the channels that do not need the core are built
+        here, the core in :meth:`start`.  Raises ``StoreError``/``ConfigError`` when a
+        component cannot be built."""
         self.cfg = cfg
         self.use_scheduler = scheduler
         self.receive = receive
         self.timeouts = timeouts
         self.built_channels = channels is not None
         self.states: dict[str, dict[str, str]] = {}  # channel -> its state and last error
-        parts = build(cfg, channels, channel_states=self.channel_states)
+        self._core: Components | None = None
+        self.gate = Gate()  # the channels' messages wait here until the router takes them
+        if staged and channels is None and receive:
+            self.store = open_store(cfg)
+            self.notices = Notices()
+            self.channels = early_channels(cfg)
+        else:
+            from bot.agent import preload
+            from bot.app.core import build
+            from bot.model import litellm_needed
+
+            if litellm_needed(cfg):  # an openai-compatible config never imports litellm (§12)
+                preload.start()  # no-op when the CLI already started it before the config
+            self._take(build(cfg, channels, channel_states=self.channel_states))
+        self.lifecycle: list[str] = []  # "start X" / "stop X", in the order they happened
+        self.up: list[str] = []  # channels that started, in order
+        self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed
+        self.ready = False
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._stack = contextlib.AsyncExitStack()
+        self._fatal: BaseException | None = None
+
+    def _take(self, parts: Components) -> None:
+        self._core = parts
         self.store = parts.store
         self.lanes = parts.lanes
         self.channels = parts.channels
@@ -118,14 +127,7 @@ class Daemon:
         self.scheduled = parts.scheduled
         self.cron = parts.cron
         self.notices = parts.notices
-        self.lifecycle: list[str] = []  # "start X" / "stop X", in the order they happened
-        self.up: list[str] = []  # channels that started, in order
-        self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed
-        self.ready = False
-        self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task] = []
-        self._stack = contextlib.AsyncExitStack()
-        self._fatal: BaseException | None = None
+        self.gate.open()
 
     async def __aenter__(self) -> Daemon:
         await self.start()
@@ -153,20 +155,16 @@ class Daemon:
     async def start(self) -> None:
         t0 = time.perf_counter()
         self._enter("store", self.store.close)
-        self._enter("prompt cache", self.agent.cache.close)
-        if self.mcp is not None:
-            self.mcp.start()  # connects in the background; start-up never waits for a server
-            self._enter("mcp", self.mcp.stop)
-        log.info(
-            "starting agent=%s model=%s channels=%s",
-            self.cfg.agent.id,
-            self.cfg.agent.model,
-            ", ".join(self.channels) or "none",
-        )
-        if self.receive:
-            await self._start_receiving()
+        if self._core is None:
+            if not await self._start_staged():
+                return  # stopped before the core was built
         else:
-            await self._start_sending_only()
+            self._enter_core()
+            self._log_starting(self.channels)
+            if self.receive:
+                await self._start_receiving()
+            else:
+                await self._start_sending_only()
         self._enter("turns", self._drain)
         if self.use_scheduler:
             self.cron.start()
@@ -177,6 +175,20 @@ class Daemon:
         self.ready = True
         self.on_change()
         log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
+
+    def _enter_core(self) -> None:
+        self._enter("prompt cache", self.agent.cache.close)
+        if self.mcp is not None:
+            self.mcp.start()  # connects in the background; start-up never waits for a server
+            self._enter("mcp", self.mcp.stop)
+
+    def _log_starting(self, channels: Iterable[str]) -> None:
+        log.info(
+            "starting agent=%s model=%s channels=%s",
+            self.cfg.agent.id,
+            self.cfg.agent.model,
+            ", ".join(channels) or "none",
+        )
 
     async def _start_sending_only(self) -> None:
         for name, ch in self.channels.items():
@@ -190,23 +202,86 @@ class Daemon:
         self._enter("outbox", self._stop_outbox)
 
     async def _start_receiving(self) -> None:
-        started: list[asyncio.Event] = []
-        for name, ch in self.channels.items():
-            ev = asyncio.Event()
-            started.append(ev)
-            self._spawn(self._supervise(name, ch, ev), f"channel:{name}")
+        started = self._start_channels(self.channels)
         self._enter("channels", self._stop_channels)
-        if started:  # give every channel one attempt before recovering stored messages
-            waits = [asyncio.create_task(e.wait()) for e in started]
-            await asyncio.wait(waits, timeout=self.timeouts.start_wait)
-            for w in waits:
-                w.cancel()
-        if self._fatal is not None:
-            raise self._fatal
+        await self._first_attempts(started)  # before recovering stored messages
+        await self._recover()
+
+    async def _recover(self) -> None:
         self.outbox.start(recover=True)  # what the last run left unsent goes first
         self._enter("outbox", self._stop_outbox)
         await self.router.recover()
         self._spawn(self._watch_pairing(), "pairing-approvals")
+
+    def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
+        """A supervisor per channel; the events are set after each one's first attempt."""
+        started: list[asyncio.Event] = []
+        for name, ch in channels.items():
+            ev = asyncio.Event()
+            started.append(ev)
+            self._spawn(self._supervise(name, ch, ev), f"channel:{name}")
+        return started
+
+    async def _first_attempts(self, started: list[asyncio.Event]) -> None:
+        """Give every channel one attempt (bounded by ``start_wait``; a stop ends the wait);
+        raises what was fatal (a listen address taken)."""
+        if started:
+            tried = asyncio.Event()
+
+            async def all_tried() -> None:
+                for e in started:
+                    await e.wait()
+                tried.set()
+
+            waiter = asyncio.ensure_future(all_tried())
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(first_of(tried, self._stop), self.timeouts.start_wait)
+            finally:
+                waiter.cancel()
+        if self._fatal is not None:
+            raise self._fatal
+
+    # ------------------------------------------------------------------ staged start
+    async def _start_staged(self) -> bool:
+        """``chela run``: the channels that do not need the core poll first (their messages
+        wait at the gate), then the core is imported off the loop and built, the channels
+        that need it start, the gate opens.  False when a stop came first."""
+        self._log_starting(enabled_channels(self.cfg))
+        started = self._start_channels(self.channels)
+        self._enter("channels", self._stop_channels)
+        await self._first_attempts(started)
+        core = await import_core(self.cfg, self._stop)
+        if core is None:
+            if self.gate.waiting:
+                log.info(
+                    "stopping before the core was built: %d message(s) not taken from the "
+                    "platform; they are answered after the next start",
+                    self.gate.waiting,
+                )
+            return False
+        before = set(self.channels)
+        late = [n for n in enabled_channels(self.cfg) if n in NEED_CORE]
+        self._take(
+            core.build_core(
+                self.cfg,
+                self.store,
+                self.channels,
+                late=late,
+                notices=self.notices,
+                channel_states=self.channel_states,
+            )
+        )
+        self._enter_core()
+        added = {n: ch for n, ch in self.channels.items() if n not in before}
+        await self._first_attempts(self._start_channels(added))
+        await self._recover()
+        return True
+
+    async def _gate(self, msg: InboundMessage) -> None:
+        """The channels' sink while the core is built (:class:`~bot.app.staged.Gate`)."""
+        await self.gate.wait(msg.channel, self._stop)
+        await self.router.on_inbound(msg)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))
@@ -237,7 +312,7 @@ class Daemon:
         """One attempt; True when the channel is up (a failure is logged with the wait
         before the next, ``delay``).  A taken address stops the daemon."""
         try:
-            await ch.start(self.router.on_inbound)
+            await ch.start(self.router.on_inbound if self.gate.is_open else self._gate)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -356,8 +431,12 @@ class Daemon:
     async def stop(self) -> None:
         """Stop taking turns, then leave every component in the reverse of its start order."""
         self._stop.set()
-        self.router.stop_accepting()
-        if killed := pdf.stop_all():  # bounded work never delays shutdown (SPEC §9.5)
+        if self._core is not None:
+            self.router.stop_accepting()
+        pdf = sys.modules.get("bot.media.pdf")  # no document read without it
+        if pdf is not None and (
+            killed := pdf.stop_all()
+        ):  # bounded work never delays shutdown (SPEC §9.5)
             log.info("stopping: %d document read(s) cut short", killed)
         await self._stack.aclose()
         log.info("stopped")
@@ -387,14 +466,3 @@ class Daemon:
             raise
         except Exception as e:
             log.warning("channel %s did not stop cleanly: %s", name, e or type(e).__name__)
-
-
-def holder_hint(ch: Channel) -> str:
-    """`` (held by pid N: name)`` for a listening channel whose port another process holds."""
-    from bot.app.ports import describe_holder
-
-    port = getattr(ch, "port", None)
-    if not isinstance(port, int) or port <= 0:
-        return ""
-    who = describe_holder(port)
-    return f" (port {port} is held by {who})" if who else f" (port {port} is taken)"

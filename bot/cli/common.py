@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from bot.app.staged import not_gate_closed
 from channels.redact import RedactSecrets
 from bot.config import Config, ConfigError, load_config
 
@@ -76,6 +77,9 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # a stop during start-up is no channel fault (before RedactSecrets, which turns a record's
+    # exception into text)
+    handler.addFilter(not_gate_closed)
     if cfg is not None:
         handler.addFilter(RedactSecrets(cfg.secret_values()))
     root = logging.getLogger()

@@ -13,7 +13,6 @@ from bot.cli.common import (
     add_log_file,
     daemon_stopped,
     load,
-    preload_litellm,
     setup_logging,
 )
 from bot.config import ConfigError
@@ -27,7 +26,6 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load(args)
-    preload_litellm(cfg)  # when needed, its import overlaps the daemon's own imports
     from bot.cli.validate import validate
     from bot.app.daemon import Daemon
     from bot.app.lock import LockHeld
@@ -53,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from bot.store import StoreError
 
     try:
-        rc = asyncio.run(Daemon(cfg).run())
+        # staged: the channels poll while the core's modules (and litellm, when a model needs
+        # it) are imported in a worker thread
+        rc = asyncio.run(Daemon(cfg, staged=True).run())
     except (
         ConfigError,
         StoreError,

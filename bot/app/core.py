@@ -1,0 +1,165 @@
+"""The daemon's core, built on top of the store and the channels (:mod:`bot.app.build`):
+Outbox → Approvals → MCP → Agent → Router → Scheduled → Cron, each handed what it uses;
+:func:`build` makes the whole daemon at once (``Daemon(cfg)``).
+
+This module's imports are the heavy part of start-up (the agent, the conversation pipeline,
+the schedule, the UI's context): ``chela run`` imports it in a worker thread while its
+channels already poll (:mod:`bot.app.daemon`).  Nothing is left ``None`` for a later start().
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bot import owner_route
+from bot.agent.turn import Agent
+from bot.app.build import configured_channels, enabled_channels, open_store
+from bot.approvals import Approvals
+from bot.config import Config
+from bot.conversation.lanes import SessionLanes
+from bot.conversation.pipeline import Conversation as Router
+from bot.delivery import send
+from bot.delivery.outbox import Outbox
+from bot.reports.notices import Notices
+from bot.schedule import Scheduled, ScheduleService
+from bot.store import Store
+from bot.ui.context import UiContext
+from channels.base import Channel
+
+if TYPE_CHECKING:
+    from bot.mcp import McpManager
+
+log = logging.getLogger("chela.daemon")
+
+
+@dataclass(frozen=True)
+class Components:
+    store: Store
+    lanes: SessionLanes
+    channels: dict[str, Channel]
+    outbox: Outbox
+    agent: Agent
+    mcp: McpManager | None  # only when [[mcp.servers]] are configured
+    router: Router
+    scheduled: Scheduled
+    cron: ScheduleService
+    notices: Notices  # the one notice stream (SPEC §16.5): channel states are published on it
+
+
+def approvals_for(
+    cfg: Config,
+    store: Store,
+    outbox: Outbox,
+    channels: dict[str, Channel],
+    notices: Notices | None = None,
+) -> Approvals | None:
+    """Exec security "ask": held commands wait for the owner, asked in a direct chat and
+    listed in the Control UI's Inbox (with the UI on they wait there when no chat can ask)."""
+    if cfg.tools.exec.security != "ask":
+        return None
+    return Approvals(
+        send.notifier(outbox, kind="approval"),
+        lambda route, trust: owner_route.ask_route(store, cfg, channels, route, trust),
+        notices=notices,
+        inbox=cfg.channels.http.enabled and cfg.ui.enabled,
+    )
+
+
+def _mcp(cfg: Config, tools_changed: Callable[[], None]) -> McpManager | None:
+    if not cfg.mcp.servers:
+        return None
+    from bot.mcp import McpManager, default_log_dir
+
+    return McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=tools_changed)
+
+
+def _ui_mounts(
+    cfg: Config, ctx: Callable[[], UiContext]
+) -> Callable[[], list[tuple[str, Any]]] | None:
+    """The Control UI's sub-application, built afresh at each HTTP channel start (SPEC §16.1)."""
+    if not (cfg.channels.http.enabled and cfg.ui.enabled):
+        return None
+    from bot.ui.app import not_served_reason, ui_mounts
+
+    reason = not_served_reason(cfg)
+    if reason:
+        log.warning("the Control UI is not served: %s", reason)
+    return lambda: ui_mounts(ctx())
+
+
+def build_core(
+    cfg: Config,
+    store: Store,
+    channels: dict[str, Channel],
+    *,
+    late: list[str] | None = None,
+    notices: Notices | None = None,
+    channel_states: Callable[[], Mapping[str, Any]] | None = None,
+) -> Components:
+    """The core over an open store.  ``channels`` is completed here with the adapters named in
+    ``late`` (the HTTP channel, whose Control UI needs the core), built into the same dict the
+    outbox and the router hold.  Raises ``ConfigError`` (a plugin that cannot be loaded)."""
+    from bot.prompt.hooks import load_plugins
+
+    lanes = SessionLanes(cfg.session.max_concurrent_turns)
+    hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
+    notices = notices or Notices()  # what the owner may act on, for the UI's stream (SPEC §16.5)
+    if late:  # the UI's sub-application, built when the HTTP channel starts
+        channels.update(configured_channels(cfg, _ui_mounts(cfg, lambda: ui), names=late))
+    # everything that sends goes through the outbox: built before any of them
+    outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds, notices=notices)
+    approvals = approvals_for(cfg, store, outbox, channels, notices)
+
+    # two cycles are closed by callables read at call time, never by setting attributes: MCP
+    # tells the agent its tools changed (after start), and the agent's cron tool reaches the
+    # cron service, which runs its jobs through the agent (agent → cron → scheduled → agent)
+    def tools_changed() -> None:
+        agent.refresh_tools()
+
+    mcp = _mcp(cfg, tools_changed)
+    agent = Agent(
+        cfg,
+        store,
+        hooks=hooks,
+        send_message=send.message_tool(outbox),
+        approvals=approvals,
+        mcp=mcp,
+        cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
+    )
+    router = Router(
+        cfg, store, agent, lanes, channels, outbox, approvals=approvals, notices=notices
+    )
+    # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
+    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=router.runner)
+    cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
+    ui = UiContext(
+        cfg=cfg,
+        store=store,
+        conversation=router,
+        outbox=outbox,
+        notices=notices,
+        turn_events=router.events,
+        approvals=approvals,
+        channel_states=channel_states or dict,
+        mcp=mcp,
+        started=time.time(),
+        config_path=cfg.source,
+        schedule=cron,  # the Schedule page's jobs, run now, pause, resume
+    )
+    return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron, notices)
+
+
+def build(
+    cfg: Config,
+    given_channels: dict[str, Channel] | None = None,
+    channel_states: Callable[[], Mapping[str, Any]] | None = None,
+) -> Components:
+    """Every component, in dependency order.  Raises ``StoreError`` (dirs) or ``ConfigError``."""
+    store = open_store(cfg, http_token=given_channels is None)
+    channels = dict(given_channels) if given_channels is not None else {}
+    late = enabled_channels(cfg) if given_channels is None else None
+    return build_core(cfg, store, channels, late=late, channel_states=channel_states)
