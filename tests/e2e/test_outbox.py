@@ -12,7 +12,8 @@ import re
 import sqlite3
 
 from bot.delivery import classify
-from tests.e2e import make_config, running, telegram_section
+from tests.e2e import eventually, make_config, running, telegram_section
+from tests.e2e.harness import settled, tg_taken
 from tests.fakes.llm import last_user_text, text
 
 CHATS = (42, 43, 44)
@@ -38,6 +39,14 @@ def replies(tg, chat: int) -> list[str]:
     return [s.visible_text for s in tg.sent if s.chat_id == chat]
 
 
+def retried(d, n: int) -> bool:
+    """``n`` rows still to send, and the oldest one of each chat (the one a chat's later
+    replies wait behind) tried at least twice: the store counts the attempts."""
+    rows = d.store.outbox_pending()
+    heads = {r.payload["chat_id"]: r for r in reversed(rows)}
+    return len(rows) == n and all(r.attempts >= 2 for r in heads.values())
+
+
 def outbox_states(cfg) -> dict[str, int]:
     db = sqlite3.connect(cfg.db_path)
     try:
@@ -55,12 +64,13 @@ async def test_a_platform_outage_is_retried_until_every_reply_is_delivered(tmp_p
                 tg.inject_message(c, f"c{c}-m{k}", from_id=c)
         await llm.wait_for_requests(6, timeout=20)
         await tg.wait_for(lambda: len(tg.calls_of("sendMessage")) >= 6, timeout=20)
-        await asyncio.sleep(2.5)  # the outage goes on: nothing gets through, nothing is dropped
+        # the outage goes on: every reply is tried again, nothing gets through, nothing is dropped
+        await eventually(lambda: retried(d, 6), timeout=20)
         assert tg.sent == []
         assert d.router.outbox.pending() == 6
         tg.clear_failures()  # the platform is back: no restart needed
         await tg.wait_for_sent(6, timeout=60)
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         for c in CHATS:
             assert replies(tg, c) == [f"re c{c}-m1", f"re c{c}-m2"]  # once each, in order
         assert d.router.outbox.pending() == 0
@@ -94,7 +104,8 @@ async def test_a_permanent_refusal_fails_at_once_and_the_chat_goes_on(tmp_path, 
         # the twin: the next message in that chat is answered normally
         tg.inject_message(42, "c42-m2", from_id=42)
         await tg.wait_for_sent(1, timeout=20)
-        await asyncio.sleep(1.5)  # a refused message is not retried
+        # a refused message is not retried: it is over (failed), nothing is left to send
+        await settled(d, tg_taken(tg))
         assert replies(tg, 42) == ["re c42-m2"]
         assert len(tg.calls_of("sendMessage")) == 2
         assert outbox_states(d.cfg) == {"failed": 1, "sent": 1}
@@ -188,14 +199,16 @@ async def test_a_full_disk_loses_nothing_and_messages_are_answered_once_space_is
         for k in (1, 2):
             for c in CHATS:
                 tg.inject_message(c, f"c{c}-m{k}", from_id=c)
-        await asyncio.sleep(3)
+        # the first write is refused, then its retry too (the store retries with backoff)
+        await eventually(lambda: disk.refused, timeout=20)
+        first = disk.refused
+        await eventually(lambda: disk.refused > first, timeout=20)
         assert len(tg.sent) == 1  # nothing answered while the disk is full, nothing dropped
         full = [r for r in caplog.records if "cannot write the state database" in r.getMessage()]
         assert len(full) == 1  # said once, clearly
-        assert disk.refused > 0
         disk.full = False  # space is back
         await tg.wait_for_sent(7, timeout=60)
-        await asyncio.sleep(1)
+        await settled(d, tg_taken(tg))
         assert replies(tg, 42) == ["re c42-m0", "re c42-m1", "re c42-m2"]
         for c in CHATS[1:]:
             assert replies(tg, c) == [f"re c{c}-m1", f"re c{c}-m2"]
@@ -219,12 +232,15 @@ async def test_a_full_disk_in_the_middle_of_a_turn_is_answered_once_space_is_bac
         holder["disk"] = FullDisk(d.store)
         tg.inject_message(42, "c42-m1", from_id=42)
         await llm.wait_for_requests(1, timeout=20)
-        await asyncio.sleep(2.5)
+        disk = holder["disk"]
+        # the turn's commit is refused, then its retry too: the answer is still not sent
+        await eventually(lambda: disk.refused, timeout=20)
+        first = disk.refused
+        await eventually(lambda: disk.refused > first, timeout=20)
         assert tg.sent == []
-        assert holder["disk"].refused > 0
-        holder["disk"].full = False
+        disk.full = False
         await tg.wait_for_sent(1, timeout=60)
-        await asyncio.sleep(1)
+        await settled(d, tg_taken(tg))
         assert replies(tg, 42) == ["re c42-m1"]
         assert outbox_states(d.cfg) == {"sent": 1}
 
@@ -242,9 +258,9 @@ async def test_replies_stored_before_a_restart_are_sent_once_after_it(tmp_path, 
     assert outbox_states(cfg) == {"queued": 2}
     tg.clear_failures()
     tg.inject_message(42, "c42-m2", from_id=42)
-    async with running(cfg):
+    async with running(cfg) as d:
         await tg.wait_for_sent(3, timeout=30)
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
     assert replies(tg, 42) == ["re c42-m1", "re c42-m2"]
     assert replies(tg, 43) == ["re c43-m1"]
     assert outbox_states(cfg) == {"sent": 3}
@@ -280,7 +296,7 @@ async def test_rows_left_by_a_one_shot_command_are_sent_by_the_running_daemon(
     from bot.delivery import outbox
     from bot.store import Store
 
-    monkeypatch.setattr(outbox, "ADOPT_EVERY", 0.2)
+    monkeypatch.setattr(outbox, "ADOPT_EVERY", 0.05)
     monkeypatch.setattr(outbox, "ADOPT_IDLE", 0.0)
     llm.default = echo
     async with running(cfg_for(tmp_path, llm, tg)) as d:
@@ -293,11 +309,13 @@ async def test_rows_left_by_a_one_shot_command_are_sent_by_the_running_daemon(
         )
         other.close()
         await tg.wait_for_sent(1, timeout=20)
-        await asyncio.sleep(1.0)
+        # this IS about time: adoption is a periodic scan; let several more scans pass (every
+        # 0.05 s) in which the daemon's own unsent row must not be adopted a second time
+        await asyncio.sleep(0.3)
         assert replies(tg, 42) == ["alert from chela heartbeat"]
         assert d.router.outbox.pending() == 1  # 43's reply, once
         tg.clear_failures()
         await tg.wait_for(lambda: len(replies(tg, 43)) == 1, timeout=60)
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         assert replies(tg, 43) == ["re c43-m1"]
         assert outbox_states(d.cfg) == {"sent": 2}
