@@ -6,6 +6,9 @@ which grows with the session; stored messages never change, so this cache keeps 
 decoded rows of the last sessions and asks the store only for the newest few: when they
 overlap what is cached, the new ones are appended, otherwise (a compaction, ``/new``, a
 turn that added more messages than the peek, a pruned session) the view is read whole.
+Each call hands out copies of the message dicts (one level deep: nested lists such as
+content parts or tool calls are shared; nothing on the way to the provider edits them in
+place, and a stray edit would reach only this process's cache, never the database).
 """
 
 from __future__ import annotations
@@ -50,7 +53,9 @@ class WindowCache:
         self._views.move_to_end(key)
         while len(self._views) > self.sessions:
             self._views.popitem(last=False)
-        return list(rows)
+        # each turn gets its own message dicts (cheap, one level): a caller that replaces
+        # a field of a message it sends (its content, say) cannot change the next turn's
+        return [WindowRow(r.id, r.role, dict(r.message), r.tokens) for r in rows]
 
     def _extended(self, key: str, cached: list[WindowRow]) -> list[WindowRow] | None:
         """The cached view with the rows stored since, or None when the newest rows do not

@@ -187,3 +187,12 @@ async def test_another_tokenizer_recounts_each_stored_message_once(tmp_path):
     fill(store, 1, start=10)
     comp.view(KEY, "openai/gpt-4o")
     assert len(comp._recounts) == recounted + len(fixed_turn(10))  # only the new ones
+
+
+def test_a_turn_that_edits_its_messages_does_not_change_the_next_turns(tmp_path):
+    store = Store(tmp_path / "state.db")
+    fill(store, 3)
+    cache = WindowCache(store, limit=50)
+    first = cache.rows(KEY, None)
+    first[0].message["content"] = "rewritten on the way to the provider"
+    assert cache.rows(KEY, None)[0].message == store.window(KEY, limit=50)[0].message
