@@ -5,51 +5,35 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
+from collections.abc import Sequence
 
 from channels.redact import redacted_stdio
-from bot.cli import (
-    chat,
-    check,
-    completion,
-    context,
-    dashboard,
-    doctor,
-    heartbeat,
-    init,
-    logs,
-    mcp,
-    onboard,
-    pairing,
-    prompt,
-    run,
-    sessions,
-    status,
-    usage,
-)
 from bot.cli.common import quick_exit, stopped_cleanly
 from bot.config.env_values import loaded
 
-# the subcommands, in the order `chela --help` lists them; each has add_parser(sub) and run(args)
-COMMANDS = (
-    onboard,
-    run,
-    chat,
-    doctor,
-    status,
-    logs,
-    usage,
-    sessions,
-    prompt,
-    context,
-    init,
-    check,
-    pairing,
-    heartbeat,
-    mcp,
-    dashboard,
-    completion,
+# the subcommands, in the order `chela --help` lists them: each is the module bot.cli.<name>,
+# with add_parser(sub) and run(args), imported only when the parser needs it
+NAMES = (
+    "onboard",
+    "run",
+    "chat",
+    "doctor",
+    "status",
+    "logs",
+    "usage",
+    "sessions",
+    "prompt",
+    "context",
+    "init",
+    "check",
+    "pairing",
+    "heartbeat",
+    "mcp",
+    "dashboard",
+    "completion",
 )
 
 
@@ -59,7 +43,27 @@ def _version() -> str:
     return f"chela {__version__}"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` runs, when it can be told without the parser (the first word
+    after the global options); None for ``--help``, ``--version``, ``completion`` or anything
+    unclear (the whole parser is built then)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--config":
+            next(words, None)
+        elif word.startswith("--config="):
+            continue
+        elif word.startswith("-"):
+            return None
+        else:
+            # `chela completion` reads the whole tree (args.parser)
+            return word if word in NAMES and word != "completion" else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, that subcommand alone (``main`` parses a
+    command's arguments without importing every other command's module)."""
     p = argparse.ArgumentParser(
         prog="chela",
         description="Self-hosted personal AI assistant daemon. "
@@ -78,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="config file (default: $CHELA_CONFIG, ./config.toml, ~/.chela/config.toml)",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for name in NAMES if only is None else (only,):
+        importlib.import_module(f"bot.cli.{name}").add_parser(sub)
     _describe(sub)
     p.set_defaults(parser=p)  # `chela completion` reads the whole tree from here
     return p
@@ -108,7 +112,9 @@ def entry() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)  # --help into a closed pipe is handled below
+        words = sys.argv[1:] if argv is None else argv
+        # --help into a closed pipe is handled below
+        args = build_parser(command_named(words)).parse_args(words)
         with redacted_stdio(loaded):  # the one output path: nothing printed shows a secret
             return args.func(args) or 0
     except KeyboardInterrupt:
