@@ -6,13 +6,13 @@ in a group) has its twin: the owner's own /pair in their DM does the thing."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 
 from bot.store import Store
 from tests.e2e import eventually, make_config, running, telegram_section
+from tests.e2e.harness import settled, tg_taken
 from tests.fakes.llm import text
 
 OWNER, STRANGER, GUEST = 42, 77, 55
@@ -63,7 +63,7 @@ async def test_the_owner_is_told_once_and_approves_from_the_chat(tmp_path, llm, 
         assert "Pairing code: " + code in to(tg, STRANGER)[0]
         # more messages from the stranger while the request waits: nobody is told again
         tg.inject_message(STRANGER, "are you there?", from_id=STRANGER, first_name="Eve")
-        await asyncio.sleep(1.0)
+        await settled(d, tg_taken(tg))
         assert len(notices(tg)) == 1 and len(to(tg, STRANGER)) == 1
         listing = await owner_says(tg, "/pair")
         assert code in listing and str(STRANGER) in listing and "telegram" in listing
@@ -83,7 +83,7 @@ async def test_the_owner_denies_and_the_stranger_is_not_told(tmp_path, llm, tg, 
         confirm = await owner_says(tg, f"/pair deny telegram {code}")
         assert code in confirm and "\n" not in confirm
         assert d.store.pairing_requests() == []
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         again = await owner_says(tg, f"/pair approve {code}")  # the code is gone
         assert "no pending pairing request" in again and code in again
         assert not d.store.is_approved("telegram", str(STRANGER))
@@ -103,7 +103,7 @@ async def test_a_guest_cannot_approve_and_the_owner_can(tmp_path, llm, tg, fast_
         tg.inject_message(GUEST, f"/pair approve {code}", from_id=GUEST)
         refused = await tg.wait_for(lambda: to(tg, GUEST), timeout=15)
         assert refused == ["Only the owner can use /pair."]
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         assert not d.store.is_approved("telegram", str(STRANGER))
         assert [r["code"] for r in d.store.pairing_requests()] == [code]
         assert to(tg, STRANGER) == [to(tg, STRANGER)[0]] and llm.requests == []
@@ -122,7 +122,7 @@ async def test_pair_in_a_group_is_refused_even_for_the_owner(tmp_path, llm, tg, 
         tg.inject_message(GROUP, "/pair", from_id=GUEST, **group)
         await tg.wait_for(lambda: len(to(tg, GROUP)) == 2, timeout=15)
         assert code not in to(tg, GROUP)[1]  # nobody in the group sees the list
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         assert not d.store.is_approved("telegram", str(STRANGER))
         # twin: the same owner in their direct chat
         assert code in await owner_says(tg, "/pair")
@@ -131,11 +131,11 @@ async def test_pair_in_a_group_is_refused_even_for_the_owner(tmp_path, llm, tg, 
 
 async def test_without_an_owner_route_only_a_log_line_tells(tmp_path, llm, tg, caplog):
     caplog.set_level(logging.INFO, logger="chela.router")
-    async with running(cfg_for(tmp_path, llm, tg, allow_from=[])):
+    async with running(cfg_for(tmp_path, llm, tg, allow_from=[])) as d:
         tg.inject_message(STRANGER, "hi", from_id=STRANGER)
         await tg.wait_for_sent(1, timeout=15)
         await eventually(lambda: "no owner route" in caplog.text)
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
     assert [m.chat_id for m in tg.sent] == [STRANGER]
 
 
@@ -145,7 +145,7 @@ async def test_a_stranger_cannot_approve_their_own_code(tmp_path, llm, tg, fast_
         code = await stranger_asks(tg)
         tg.inject_message(STRANGER, f"/pair approve {code}", from_id=STRANGER, first_name="Eve")
         tg.inject_message(STRANGER, f"/pair approve telegram {code}", from_id=STRANGER)
-        await asyncio.sleep(1.0)
+        await settled(d, tg_taken(tg))
         assert not d.store.is_approved("telegram", str(STRANGER))
         assert len(to(tg, STRANGER)) == 1 and len(notices(tg)) == 1 and llm.requests == []
         # twin: the owner's approval; the held message (their last /pair) is answered as
