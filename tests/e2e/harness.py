@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,21 @@ async def settled(d: Daemon, *consumed, timeout: float = 15.0) -> None:
         if loop.time() > deadline:
             raise AssertionError("the daemon did not settle in time")
         await asyncio.sleep(0.01)
+
+
+def store_idle(db_path: Path) -> bool:
+    """For a daemon in another process: its database has no inbound row left to handle and
+    no outbox row queued or sending (the process may still be busy; pair it with the
+    platform fake's own evidence, e.g. :func:`tg_taken`)."""
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        pending = db.execute("SELECT COUNT(*) FROM inbound WHERE status='pending'").fetchone()
+        unsent = db.execute(
+            "SELECT COUNT(*) FROM outbox WHERE state IN ('queued','sending')"
+        ).fetchone()
+        return pending[0] == 0 and unsent[0] == 0
+    finally:
+        db.close()
 
 
 def tg_taken(fake) -> Callable[[], bool]:

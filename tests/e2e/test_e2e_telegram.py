@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -15,11 +14,13 @@ from tests.e2e import (
     TG_TOKEN,
     all_text,
     config_file,
+    eventually,
     make_config,
     running,
     system_prompt,
     telegram_section,
 )
+from tests.e2e.harness import settled, store_idle, tg_taken
 from tests.fakes.llm import delay, text, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,14 +47,14 @@ async def test_dm_from_allowed_user_gets_reply(tmp_path, llm, tg):
 
 async def test_unknown_sender_gets_pairing_code_then_is_served(tmp_path, llm, tg, capsys):
     cfg = tg_config(tmp_path, llm, tg)
-    async with running(cfg):
+    async with running(cfg) as d:
         tg.inject_message(77, "let me in", from_id=77, username="eve")
         sent = await tg.wait_for_sent(1, timeout=15)
         assert "Pairing code" in sent[0].visible_text and "77" in sent[0].visible_text
         assert llm.requests == []
         code = sent[0].visible_text.split("Pairing code: ")[1][:8]
         tg.inject_message(77, "again?", from_id=77, username="eve")
-        await asyncio.sleep(1.0)
+        await settled(d, tg_taken(tg))
         assert len([m for m in tg.sent if m.chat_id == 77]) == 1  # one pairing reply an hour
         assert [m.chat_id for m in tg.sent] == [77, 42]  # and one notice to the owner (§17.4)
         cfg_path = tmp_path / "c.toml"
@@ -69,7 +70,7 @@ async def test_unknown_sender_gets_pairing_code_then_is_served(tmp_path, llm, tg
 
 async def test_group_pending_history_and_mention(tmp_path, llm, tg):
     cfg = tg_config(tmp_path, llm, tg, groups=["-100"])
-    async with running(cfg):
+    async with running(cfg) as d:
         tg.inject_message(
             -100,
             "anyone seen the deploy logs?",
@@ -88,7 +89,7 @@ async def test_group_pending_history_and_mention(tmp_path, llm, tg):
             chat_type="supergroup",
             title="Dev Team",
         )
-        await asyncio.sleep(1.5)
+        await settled(d, tg_taken(tg))
         assert tg.sent == [] and llm.requests == []
         llm.script(text("Thanks, noted."))
         tg.inject_message(
@@ -103,7 +104,7 @@ async def test_group_pending_history_and_mention(tmp_path, llm, tg):
         sent = await tg.wait_for_sent(1, timeout=15)
         # a second group, not allowlisted, is ignored even with a mention
         tg.inject_message(-200, "@chela_bot hello", from_id=5, chat_type="group", title="Other")
-        await asyncio.sleep(1.0)
+        await settled(d, tg_taken(tg))
     assert sent[0].chat_id == -100 and len(tg.sent) == 1
     req = llm.requests[0]
     body = all_text(req)
@@ -113,11 +114,11 @@ async def test_group_pending_history_and_mention(tmp_path, llm, tg):
 
 
 async def test_no_reply_sends_nothing_and_reply_tag_threads(tmp_path, llm, tg):
-    async with running(tg_config(tmp_path, llm, tg)):
+    async with running(tg_config(tmp_path, llm, tg)) as d:
         llm.script(text("NO_REPLY"))
         tg.inject_message(42, "ok thanks", from_id=42)
         await llm.wait_for_requests(1, timeout=15)
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         assert tg.sent == []
         llm.script(text("[[reply_to_current]] Sure thing"))
         mid_update = tg.inject_message(42, "can you?", from_id=42)
@@ -151,11 +152,11 @@ async def test_media_markers_send_photo_and_document_after_text(tmp_path, llm, t
 async def test_long_answer_is_chunked_and_html_rejection_resent_plain(tmp_path, llm, tg):
     para = "word " * 199 + "end.\n\n"
     long_answer = (para * 9)[:9000]
-    async with running(tg_config(tmp_path, llm, tg)):
+    async with running(tg_config(tmp_path, llm, tg)) as d:
         llm.script(text(long_answer))
         tg.inject_message(42, "long please", from_id=42)
         sent = await tg.wait_for_sent(3, timeout=15)
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
         assert len(tg.sent) == 3 and all(len(s.text) <= 4096 for s in sent)
         tg.fail_next(
             "sendMessage",
@@ -262,7 +263,9 @@ async def test_kill_9_mid_turn_then_restart_answers_exactly_once(tmp_path, llm, 
     second = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         sent = await tg.wait_for_sent(1, timeout=30)
-        await asyncio.sleep(2.0)
+        # the restarted process took the update and left nothing to handle or to send
+        db_path = make_config(tmp_path, llm).db_path
+        await eventually(lambda: tg_taken(tg)() and store_idle(db_path), timeout=30)
     finally:
         second.send_signal(signal.SIGTERM)
         rc = second.wait(20)
@@ -272,12 +275,12 @@ async def test_kill_9_mid_turn_then_restart_answers_exactly_once(tmp_path, llm, 
 
 
 async def test_message_tool_without_channel_or_recipient_sends_to_this_chat(tmp_path, llm, tg):
-    async with running(tg_config(tmp_path, llm, tg)):
+    async with running(tg_config(tmp_path, llm, tg)) as d:
         llm.script(tool_calls([("message", {"text": "a note sent by the tool"})]), text("NO_REPLY"))
         tg.inject_message(42, "send me a note", from_id=42)
         sent = await tg.wait_for_sent(1, timeout=15)
         await llm.wait_for_requests(2, timeout=15)
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
     assert [(s.chat_id, s.visible_text) for s in tg.sent] == [(42, "a note sent by the tool")]
     assert any(
         m.get("role") == "tool" and m.get("content") == "sent" for m in llm.requests[1]["messages"]
