@@ -2,8 +2,8 @@
 
 The core over them (Outbox → Approvals → MCP → Agent → Router → Scheduled → Cron) is built in
 :mod:`bot.app.core`, whose imports are the heavy part of start-up.  This module stays light:
-``chela run`` opens the store and starts the channels that do not need the core
-(:data:`NEED_CORE`) from here, before the core's modules are imported.
+``chela run`` opens the store and starts the first channels (all but :data:`AFTER_CORE`) from
+here, before the core's modules are imported.
 """
 
 from __future__ import annotations
@@ -19,8 +19,12 @@ from channels.base import Channel
 
 log = logging.getLogger("chela.daemon")
 
-# channels whose start needs the core: the HTTP channel serves the Control UI beside its API
-NEED_CORE = frozenset({"http"})
+# channels started once the core exists: the HTTP channel serves the Control UI (it needs the
+# router), and Signal takes each envelope from signal-cli for good, so one held at the gate by
+# a stop would be lost.  The others start first: a message at the gate stays with the platform
+# (Telegram's offset, Slack's acknowledgement), or Discord's gateway, which replays nothing,
+# would not have delivered it to a daemon that was not connected yet either.
+AFTER_CORE = frozenset({"http", "signal"})
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -93,5 +97,5 @@ def message_counter(cfg: Config) -> Callable[[dict], int]:
 
 
 def early_channels(cfg: Config) -> dict[str, Channel]:
-    """The enabled channels that can start before the core exists (not :data:`NEED_CORE`)."""
-    return configured_channels(cfg, names=[n for n in enabled_channels(cfg) if n not in NEED_CORE])
+    """The enabled channels that start before the core exists (not :data:`AFTER_CORE`)."""
+    return configured_channels(cfg, names=[n for n in enabled_channels(cfg) if n not in AFTER_CORE])

@@ -3,9 +3,10 @@ exit stack and left in reverse; one :class:`~bot.app.timeouts.Timeouts` table fo
 
 ``Daemon(cfg)`` builds everything at once.  ``Daemon(cfg, staged=True)`` (``chela run``) starts
 in two stages so the channels poll while the heavy modules load: stage 1 opens the store and
-starts the channels that do not need the core, their messages held at a gate (not taken from
-the platform); stage 2 imports the core's modules in a worker thread (the loop keeps polling and
-SIGTERM stays instant), builds the core, opens the gate and recovers stored messages."""
+starts the channels that can poll before the core exists (``bot.app.build.AFTER_CORE`` start
+after it), their messages held at a gate (not taken from the platform); stage 2 imports the
+core's modules in a worker thread (the loop keeps polling and SIGTERM stays instant), builds
+the core, starts the other channels, opens the gate and recovers stored messages."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
-from bot.app.build import NEED_CORE, early_channels, open_store
+from bot.app.build import AFTER_CORE, early_channels, open_store
 from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
 from bot.app.staged import Gate, first_of, import_core
 from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, startup_lines
@@ -83,7 +84,7 @@ class Daemon:
     ):
         """``receive=False`` is for one-shot commands next to a running daemon: channels are
         opened for sending only and stored messages are left to the daemon.  ``staged``
-        (``chela run``): only the store and the channels that do not need the core are built
+        (``chela run``): only the store and the channels that start before the core are built
         here, the core in :meth:`start`.  Raises ``StoreError``/``ConfigError`` when a
         component cannot be built."""
         self.cfg = cfg
@@ -244,7 +245,7 @@ class Daemon:
 
     # ------------------------------------------------------------------ staged start
     async def _start_staged(self) -> bool:
-        """``chela run``: the channels that do not need the core poll first (their messages
+        """``chela run``: the channels that can start before the core poll first (their messages
         wait at the gate), then the core is imported off the loop and built, the channels
         that need it start, the gate opens.  False when a stop came first."""
         self._log_starting(enabled_channels(self.cfg))
@@ -261,7 +262,7 @@ class Daemon:
                 )
             return False
         before = set(self.channels)
-        late = [n for n in enabled_channels(self.cfg) if n in NEED_CORE]
+        late = [n for n in enabled_channels(self.cfg) if n in AFTER_CORE]
         self._take(
             core.build_core(
                 self.cfg,
