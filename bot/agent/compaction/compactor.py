@@ -33,6 +33,7 @@ from .plan import (
     choose_cut,
     clip_to_tokens,
     fallback_summary,
+    reserve_for,
     summary_message,
     transcript_lines,
 )
@@ -245,11 +246,14 @@ class Compactor(Counting):
         self, previous: str, dropped: list[WindowRow], b: Budget, focus: str
     ) -> str:
         cap = b.summary_cap
-        # the summary request must fit the window too: instructions, previous summary,
-        # the answer (cap) and a margin come off first; the transcript gets the rest
+        # the summary request must fit the summary model's window too (not the session's:
+        # a session on a bigger model than the summary model must not overflow it):
+        # instructions, previous summary, the answer (cap) and a margin come off first;
+        # the transcript gets the rest
+        window = self.window(self.summary_model)
         room = (
-            b.window
-            - b.reserve
+            window
+            - reserve_for(window)
             - cap
             - self.count_text(SUMMARY_INSTRUCTIONS)
             - self.count_text(previous)

@@ -196,3 +196,23 @@ def test_a_turn_that_edits_its_messages_does_not_change_the_next_turns(tmp_path)
     first = cache.rows(KEY, None)
     first[0].message["content"] = "rewritten on the way to the provider"
     assert cache.rows(KEY, None)[0].message == store.window(KEY, limit=50)[0].message
+
+
+def test_the_summary_request_fits_the_summary_models_window(tmp_path):
+    """A session on a model with a bigger window than agent.model's (which writes the
+    summary): the summary request is sized for agent.model's window, not the session's."""
+    big = {"model": "openai/big-model", "context_window": 200_000}
+    cfg = config(tmp_path, compaction={"context_window": 8000}, models={"big": big})
+    store = Store(tmp_path / "state.db", token_counter=message_counter(cfg))
+    fill(store, 400)
+    main = object()
+    comp = compactor(cfg, store, main_llm=main)
+    token = CHOICE.set(Choice(main, "openai/big-model"))
+    try:
+        b = comp.budget(SYSTEM, None)
+        _, rows = comp.view(KEY)
+        body = comp._summary_request("", rows, b, "")
+    finally:
+        CHOICE.reset(token)
+    assert b.window == 200_000
+    assert comp.count_text(body) + b.summary_cap <= 8000
