@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import TG_TOKEN
+from tests.e2e.harness import store_idle, tg_taken
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.llm import last_user_text, text
 
@@ -161,7 +162,9 @@ async def test_kill_9_while_replying_loses_nothing_and_duplicates_only_in_flight
             in_flight_at_kill.append(in_flight(db_path))
             proc = start(cfg, log_path)
         await tg.wait_for(lambda: len({s.text for s in tg.sent}) >= CHATS * PER_CHAT, timeout=60)
-        await asyncio.sleep(1.0)  # anything sent twice would show up now
+        # anything sent twice would be sent by now: every update confirmed, nothing left to
+        # handle or to send in the database
+        await eventually(lambda: tg_taken(tg)() and store_idle(db_path), timeout=60)
     finally:
         rc = stop(proc)
     result = check_replies([(s.chat_id, s.visible_text) for s in tg.sent], chats, PER_CHAT)
@@ -217,7 +220,7 @@ async def test_discord_sends_in_flight_at_a_kill_are_not_duplicated(tmp_path, ll
         dc.send_delay = 0.0
         proc = start(cfg, tmp_path / "daemon.log")
         await eventually(lambda: len(dc.sent) >= len(USERS) * DC_PER_USER, timeout=60)
-        await asyncio.sleep(1.0)
+        await eventually(lambda: store_idle(db_path), timeout=60)  # nothing left to send
     finally:
         rc = stop(proc)
     by_channel = {v: k for k, v in dms.items()}
@@ -309,7 +312,8 @@ async def test_heartbeat_cron_and_message_tool_sends_survive_a_kill_before_sendi
     daemon = start(cfg, tmp_path / "daemon.log")
     try:
         await tg.wait_for_sent(3, timeout=60)
-        await asyncio.sleep(1.0)
+        db_path = tmp_path / "state" / "chela.sqlite3"
+        await eventually(lambda: tg_taken(tg)() and store_idle(db_path), timeout=60)
     finally:
         rc = stop(daemon)
     assert [s.visible_text for s in tg.sent] == [
