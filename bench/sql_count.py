@@ -4,8 +4,8 @@ every statement the store's connection runs traced (``sqlite3`` ``set_trace_call
     cd /work/main && python bench/sql_count.py [--chats 20] [--per-chat 3]
 
 Warms up with one message in each chat, then counts the statements of ``chats × per-chat``
-messages (each chat's session already exists, as on a normal day) and prints them per
-message, grouped by statement (literals as ``?``, whitespace squeezed).
+messages (each chat's session already exists, as on a normal day; the chats take turns, or
+with ``--one-by-one`` each chat's messages come in a row) and prints them per message, grouped by statement (literals as ``?``, whitespace squeezed).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def shape(sql: str) -> str:
     return re.sub(r"\s+", " ", _LITERAL.sub("?", sql.strip()))
 
 
-async def run(chats: int, per_chat: int) -> None:
+async def run(chats: int, per_chat: int, one_by_one: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chela-sql-count-"))
     llm = FakeLLM(keep_requests=False)
     await llm.start()
@@ -60,10 +60,16 @@ async def run(chats: int, per_chat: int) -> None:
     db = d.store.db  # type: ignore[attr-defined]
     db.set_trace_callback(lambda sql: seen.update([shape(sql)]))
     n = chats * per_chat
-    for k in range(per_chat):
+    if one_by_one:  # each chat's messages in a row, each after the last reply
         for c in range(chats):
-            tg.inject_timed(BASE + c, f"message {k} from chat {c}")
-    await wait_replies(tg, n, 60)
+            for k in range(per_chat):
+                tg.inject_timed(BASE + c, f"message {k} from chat {c}")
+                await wait_replies(tg, c * per_chat + k + 1, 60)
+    else:  # the chats take turns
+        for k in range(per_chat):
+            for c in range(chats):
+                tg.inject_timed(BASE + c, f"message {k} from chat {c}")
+        await wait_replies(tg, n, 60)
     await asyncio.sleep(0.3)
     db.set_trace_callback(None)
     await d.stop()
@@ -79,8 +85,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--chats", type=int, default=20)
     ap.add_argument("--per-chat", type=int, default=3)
+    ap.add_argument(
+        "--one-by-one",
+        action="store_true",
+        help="each chat's messages in a row, one at a time (an owner writing from one chat)",
+    )
     a = ap.parse_args()
-    asyncio.run(run(a.chats, a.per_chat))
+    asyncio.run(run(a.chats, a.per_chat, a.one_by_one))
 
 
 if __name__ == "__main__":
