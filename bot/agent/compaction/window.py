@@ -21,7 +21,10 @@ from bot.store import WindowRow
 from .plan import is_turn_start
 
 PEEK = 16  # the newest rows read to find what a session gained since its last turn
-SESSIONS = 32  # sessions whose view stays decoded (least recently used ones leave)
+# sessions whose view stays decoded (the least recently used leaves): a view is at most
+# about one context window of text (compaction keeps it there), so memory stays bounded;
+# a session that left is read whole once on its next turn, as every turn was before
+SESSIONS = 8
 
 
 class _Source(Protocol):

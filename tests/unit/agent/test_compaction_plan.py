@@ -216,3 +216,18 @@ def test_the_summary_request_fits_the_summary_models_window(tmp_path):
         CHOICE.reset(token)
     assert b.window == 200_000
     assert comp.count_text(body) + b.summary_cap <= 8000
+
+
+def test_only_the_last_sessions_stay_decoded(tmp_path):
+    store = Store(tmp_path / "state.db")
+    keys = ["agent:main:a", "agent:main:b", "agent:main:c"]
+    for k in keys:
+        store.commit_turn(k, "t", fixed_turn(0))
+    cache = WindowCache(store, limit=50, sessions=2)
+    for k in keys:
+        cache.rows(k, None)
+    assert cache.full_reads == 3
+    cache.rows("agent:main:c", None)  # still held: no whole read
+    assert cache.full_reads == 3
+    assert [r.message for r in cache.rows("agent:main:a", None)] == fixed_turn(0)  # had left
+    assert cache.full_reads == 4
