@@ -143,7 +143,7 @@ def store_idle(db_path: Path) -> bool:
     """For a daemon in another process: its database has no inbound row left to handle and
     no outbox row queued or sending (the process may still be busy; pair it with the
     platform fake's own evidence, e.g. :func:`tg_taken`)."""
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    db = sqlite3.connect(db_path)
     try:
         pending = db.execute("SELECT COUNT(*) FROM inbound WHERE status='pending'").fetchone()
         unsent = db.execute(

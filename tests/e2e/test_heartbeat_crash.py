@@ -22,7 +22,8 @@ from pathlib import Path
 
 from bot.store import Store
 from tests.fakes.llm import text
-from tests.e2e.test_crash import kill9, start, stop, write_config
+from tests.e2e.harness import store_idle
+from tests.e2e.test_crash import eventually, kill9, start, stop, write_config
 
 OWNER = 42
 ALERT = "ALERT: the nightly backup failed"
@@ -108,7 +109,9 @@ async def test_kill_9_between_a_heartbeat_turn_and_its_send_delivers_it_once(tmp
         proc = start(cfg, log_path)
         await tg.wait_for(lambda: alerts(tg), timeout=60)
         await duplicates_since(db_path, time.time())  # heartbeats ran again after the restart
-        await asyncio.sleep(1.5)  # anything sent twice would show up now
+        # a heartbeat found the alert a duplicate, and nothing is queued or sending: anything
+        # sent twice would have shown up by now
+        await eventually(lambda: store_idle(db_path), timeout=30)
     finally:
         rc = stop(proc)
     assert alerts(tg) == [ALERT]  # delivered exactly once
@@ -122,7 +125,7 @@ async def test_heartbeat_without_a_kill_is_delivered_once(tmp_path, llm, tg):
     try:
         await tg.wait_for(lambda: alerts(tg), timeout=60)
         await duplicates_since(db_path, time.time())
-        await asyncio.sleep(1.5)
+        await eventually(lambda: store_idle(db_path), timeout=30)
     finally:
         rc = stop(proc)
     assert alerts(tg) == [ALERT]

@@ -5,13 +5,13 @@ Discord; and the HTTP API's replies stay the response to their request.
 
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 
 from bot.store import Store
 from channels.base import InboundMessage
-from tests.e2e import make_config, running
+from tests.e2e import eventually, make_config, running
+from tests.e2e.harness import settled, signal_taken
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.llm import last_user_text, text
 from tests.fakes.signal import FakeSignalCli
@@ -54,9 +54,9 @@ async def test_signal_messages_waiting_at_start_up_are_answered_once_in_order(tm
     # before the daemon has recovered the stored one
     sig.inject_message(ALICE, "message one")
     sig.inject_message(ALICE, "message two")
-    async with running(cfg):
+    async with running(cfg) as d:
         await sig.wait_for_sent(3, timeout=30)
-        await asyncio.sleep(1.0)
+        await settled(d, signal_taken(d, sig))
     assert [s["message"] for s in sig.sent] == [
         "re message zero",
         "re message one",
@@ -88,11 +88,14 @@ async def test_discord_messages_waiting_at_start_up_are_answered_once_in_order(
     cfg = make_config(tmp_path, llm, channels={"discord": section})
     dm = dc.add_dm_channel(DC_ALICE, "alice")
     left_over(cfg, "discord", f"user:{DC_ALICE}", str(DC_ALICE), "message zero", "1")
-    async with running(cfg):
+    async with running(cfg) as d:
         await dc.wait_for_clients(1, timeout=30)
         await dc.inject_message(dm, "message one", author_id=DC_ALICE, username="alice")
         await dc.wait_for_sent(2, timeout=30)
-        await asyncio.sleep(1.0)
+        # Discord's gateway has no acknowledgement to wait for: both messages are stored
+        # (the waiting one and message one, answered), so the daemon idle means done
+        await eventually(lambda: len(d.store.inbound_with_status("done")) == 2)
+        await settled(d)
     assert [m["content"] for m in dc.sent] == ["re message zero", "re message one"]
     assert all(m["body"].get("nonce") and m["body"].get("enforce_nonce") for m in dc.sent)
     assert len({m["body"]["nonce"] for m in dc.sent}) == 2
