@@ -5,12 +5,14 @@ SQLITE_FULL ("database or disk is full") a full file system gives."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 
 from tests.e2e import eventually, running
 from tests.e2e.test_outbox import CHATS, cfg_for, echo, replies
+
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
 def lines(caplog, text: str) -> list[str]:
@@ -33,11 +35,16 @@ async def test_a_full_disk_is_said_naming_the_state_dir_not_once_per_failure(
         for k in range(1, 40):  # enough rows that the pages left are used up
             for c in CHATS:
                 tg.inject_message(c, f"c{c}-m{k}" + " pad" * 200, from_id=c)
-        for _ in range(200):
-            if lines(caplog, "out of space"):
-                break
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(2)  # more writes fail meanwhile: no line per failure
+        writes: list[str] = []  # every write statement SQLite is asked to run
+        d.store.db.set_trace_callback(
+            lambda sql: writes.append(sql) if sql.lstrip().upper().startswith(WRITES) else None
+        )
+        await eventually(lambda: lines(caplog, "out of space"), timeout=20)
+        # more writes are tried meanwhile: no line per failure.  (Measured: the page limit
+        # here makes only the first write fail, so this does not yet see a second failure.)
+        tried = len(writes)
+        await eventually(lambda: len(writes) >= tried + 2, timeout=20)
+        d.store.db.set_trace_callback(None)
         d.store.db.execute("PRAGMA max_page_count = 1073741823")  # space is back
         await tg.wait_for_sent(3 * 39, timeout=120)
         await eventually(lambda: said(caplog)[-1:] == ["room"], timeout=30)
