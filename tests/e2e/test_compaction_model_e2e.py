@@ -94,3 +94,33 @@ async def test_a_session_on_a_bigger_model_is_not_compacted_early(tmp_path, llm,
         assert d.store.summary(KEY) is None
     assert not any(is_summary(r) or has_summary(r) for r in llm.requests)
     assert {r["model"] for r in llm.requests} == {"big-model"}
+
+
+def window_in(status: str) -> int:
+    line = next(x for x in status.splitlines() if x.startswith("Context:"))
+    return int(line.split("(window ")[1].split(",")[0])
+
+
+async def test_status_context_and_compact_follow_the_session_model(tmp_path, llm, tg):
+    """/status and /context report the window of the model the session is on, and /compact's
+    memory flush (a turn of the session) goes to that model; before /model they report the
+    main model's window.  The summary itself is written by the summary model
+    (agent.compaction.model, else agent.model), whatever the session is on."""
+    llm.context_window = 10**9
+    async with FakeLLM(model="small-model", context_window=SMALL) as small:
+        alias = {"model": "openai/small-model", "api_base": small.base_url}
+        cfg = cfg_for(
+            tmp_path, llm, tg, main_window=BIG, models={"small": alias | {"context_window": SMALL}}
+        )
+        async with running(cfg) as d:
+            await long_history(tg, 3)
+            assert window_in(await say(tg, "/status")) == BIG  # the twin: the main model
+            assert await say(tg, "/model small") == "Now using openai/small-model."
+            assert window_in(await say(tg, "/status")) == SMALL
+            assert f"(window {SMALL}:" in await say(tg, "/context")
+            flushes_before = len([r for r in llm.requests if is_flush(r)])
+            await say(tg, "/compact")
+            assert d.store.summary(KEY) is not None
+        assert any(is_flush(r) for r in small.requests)  # the session's model
+        assert len([r for r in llm.requests if is_flush(r)]) == flushes_before
+        assert any(is_summary(r) for r in llm.requests)  # the summary model: agent.model

@@ -124,11 +124,15 @@ async def think(call: CommandCall, ports: CommandPorts) -> str:
 
 
 @contextlib.contextmanager
-def as_the_session(cfg: Config, store: Store, session: str) -> Iterator[None]:
-    """Build prompts as the session's turn would (its model and thinking level in the
-    Runtime line), for /context; calls no model (the choice names no client)."""
+def as_the_session(
+    cfg: Config, store: Store, session: str, client: object = None
+) -> Iterator[None]:
+    """Work as the session's turn would: its model and thinking level in the Runtime line
+    (/context), and with ``client`` (the agent's main model client) its window for the
+    context figures and its model for /compact's calls (SPEC §10, §17.2).  Without a
+    client the choice names none, so no model call follows it."""
     token = CHOICE.set(
-        Choice(None, session_model(cfg, store, session), session_effort(cfg, store, session))
+        Choice(client, session_model(cfg, store, session), session_effort(cfg, store, session))
     )
     try:
         yield

@@ -22,7 +22,8 @@ async def status(call: CommandCall, ports: CommandPorts) -> str:
     cfg, store = ports.cfg, ports.store
     s = store.session(call.key)
     now = datetime.now(zone(cfg)).strftime("%Y-%m-%d %H:%M %Z")
-    u = await ports.agent.context_usage(ports.turn_request(call))
+    with controls.as_the_session(cfg, store, call.key, main_client(ports)):
+        u = await ports.agent.context_usage(ports.turn_request(call))
     model = controls.session_model(cfg, store, call.key)
     thinking = controls.session_thinking(cfg, store, call.key)
     return (
@@ -35,7 +36,14 @@ async def status(call: CommandCall, ports: CommandPorts) -> str:
 
 
 async def compact(call: CommandCall, ports: CommandPorts) -> str:
-    return await ports.agent.compact_now(ports.turn_request(call), call.args)
+    """Compacted for the session's model, whose calls write the flush and the summary."""
+    with controls.as_the_session(ports.cfg, ports.store, call.key, main_client(ports)):
+        return await ports.agent.compact_now(ports.turn_request(call), call.args)
+
+
+def main_client(ports: CommandPorts) -> object:
+    """The client the session's ``/model`` choice applies to (the run stage's, SPEC §17.2)."""
+    return getattr(ports.agent, "llm", None)
 
 
 def context_kind(args: str) -> ContextKind:
@@ -53,12 +61,9 @@ async def context(call: CommandCall, ports: CommandPorts) -> str:
     req = ports.turn_request(call)
     with controls.as_the_session(ports.cfg, ports.store, call.key):
         ctx = ports.agent.prompt_context(req)
-    return context_report(
-        ports.agent.cache.get(ctx),
-        ctx,
-        context_kind(call.args),
-        usage=await ports.agent.context_usage(req),
-    )
+    with controls.as_the_session(ports.cfg, ports.store, call.key, main_client(ports)):
+        usage = await ports.agent.context_usage(req)
+    return context_report(ports.agent.cache.get(ctx), ctx, context_kind(call.args), usage=usage)
 
 
 async def activation(call: CommandCall, ports: CommandPorts) -> str:
