@@ -154,6 +154,18 @@ def store_idle(db_path: Path) -> bool:
         db.close()
 
 
+def stored(d: Daemon, channel: str, *message_ids: object) -> Callable[[], bool]:
+    """The daemon stored these platform messages as inbound rows: the evidence, on a platform
+    that acknowledges nothing (Discord's gateway), that its sink took them."""
+    want = {str(m) for m in message_ids}
+
+    def taken() -> bool:
+        rows = d.store.db.execute("SELECT message_id FROM inbound WHERE channel=?", (channel,))
+        return want <= {r[0] for r in rows}
+
+    return taken
+
+
 def tg_taken(fake) -> Callable[[], bool]:
     """Every injected Telegram update confirmed: the channel confirms an update's offset only
     after the daemon's sink returned for it (stored or refused)."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
+import logging
 
 import pytest
 
 from tests.e2e import all_text, eventually, make_config, running, system_prompt
 from tests.fakes.discord import FakeDiscord
+from tests.e2e.harness import settled, stored
 from tests.fakes.llm import text
 
 DC_TOKEN = "discord-test-token"
@@ -47,18 +48,14 @@ def cfg(tmp_path, llm, dc, monkeypatch):
     return dc_config(tmp_path, llm, dc, monkeypatch, groups=[str(GENERAL)])
 
 
-async def quiet(seconds: float = 0.8) -> None:
-    await asyncio.sleep(seconds)
-
-
 async def test_dm_gets_reply(cfg, llm, dc):
     llm.script(text("Hello **Alice**!"))
-    async with running(cfg):
+    async with running(cfg) as d:
         await dc.wait_for_clients(1)
         dm = dc.add_dm_channel(ALICE, "alice")
         await dc.inject_message(dm, "hi there", author_id=ALICE, username="alice")
         sent = await dc.wait_for_sent(1, timeout=15)
-        await quiet(0.3)
+        await settled(d)
     assert len(dc.sent) == 1
     assert sent[0]["channel_id"] == dm
     assert sent[0]["content"] == "Hello **Alice**!"  # native Markdown
@@ -68,24 +65,28 @@ async def test_dm_gets_reply(cfg, llm, dc):
     assert "## Group Chat Context" not in system_prompt(llm.requests[0])
 
 
-async def test_group_mention_gating_and_pending_history(cfg, llm, dc):
-    async with running(cfg):
+async def test_group_mention_gating_and_pending_history(cfg, llm, dc, caplog):
+    caplog.set_level(logging.INFO, logger="chela.router")
+    async with running(cfg) as d:
         await dc.wait_for_clients(1)
-        await dc.inject_message(GENERAL, "the deploy broke at noon", author_id=5, username="bob")
-        await quiet(1.0)
+        mid = await dc.inject_message(
+            GENERAL, "the deploy broke at noon", author_id=5, username="bob"
+        )
+        await settled(d, stored(d, "discord", mid))
         assert dc.sent == [] and llm.requests == []
         # not allowlisted channel: ignored even with a mention
         await dc.inject_message(
             OTHER, f"<@{BOT_ID}> hello", author_id=5, username="bob", mentions=[BOT_ID]
         )
-        await quiet(0.5)
+        # not stored: the router's log line is the evidence it was taken and dropped
+        await settled(d, lambda: "reason=group not allowlisted" in caplog.text)
         assert dc.sent == [] and llm.requests == []
         llm.script(text("Looking into it."))
         await dc.inject_message(
             GENERAL, f"<@{BOT_ID}> what happened?", author_id=5, username="bob", mentions=[BOT_ID]
         )
         sent = await dc.wait_for_sent(1, timeout=15)
-        await quiet(0.3)
+        await settled(d)
     assert len(dc.sent) == 1 and sent[0]["channel_id"] == GENERAL
     assert sent[0]["content"] == "Looking into it."
     assert len(llm.requests) == 1
@@ -97,12 +98,12 @@ async def test_group_mention_gating_and_pending_history(cfg, llm, dc):
 
 async def test_no_reply_is_silent(cfg, llm, dc):
     llm.script(text("NO_REPLY"))
-    async with running(cfg):
+    async with running(cfg) as d:
         await dc.wait_for_clients(1)
         dm = dc.add_dm_channel(ALICE, "alice")
         await dc.inject_message(dm, "ok thanks", author_id=ALICE, username="alice")
         await llm.wait_for_requests(1, timeout=15)
-        await quiet(0.8)
+        await settled(d)
     assert dc.sent == []
     assert not [c for c in dc.calls if c["method"] == "POST" and c["path"].endswith("/messages")]
 
@@ -126,12 +127,12 @@ async def test_long_answer_is_chunked_within_limits(cfg, llm, dc):
     long_answer = "\n".join(lines) + "\n\n" + "\n\n".join(paragraphs)
     assert 9000 > len(long_answer) > 5000
     llm.script(text(long_answer))
-    async with running(cfg):
+    async with running(cfg) as d:
         await dc.wait_for_clients(1)
         dm = dc.add_dm_channel(ALICE, "alice")
         await dc.inject_message(dm, "long please", author_id=ALICE, username="alice")
         await dc.wait_for_sent(4, timeout=15)
-        await quiet(1.0)
+        await settled(d)
     chunks = [s["content"] for s in dc.sent]
     assert len(chunks) >= 4
     assert all(0 < len(c) <= 2000 for c in chunks)
@@ -145,13 +146,13 @@ async def test_long_answer_is_chunked_within_limits(cfg, llm, dc):
 
 async def test_media_markers_link_and_upload(cfg, llm, dc):
     llm.script(text("Here you go\n[IMAGE:https://example.com/a.png]\n[DOCUMENT:report.pdf]"))
-    async with running(cfg):
+    async with running(cfg) as d:
         (cfg.agent.workspace / "report.pdf").write_bytes(b"%PDF-1.4 fake")
         await dc.wait_for_clients(1)
         dm = dc.add_dm_channel(ALICE, "alice")
         await dc.inject_message(dm, "send files", author_id=ALICE, username="alice")
         await dc.wait_for_sent(3, timeout=15)
-        await quiet(0.5)
+        await settled(d)
     sent = dc.sent
     assert len(sent) == 3
     assert sent[0]["content"] == "Here you go" and sent[0]["files"] == []
@@ -163,12 +164,12 @@ async def test_media_markers_link_and_upload(cfg, llm, dc):
 
 
 async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, dc):
-    async with running(cfg):
+    async with running(cfg) as d:
         await dc.wait_for_clients(1)
         dm = dc.add_dm_channel(77, "eve")
         await dc.inject_message(dm, "let me in", author_id=77, username="eve")
         sent = await dc.wait_for_sent(2, timeout=15)
-        await quiet(0.5)
+        await settled(d)
         owner_dm = dc.add_dm_channel(ALICE)  # the one the daemon opened for the owner
     assert len(dc.sent) == 2 and sent[0]["channel_id"] == dm
     assert "Pairing code" in sent[0]["content"] and "77" in sent[0]["content"]
@@ -180,7 +181,7 @@ async def test_unknown_dm_sender_gets_pairing_code(cfg, llm, dc):
 
 async def test_reply_to_bot_message_counts_as_mention(cfg, llm, dc):
     llm.script(text("First answer."), text("Follow-up answer."))
-    async with running(cfg):
+    async with running(cfg) as d:
         await dc.wait_for_clients(1)
         await dc.inject_message(
             GENERAL, f"<@{BOT_ID}> question", author_id=5, username="bob", mentions=[BOT_ID]
@@ -193,10 +194,10 @@ async def test_reply_to_bot_message_counts_as_mention(cfg, llm, dc):
         await dc.wait_for_sent(2, timeout=15)
         # a reply to someone else's message is not
         other = await dc.inject_message(GENERAL, "unrelated", author_id=6, username="carol")
-        await dc.inject_message(
+        agreed = await dc.inject_message(
             GENERAL, "agreed", author_id=5, username="bob", referenced_message_id=other
         )
-        await quiet(1.0)
+        await settled(d, stored(d, "discord", other, agreed))
     assert [s["content"] for s in dc.sent] == ["First answer.", "Follow-up answer."]
     assert len(llm.requests) == 2
 
