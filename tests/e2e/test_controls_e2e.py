@@ -12,6 +12,7 @@ from bot.model import choice
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import delay, error, text, tool_calls
 from tests.e2e.test_stop_e2e import alive
+from tests.e2e.harness import settled, tg_taken
 
 OWNER, GUEST, GROUP = 42, 555, -1001
 SLOW = 4  # seconds the slow model call would take (the fake server waits it out at teardown)
@@ -43,7 +44,7 @@ async def test_stop_during_a_slow_model_call_answers_stopped_and_nothing_else(tm
         tg.inject_message(OWNER, "write me an essay", from_id=OWNER)
         await llm.wait_for_requests(1, timeout=15)
         assert await _say(tg, 1, OWNER, "/stop") == "Stopped."
-        await asyncio.sleep(0.5)
+        await settled(d, tg_taken(tg))
         assert sent_texts(tg) == ["Stopped."]
         assert [m["role"] for m in history(d, OWNER_KEY)] == ["user"]
         assert not d.router.runner.running(OWNER_KEY)

@@ -288,7 +288,9 @@ async def test_offset_advances_only_after_sink_returns(fake, channel):
     uid = fake.inject_message(42, "persist me", from_id=42)
     await channel.start(sink)
     await asyncio.wait_for(sink.entered.wait(), 5)
-    await asyncio.sleep(1.5)  # longer than a poll: nothing may be confirmed
+    # this wait IS about time: the loop must not poll (and so confirm) while a sink call
+    # hangs, and a poll is a non-event there is no signal for; 1.5 s is longer than a poll
+    await asyncio.sleep(1.5)
     assert (fake.confirmed_offset or 0) <= uid
     assert [u["update_id"] for u in fake.pending_updates] == [uid]
     sink.gate.set()
