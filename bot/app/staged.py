@@ -98,6 +98,7 @@ async def import_core(cfg: Config, stop: asyncio.Event) -> ModuleType | None:
     ``stop`` comes first.  A daemon thread, not the loop's executor: ``asyncio.run`` would
     join an executor thread at exit, holding a stop for the rest of the import."""
     done: concurrent.futures.Future[ModuleType] = concurrent.futures.Future()
+    done.set_running_or_notify_cancel()  # a waiter that gives up cannot cancel it under the thread
     thread = threading.Thread(target=_load_core, args=(cfg, done), name="core-import")
     thread.daemon = True
     thread.start()
