@@ -50,6 +50,8 @@ class LeanBot(Bot):
     instead of becoming a ``Message`` (``Message.de_json`` of a sendMessage answer cost
     as much CPU as the HTTP call itself; the sender reads only ``message_id``)."""
 
+    __slots__ = ()
+
     async def _post(self, endpoint: str, data: Any = None, **kwargs: Any) -> Any:
         result = await super()._post(endpoint, data, **kwargs)
         answers = _RAW.get()
@@ -152,7 +154,7 @@ class Sender:
             result = await getattr(bot, _PTB_METHOD[call.method])(**kwargs, **options)
         finally:
             _RAW.reset(token)
-        return answers[0] if answers else result
+        return answers[-1] if answers else result  # the call's own answer comes last
 
     async def _send(self, call: ApiCall, what: str = "") -> Any:
         """One planned call with ``_call``'s retries: its answer JSON."""
