@@ -108,13 +108,14 @@ async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):
 
 def _idle(d: Daemon) -> bool:
     """Nothing left to do in ``d``: every stored inbound message handled, no lane with a
-    job, no background reply of the router, nothing queued or sending in the outbox."""
+    job, no background reply of the router, nothing queued or sending in the outbox and no
+    send outcome waiting for the disk.  (It reads the daemon's own state; it changes nothing.)"""
     if d.store.unfinished_inbound():
         return False
     lanes, router, outbox = d.lanes, d.router, d.outbox
     if lanes._workers or lanes._running or router._tasks or router._queued:
         return False
-    if outbox.pending() or outbox._workers:
+    if outbox.pending() or outbox._workers or outbox._unsaved:
         return False
     counts = d.store.outbox_counts()
     return not (counts.get("queued") or counts.get("sending"))
@@ -123,7 +124,10 @@ def _idle(d: Daemon) -> bool:
 async def settled(d: Daemon, *consumed, timeout: float = 15.0) -> None:
     """Return once ``d`` has handled everything the platforms gave it: each ``consumed``
     predicate holds (the fake says the channel took all it was sent: :func:`tg_taken`,
-    :func:`slack_taken`, :func:`signal_taken`) and the daemon is idle (:func:`_idle`).
+    :func:`slack_taken`, :func:`signal_taken`, or :func:`stored` where the platform acks
+    nothing) and the daemon is idle (:func:`_idle`).  A behaviour that IS about time (a
+    retry's backoff, a periodic scan) is observed through what it leaves (attempt counts in
+    the store, the fake's request log), not through this.
 
     A negative check is then: inject, ``await settled(d, ...)``, assert nothing happened; it
     waits for the reason (the message went through the daemon), not for a guessed second.
