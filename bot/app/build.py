@@ -12,19 +12,20 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bot.app.channels import SecretMissing, build_channel, enabled_channels
+from bot.app.channels import SPECS, SecretMissing, build_channel, enabled_channels
 from bot.config import Config
 from bot.store import Store, StoreError
 from channels.base import Channel
 
 log = logging.getLogger("chela.daemon")
 
-# channels started once the core exists: the HTTP channel serves the Control UI (it needs the
-# router), and Signal takes each envelope from signal-cli for good, so one held at the gate by
-# a stop would be lost.  The others start first: a message at the gate stays with the platform
-# (Telegram's offset, Slack's acknowledgement), or Discord's gateway, which replays nothing,
-# would not have delivered it to a daemon that was not connected yet either.
-AFTER_CORE = frozenset({"http", "signal"})
+# channels started once the core exists (their descriptor's after_core): the HTTP channel
+# serves the Control UI (it needs the router), and a channel that takes each message from the
+# platform for good on receipt would lose one held at the gate by a stop.  The others start
+# first: a message at the gate stays with the platform (an unconfirmed update, an unacknowledged
+# event), or, on a gateway that replays nothing, would not have reached a daemon that was not
+# connected yet either.
+AFTER_CORE = frozenset(name for name, spec in SPECS.items() if spec.after_core)
 
 
 def prepare_dirs(cfg: Config) -> None:

@@ -61,6 +61,9 @@ class ChannelSpec:
     settings: tuple[Setting, ...] = ()  # what `chela onboard` asks for besides
     # `chela doctor`'s authenticated request (bot.app.probes)
     probe: Callable[[Any, Config], Awaitable[probes.Probe]] | None = None
+    # `chela run` starts it once the core exists (bot.app.build.AFTER_CORE): it needs the
+    # router, or it takes a message from the platform for good on receipt
+    after_core: bool = False
 
     @property
     def title(self) -> str:
@@ -194,8 +197,9 @@ SPECS: dict[str, ChannelSpec] = {
                 ),
             ),
             probe=probes.signal,
+            after_core=True,  # signal-cli hands each envelope over once
         ),
-        ChannelSpec("http", "channels.http:HttpChannel", _http),
+        ChannelSpec("http", "channels.http:HttpChannel", _http, after_core=True),  # the UI
     )
 }
 
