@@ -15,9 +15,10 @@ def _tool_result_content(message: dict) -> bool:
 
 
 class SummariesMixin(SessionsMixin):
-    def summary(self, key: str) -> dict | None:
-        """The session's current summary (of its current epoch), or None."""
-        return self._summary(key, self.session(key)["epoch"])
+    def summary(self, key: str, *, epoch: int | None = None) -> dict | None:
+        """The session's current summary (of its current epoch, or of ``epoch`` when the
+        caller has just read it), or None."""
+        return self._summary(key, self.session(key)["epoch"] if epoch is None else epoch)
 
     def _summary(self, key: str, epoch: int) -> dict | None:
         r = self.db.execute(
@@ -44,13 +45,19 @@ class SummariesMixin(SessionsMixin):
             "SELECT COUNT(*) FROM summaries WHERE session_key=? AND epoch=?", (key, epoch)
         ).fetchone()[0]
 
-    def window(self, key: str, *, limit: int) -> list[WindowRow]:
+    def window(
+        self, key: str, *, limit: int, epoch: int | None = None, after: int | None = None
+    ) -> list[WindowRow]:
         """The messages in the model's view: those after the current summary, newest
         ``limit`` of them, oldest first, never starting with a tool result.  The query
-        reads only rows after the summary, so its cost does not grow with the session."""
-        epoch = self.session(key)["epoch"]
-        s = self._summary(key, epoch)
-        after = s["upto_id"] if s else 0
+        reads only rows after the summary, so its cost does not grow with the session.
+        A caller that has just read the session's ``epoch`` and its summary (``after``: the
+        summary's ``upto_id``, 0 for none) passes them, and neither is read again."""
+        if epoch is None:
+            epoch = self.session(key)["epoch"]
+        if after is None:
+            s = self._summary(key, epoch)
+            after = s["upto_id"] if s else 0
         rows = self.db.execute(
             "SELECT id, role, data, tokens FROM messages WHERE session_key=? AND epoch=? AND id>?"
             " ORDER BY id DESC LIMIT ?",

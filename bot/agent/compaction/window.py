@@ -28,7 +28,9 @@ SESSIONS = 8
 
 
 class _Source(Protocol):
-    def window(self, key: str, *, limit: int) -> list[WindowRow]: ...
+    def window(
+        self, key: str, *, limit: int, epoch: int | None = None, after: int | None = None
+    ) -> list[WindowRow]: ...
 
 
 class WindowCache:
@@ -42,16 +44,21 @@ class WindowCache:
         self._views: OrderedDict[str, tuple[int, list[WindowRow]]] = OrderedDict()
         self.full_reads = 0  # how many times a view was read whole (tests, benches)
 
-    def rows(self, key: str, summary: dict | None) -> list[WindowRow]:
+    def rows(self, key: str, summary: dict | None, epoch: int | None = None) -> list[WindowRow]:
         """The session's messages after ``summary`` (the store's current one), newest
         ``limit`` of them, oldest first, never starting with a tool result: what
-        ``Store.window`` returns."""
+        ``Store.window`` returns.  With the session's ``epoch`` (read together with
+        ``summary``) the store reads neither again."""
         mark = int(summary["id"]) if summary else 0
+        # the store's window starts after this summary, in this epoch: no second look-up
+        where = (
+            {} if epoch is None else {"epoch": epoch, "after": summary["upto_id"] if summary else 0}
+        )
         hit = self._views.get(key)
-        rows = self._extended(key, hit[1]) if hit is not None and hit[0] == mark else None
+        rows = self._extended(key, hit[1], where) if hit is not None and hit[0] == mark else None
         if rows is None:
             self.full_reads += 1
-            rows = self.store.window(key, limit=self.limit)
+            rows = self.store.window(key, limit=self.limit, **where)
         self._views[key] = (mark, rows)
         self._views.move_to_end(key)
         while len(self._views) > self.sessions:
@@ -60,13 +67,15 @@ class WindowCache:
         # a field of a message it sends (its content, say) cannot change the next turn's
         return [WindowRow(r.id, r.role, dict(r.message), r.tokens) for r in rows]
 
-    def _extended(self, key: str, cached: list[WindowRow]) -> list[WindowRow] | None:
+    def _extended(
+        self, key: str, cached: list[WindowRow], where: dict[str, int]
+    ) -> list[WindowRow] | None:
         """The cached view with the rows stored since, or None when the newest rows do not
         continue it (read the view whole then)."""
         if not cached:
             return None
         last = cached[-1].id
-        recent = self.store.window(key, limit=self.peek)
+        recent = self.store.window(key, limit=self.peek, **where)
         if not recent or recent[0].id > last:
             return None
         known = [r.id for r in recent if r.id <= last]
