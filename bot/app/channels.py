@@ -89,16 +89,22 @@ class ChannelSpec:
 
 
 # ------------------------------------------------------------------------- the adapters
-def _telegram(cfg: Config, t: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    from bot.conversation.commands import COMMANDS
+def telegram_menu() -> list[tuple[str, str]]:
+    """The chat's command menu, read when the adapter publishes it (after its first poll:
+    the command table imports most of the core, which the first poll does not need)."""
+    from bot.conversation.commands import menu
 
+    return menu()
+
+
+def _telegram(cfg: Config, t: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
     return {
         "token": secret["token_env"],
         "api_base": t.api_base,
         "media_dir": media,
         "poll_timeout": t.poll_timeout,
         "chunk_limit": t.text_chunk_limit,
-        "commands": [(n, c.help) for n, c in COMMANDS.items()],  # the chat's command menu
+        "commands": telegram_menu,  # the chat's command menu
     }
 
 

@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from telegram import Bot, BotCommand
@@ -89,7 +90,7 @@ class TelegramChannel(Channel):
         backoff_initial: float = 1.0,
         backoff_max: float = 30.0,
         allowed_updates: tuple[str, ...] = ("message",),
-        commands: list[tuple[str, str]] | None = None,
+        commands: list[tuple[str, str]] | Callable[[], list[tuple[str, str]]] | None = None,
         album_wait: float = 1.0,
     ) -> None:
         if not token:
@@ -119,7 +120,10 @@ class TelegramChannel(Channel):
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.allowed_updates = list(allowed_updates)
-        self.commands = list(commands or [])  # (name, description) for the chat's command menu
+        # (name, description) for the chat's command menu, or what gives them when the menu is
+        # published (after the first poll: the core's command table is not needed to poll)
+        self.commands = commands if callable(commands) else list(commands or [])
+        self._menu: asyncio.Task[None] | None = None
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
         self._bot: Bot | None = None
@@ -196,6 +200,11 @@ class TelegramChannel(Channel):
             album_wait=self.album_wait,
         )
         self._task = asyncio.create_task(self._poller.run(), name=f"telegram-poll-{self.account}")
+        # the menu follows the first poll: it never delays the first message
+        self._menu = asyncio.create_task(
+            self._publish_commands(self._bot, self._poller.polled),
+            name=f"telegram-menu-{self.account}",
+        )
 
     async def open_for_sending(self) -> None:
         if self._bot is None:
@@ -210,7 +219,6 @@ class TelegramChannel(Channel):
             await asyncio.wait_for(bot.initialize(), self.start_timeout)
             if receive:
                 await asyncio.wait_for(bot.delete_webhook(), self.start_timeout)
-                await self._publish_commands(bot)
         except BaseException as exc:
             await self._close_requests(bot)
             logging.getLogger(_PTB_LOGGER).removeFilter(self._redactor)
@@ -239,21 +247,34 @@ class TelegramChannel(Channel):
             "" if receive else ", for sending only",
         )
 
-    async def _publish_commands(self, bot: Bot) -> None:
-        """setMyCommands, so the commands show in the client's menu; a failure only costs the menu."""
-        if not self.commands:
-            return
+    async def _publish_commands(self, bot: Bot, polled: asyncio.Event) -> None:
+        """setMyCommands, so the commands show in the client's menu; a failure only costs the
+        menu.  It waits for the first getUpdates to come back (at most a second, by when it is
+        on the wire), and a menu given as a callable is read in a thread: the first message
+        never waits for the menu, nor for what building it imports."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(polled.wait(), 1.0)
         try:
+            given = self.commands
+            commands = await asyncio.to_thread(given) if callable(given) else given
+            if not commands:
+                return
             await asyncio.wait_for(
-                bot.set_my_commands([BotCommand(n, d[:256]) for n, d in self.commands]),
+                bot.set_my_commands([BotCommand(n, d[:256]) for n, d in commands]),
                 self.start_timeout,
             )
         except (TimeoutError, TelegramError) as exc:
             log.warning("telegram[%s]: could not set the command menu: %s", self.account, exc)
+        except Exception:
+            log.exception("telegram[%s]: could not set the command menu", self.account)
 
     async def stop(self) -> None:
         if self._stopping is not None:
             self._stopping.set()
+        menu, self._menu = self._menu, None
+        if menu is not None and not menu.done():
+            menu.cancel()
+            await asyncio.gather(menu, return_exceptions=True)
         task, self._task = self._task, None
         if task is not None:
             try:

@@ -58,6 +58,7 @@ class Poller:
         self.backoff_max = backoff_max
         self.album_wait = album_wait
         self._delay = backoff_initial
+        self.polled = asyncio.Event()  # a getUpdates call has come back (or stalled)
         self._offset: int | None = None  # next offset to confirm (last handled update_id + 1)
         self._confirmed: int | None = None  # offset the server has last been told
         # an album being collected: (chat:media_group_id, {update_id: message})
@@ -111,6 +112,7 @@ class Poller:
             )
         finally:
             stop.cancel()
+            self.polled.set()
         if fetch not in done:
             fetch.cancel()
             await asyncio.gather(fetch, return_exceptions=True)
