@@ -66,10 +66,22 @@ def resolve(cfg: Config, name: str) -> str | None:
 def session_model(cfg: Config, store: Store, session: str) -> str:
     """The session's model: its ``/model`` choice while that is still configured, else
     ``agent.model``."""
-    chosen = _settings(store, session).get("model")
+    return _model_of(cfg, _settings(store, session))
+
+
+def _model_of(cfg: Config, settings: dict[str, Any]) -> str:
+    chosen = settings.get("model")
     if chosen and any(m == chosen for _, m in choices(cfg)):
         return str(chosen)
     return cfg.agent.model
+
+
+def session_choice(cfg: Config, store: Store, session: str) -> tuple[str, str]:
+    """The session's model and what its calls send as ``reasoning_effort`` ("" =
+    nothing), from one read of its settings (a turn needs both; nothing is cached, so a
+    ``/model`` or ``/think`` counts from the next turn on)."""
+    settings = _settings(store, session)
+    return _model_of(cfg, settings), _effort_of(cfg, settings)
 
 
 def _listing(cfg: Config, current: str) -> str:
@@ -101,13 +113,21 @@ async def model(call: CommandCall, ports: CommandPorts) -> str:
 # --------------------------------------------------------------------------- thinking
 def session_thinking(cfg: Config, store: Store, session: str) -> str:
     """The session's thinking level: its ``/think`` choice, else ``agent.thinking``."""
-    level = _settings(store, session).get("thinking") or cfg.agent.thinking
+    return _thinking_of(cfg, _settings(store, session))
+
+
+def _thinking_of(cfg: Config, settings: dict[str, Any]) -> str:
+    level = settings.get("thinking") or cfg.agent.thinking
     return level if level in LEVELS else "off"
 
 
 def session_effort(cfg: Config, store: Store, session: str) -> str:
     """What the session's model calls send as ``reasoning_effort`` ("" = nothing)."""
-    level = session_thinking(cfg, store, session)
+    return _effort_of(cfg, _settings(store, session))
+
+
+def _effort_of(cfg: Config, settings: dict[str, Any]) -> str:
+    level = _thinking_of(cfg, settings)
     return "" if level == "off" else level
 
 
@@ -131,9 +151,7 @@ def as_the_session(
     (/context), and with ``client`` (the agent's main model client) its window for the
     context figures and its model for /compact's calls (SPEC §10, §17.2).  Without a
     client the choice names none, so no model call follows it."""
-    token = CHOICE.set(
-        Choice(client, session_model(cfg, store, session), session_effort(cfg, store, session))
-    )
+    token = CHOICE.set(Choice(client, *session_choice(cfg, store, session)))
     try:
         yield
     finally:
