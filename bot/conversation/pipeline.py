@@ -424,14 +424,9 @@ class Conversation:
             msg, key, turn.text, verdict, include_intro=True, media=turn.media, api=api
         )
         ch, pol = self.channels.get(msg.channel), self.policy(msg.channel)
+        model, effort = controls.session_choice(self.cfg, self.store, key)  # SPEC §17.2, §17.3
         outcome = await self.runner.run(
-            req,
-            msg,
-            ch,
-            pol,
-            lambda: self._live_output(ch, pol, msg),
-            model=controls.session_model(self.cfg, self.store, key),  # SPEC §17.2, §17.3
-            effort=controls.session_effort(self.cfg, self.store, key),
+            req, msg, ch, pol, lambda: self._live_output(ch, pol, msg), model=model, effort=effort
         )
         if outcome.result is None:  # stopped: the user message is kept, no answer
             await self._commit_stopped(inbound_id, msg, req, outcome.turn, api)
