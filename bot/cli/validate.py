@@ -160,9 +160,9 @@ def key_problems(cfg: Config) -> list[tuple[str, str]]:
 
 def tool_warnings(cfg: Config) -> list[str]:
     """Names in tools.enabled/tools.guest that are no tool (a typo silently loses the tool)."""
-    from bot.agent.tools import builtin_tools
+    from bot.config.tools import BUILTIN_TOOLS
 
-    known = set(builtin_tools()) | set(_CONFIG_TOOLS)
+    known = set(BUILTIN_TOOLS) | set(_CONFIG_TOOLS)
     out = []
     for key in ("enabled", "guest"):
         for name in getattr(cfg.tools, key):

@@ -32,6 +32,9 @@ DEFAULT_TOOLS = [
     "message",
     "session_status",
 ]
+# Every built-in tool's name, for checking tools.enabled/guest without importing the tools
+# (`chela run` checks its config before the first poll); tests hold it equal to the registry's
+BUILTIN_TOOLS = (*DEFAULT_TOOLS, "sessions_spawn", "cron")
 # Tools a guest turn never gets, whatever tools.guest says (SPEC §9).
 OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
 
