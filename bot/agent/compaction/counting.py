@@ -64,7 +64,7 @@ class Counting:
         self._windows: dict[str, int] = {}  # model -> window, once its metadata is known
         self._litellm_needed = litellm_needed(cfg)
         self._text_tokens: dict[Any, int] = {}
-        self._tools_tokens: dict[tuple[int, str], tuple[object, int]] = {}
+        self._tools_tokens: dict[tuple[int, str], tuple[object, int, int]] = {}
         self._counters: dict[str, Callable[[dict], int]] = {self.model: message_counter(cfg)}
         # stored counts are made with agent.model's tokenizer; a session on a model whose
         # tokenizer differs gets each stored message recounted once: (message id, model)
@@ -124,17 +124,19 @@ class Counting:
 
     def _tools_count(self, tools: list[dict], model: str) -> int:
         """The tool schemas' tokens, counted once per schema list (the agent keeps one list
-        per trust level, so a turn does not serialise them again); the entry holds the list
-        itself, so its id cannot be reused while it is cached."""
+        per trust level and builds new ones when its tools change, e.g. an MCP server's list,
+        so a turn does not serialise them again); the entry holds the list itself, so its
+        id cannot be reused while it is cached, and its length: a list grown or shrunk in
+        place is counted again."""
         key = (id(tools), model)
         hit = self._tools_tokens.get(key)
-        if hit is not None and hit[0] is tools:
+        if hit is not None and hit[0] is tools and hit[2] == len(tools):
             return hit[1]
         text = json.dumps(tools, ensure_ascii=False, sort_keys=True)
         n = self._cached_text(("tools", model, text), text, model)
         if len(self._tools_tokens) > 64:
             self._tools_tokens.clear()
-        self._tools_tokens[key] = (tools, n)
+        self._tools_tokens[key] = (tools, n, len(tools))
         return n
 
     def window(self, model: str = "") -> int:

@@ -1,0 +1,64 @@
+"""The tool schemas' tokens in the compaction budget (SPEC §10) are counted once per tool
+list, and again whenever the list changes: an MCP server that offers more tools (the agent
+rebuilds its lists) or a list grown in place."""
+
+from __future__ import annotations
+
+from bot.agent.tools import Tool, schema
+from bot.agent.turn import Agent
+from bot.prompt.context import ToolSpec
+from bot.store import Store
+from tests.e2e import make_config
+
+SYSTEM = "You are a test assistant."
+
+
+class FakeMcp:
+    def __init__(self) -> None:
+        self.offered: list[Tool] = []
+
+    def tools(self) -> list[Tool]:
+        return list(self.offered)
+
+
+async def _echo(args, ctx) -> str:
+    return "ok"
+
+
+def _tool(name: str) -> Tool:
+    desc = {"type": "string", "description": "what to look up " * 20}
+    return Tool(name, "an MCP tool that looks things up", schema({"q": desc}), _echo)
+
+
+class _Nowhere:
+    base_url = "http://127.0.0.1:9/v1"  # never called: no turn runs
+
+
+def _agent(tmp_path, mcp: FakeMcp) -> Agent:
+    cfg = make_config(tmp_path, _Nowhere(), tools={"enabled": ["read"]})
+    return Agent(cfg, Store(":memory:"), mcp=mcp)
+
+
+def _tool_tokens(agent: Agent, tools: list[dict] | None) -> int:
+    return agent.compactor.budget(SYSTEM, tools).tools
+
+
+def test_an_mcp_refresh_is_counted_again(tmp_path):
+    mcp = FakeMcp()
+    mcp.offered = [_tool("mcp_one")]
+    agent = _agent(tmp_path, mcp)
+    before = _tool_tokens(agent, agent._openai_tools("owner"))
+    assert before == _tool_tokens(agent, agent._openai_tools("owner"))  # cached: the same
+    mcp.offered.append(_tool("mcp_two"))
+    agent.refresh_tools()  # what the MCP manager's on_change calls
+    after = _tool_tokens(agent, agent._openai_tools("owner"))
+    assert after > before + 50
+
+
+def test_a_list_grown_in_place_is_counted_again(tmp_path):
+    agent = _agent(tmp_path, FakeMcp())
+    tools = list(agent._openai_tools("owner") or [])
+    before = _tool_tokens(agent, tools)
+    t = _tool("mcp_three")
+    tools.append(ToolSpec(t.name, t.summary, t.parameters).openai_schema())
+    assert _tool_tokens(agent, tools) > before
