@@ -46,13 +46,21 @@ class SummariesMixin(SessionsMixin):
         ).fetchone()[0]
 
     def window(
-        self, key: str, *, limit: int, epoch: int | None = None, after: int | None = None
+        self,
+        key: str,
+        *,
+        limit: int,
+        epoch: int | None = None,
+        after: int | None = None,
+        known: int = 0,
     ) -> list[WindowRow]:
         """The messages in the model's view: those after the current summary, newest
         ``limit`` of them, oldest first, never starting with a tool result.  The query
         reads only rows after the summary, so its cost does not grow with the session.
         A caller that has just read the session's ``epoch`` and its summary (``after``: the
-        summary's ``upto_id``, 0 for none) passes them, and neither is read again."""
+        summary's ``upto_id``, 0 for none) passes them, and neither is read again.  Rows
+        up to id ``known`` (a caller that holds them decoded) come back with an empty
+        message: only their id, role and count are read."""
         if epoch is None:
             epoch = self.session(key)["epoch"]
         if after is None:
@@ -66,7 +74,7 @@ class SummariesMixin(SessionsMixin):
         out: list[WindowRow] = []
         missing: list[tuple[int, int]] = []
         for mid, role, data, stored_tokens in reversed(rows):
-            msg = json.loads(data)
+            msg = json.loads(data) if mid > known or stored_tokens is None else {}
             tokens = stored_tokens
             if tokens is None:  # stored before token counts existed: count once, keep it
                 tokens = self._count(msg)

@@ -29,7 +29,13 @@ SESSIONS = 8
 
 class _Source(Protocol):
     def window(
-        self, key: str, *, limit: int, epoch: int | None = None, after: int | None = None
+        self,
+        key: str,
+        *,
+        limit: int,
+        epoch: int | None = None,
+        after: int | None = None,
+        known: int = 0,
     ) -> list[WindowRow]: ...
 
 
@@ -75,7 +81,8 @@ class WindowCache:
         if not cached:
             return None
         last = cached[-1].id
-        recent = self.store.window(key, limit=self.peek, **where)
+        # the rows already held are not decoded again (only their ids are compared)
+        recent = self.store.window(key, limit=self.peek, known=last, **where)
         if not recent or recent[0].id > last:
             return None
         known = [r.id for r in recent if r.id <= last]
