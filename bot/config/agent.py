@@ -14,6 +14,13 @@ from .clock import check_zone
 from .durations import parse_duration
 
 
+def window_tokens(v: int) -> int:
+    """A context window: 0 (from the model's metadata) or at least 1000 tokens."""
+    if 0 < v < 1000:
+        raise ValueError("use 0 (from the model's metadata) or at least 1000 tokens")
+    return v
+
+
 class CompactionConfig(Model):
     """``[agent.compaction]``: token-budgeted history and summaries (SPEC §10)."""
 
@@ -27,9 +34,7 @@ class CompactionConfig(Model):
     @field_validator("context_window")
     @classmethod
     def _window(cls, v: int) -> int:
-        if 0 < v < 1000:
-            raise ValueError("use 0 (from the model's metadata) or at least 1000 tokens")
-        return v
+        return window_tokens(v)
 
 
 class FallbackModel(Model):
@@ -45,9 +50,7 @@ class FallbackModel(Model):
     @field_validator("context_window")
     @classmethod
     def _window(cls, v: int) -> int:
-        if 0 < v < 1000:
-            raise ValueError("use 0 (from the model's metadata) or at least 1000 tokens")
-        return v
+        return window_tokens(v)
 
     @field_validator("model")
     @classmethod
