@@ -461,6 +461,7 @@ async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_c
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg))
     caplog.set_level("INFO", logger="chela")
     async with running(cfg):
+        await tg.wait_for_call("setMyCommands", timeout=15)  # published after the first poll
         assert [c["command"] for c in tg.commands] == list(COMMANDS)
         assert all(c["description"] for c in tg.commands)
         tg.inject_message(555, "hi", from_id=555)  # not the owner: pairing

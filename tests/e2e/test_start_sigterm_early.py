@@ -1,0 +1,66 @@
+"""`chela run` takes SIGTERM as a stop from its first moment (exit 0, no traceback), also
+while its first imports run, before the daemon's event loop installs its own handlers.
+
+The signal is sent by the process to itself when the import of ``bot.config`` begins (a
+meta-path finder that only watches), so the test does not depend on timing.  The twin:
+another subcommand keeps the default action, and a normal start and stop exits 0."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KILL_AT_IMPORT = """
+import os, signal, sys
+
+class KillAt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bot.config":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+sys.meta_path.insert(0, KillAt())
+sys.argv = ["chela", *sys.argv[1:]]
+from bot.__main__ import entry
+entry()
+"""
+
+
+def chela_killed_at_import(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", KILL_AT_IMPORT, *args],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_sigterm_during_the_first_imports_of_chela_run_exits_0(tmp_path):
+    out = chela_killed_at_import(tmp_path, "run", "--config", str(tmp_path / "none.toml"))
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_other_commands_keep_the_default_action(tmp_path):
+    out = chela_killed_at_import(tmp_path, "check", "--config", str(tmp_path / "none.toml"))
+    assert out.returncode == -signal.SIGTERM
+
+
+def test_the_module_is_light():
+    """Nothing heavy is imported before the handler is installed."""
+    code = "import sys, bot.__main__; print(sorted(m for m in sys.modules if m.startswith('bot')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "['bot', 'bot.__main__']"
