@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import ast
 import functools
-from pathlib import Path
 
 import pytest
 from tests.architecture import tree
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # file -> why it may open outbound connections itself.  MAY ONLY SHRINK.
 ALLOWED: dict[str, str] = {
@@ -61,15 +59,6 @@ CLIENT_MODULES = frozenset(
 )
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else node.attr
-    return ""
-
-
 def _is_client_module(name: str) -> bool:
     return any(name == m or name.startswith(m + ".") for m in CLIENT_MODULES)
 
@@ -90,23 +79,19 @@ def outbound_uses(source: str) -> list[str]:
                     if a.name in CONSTRUCTORS or f"aiohttp.{a.name}" in CONSTRUCTORS
                 ]
         elif isinstance(node, ast.Call):
-            name = _dotted(node.func)
+            name = tree.dotted(node.func)
             if name in CONSTRUCTORS or name.rsplit(".", 1)[-1] in CONSTRUCTORS:
                 found.append(f"{name}(")
     return found
 
 
-def product_files() -> list[Path]:
-    return [p for pkg in ("bot", "channels") for p in sorted((ROOT / pkg).rglob("*.py"))]
-
-
 @functools.cache  # one scan per session: three tests read it, none changes it
 def scan() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for p in product_files():
+    for p in tree.product_files():
         uses = outbound_uses(p.read_text(encoding="utf-8"))
         if uses:
-            out[str(p.relative_to(ROOT))] = uses
+            out[str(p.relative_to(tree.ROOT))] = uses
     return out
 
 

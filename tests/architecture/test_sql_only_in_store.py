@@ -17,12 +17,10 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from pathlib import Path
 
 import pytest
 from tests.architecture import tree
 
-ROOT = Path(__file__).resolve().parents[2]
 STORE = "bot/store/"
 
 # file -> why it may run SQL itself.  MAY ONLY SHRINK.
@@ -48,24 +46,13 @@ SQL_TEXT = re.compile(
 )
 
 
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else node.attr
-    if isinstance(node, ast.Call):
-        return _dotted(node.func) + "()"
-    return ""
-
-
 def _names_a_database(receiver: ast.AST) -> bool:
     """``db``, ``self.db``, ``store.db``, ``conn``, ``self._conn``, ``sqlite3.connect(..)``,
     ``x.cursor()`` ..."""
     if isinstance(receiver, ast.Call):
-        last = _dotted(receiver.func).rsplit(".", 1)[-1]
+        last = tree.dotted(receiver.func).rsplit(".", 1)[-1]
         return last in ("connect", "cursor")
-    last = _dotted(receiver).rsplit(".", 1)[-1].lstrip("_").lower()
+    last = tree.dotted(receiver).rsplit(".", 1)[-1].lstrip("_").lower()
     return last in DB_NAMES or last.endswith(("_db", "_conn", "_cursor"))
 
 
@@ -108,19 +95,15 @@ def sql_calls(source: str) -> list[str]:
         receiver, method = node.func.value, node.func.attr
         first = _text_of(node.args[0]) if node.args else ""
         if method in ALWAYS_SQL or driver or _names_a_database(receiver) or SQL_TEXT.match(first):
-            found.append((node.lineno, f"{node.lineno}: {_dotted(receiver)}.{method}("))
+            found.append((node.lineno, f"{node.lineno}: {tree.dotted(receiver)}.{method}("))
     return [call for _, call in sorted(found)]
-
-
-def product_files() -> list[Path]:
-    return [p for pkg in ("bot", "channels") for p in sorted((ROOT / pkg).rglob("*.py"))]
 
 
 @functools.cache  # one scan per session: several tests read it, none changes it
 def scan() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for p in product_files():
-        rel = p.relative_to(ROOT).as_posix()
+    for p in tree.product_files():
+        rel = p.relative_to(tree.ROOT).as_posix()
         if rel.startswith(STORE):
             continue
         calls = sql_calls(p.read_text(encoding="utf-8"))
