@@ -275,29 +275,45 @@ def _is_write(sql: str) -> bool:
     return sql.lstrip()[:7].upper().startswith(_WRITES)
 
 
+_execute = sqlite3.Connection.execute
+_executemany = sqlite3.Connection.executemany
+
+
 class _Connection(sqlite3.Connection):
     """A connection that tells its :class:`SpaceAlarm` when a write fails for lack of space
-    and when a write is durable again (autocommit, or a COMMIT)."""
+    and when a write is durable again (autocommit, or a COMMIT).  The two methods call the
+    base class directly (no closure, no ``super()``): they run for every statement."""
 
     alarm: SpaceAlarm | None = None
 
-    def _watch(self, run: Callable[[], sqlite3.Cursor], sql: str) -> sqlite3.Cursor:
-        try:
-            cur = run()
-        except sqlite3.OperationalError as e:
-            if self.alarm is not None and storage_full(e):
-                self.alarm.failed(e)
-            raise
+    def _failed(self, e: sqlite3.OperationalError) -> None:
+        if self.alarm is not None and storage_full(e):
+            self.alarm.failed(e)
+
+    def _durable(self, sql: str) -> None:
         alarm = self.alarm
         if alarm is not None and alarm.full and not self.in_transaction and _is_write(sql):
             alarm.ok()
-        return cur
 
     def execute(self, sql: str, parameters=(), /) -> sqlite3.Cursor:
-        return self._watch(lambda: super(_Connection, self).execute(sql, parameters), sql)
+        try:
+            cur = _execute(self, sql, parameters)
+        except sqlite3.OperationalError as e:
+            self._failed(e)
+            raise
+        if self.alarm is not None and self.alarm.full:
+            self._durable(sql)
+        return cur
 
     def executemany(self, sql: str, parameters, /) -> sqlite3.Cursor:
-        return self._watch(lambda: super(_Connection, self).executemany(sql, parameters), sql)
+        try:
+            cur = _executemany(self, sql, parameters)
+        except sqlite3.OperationalError as e:
+            self._failed(e)
+            raise
+        if self.alarm is not None and self.alarm.full:
+            self._durable(sql)
+        return cur
 
 
 def _unusable(path: str, e: BaseException) -> str:
