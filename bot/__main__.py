@@ -6,6 +6,7 @@ which is most of a start.  The daemon's event loop installs its own handlers onc
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 
@@ -18,6 +19,9 @@ def _stop_while_starting(signum: int, frame: object) -> None:
 def entry() -> None:
     if sys.argv[1:2] == ["run"]:
         signal.signal(signal.SIGTERM, _stop_while_starting)
+        # no cyclic collection while start-up imports what lives as long as the daemon: it
+        # is switched on, with those objects frozen, once the daemon is ready (bot/app/heap.py)
+        gc.disable()
     from bot.cli import entry as command_line
 
     command_line()

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
+from bot.app import heap
 from bot.app.build import AFTER_CORE, early_channels, open_store
 from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
 from bot.app.staged import Gate, first_of, import_core
@@ -411,9 +412,11 @@ class Daemon:
             self.on_change()
             try:
                 await self.start()
+                heap.settle()
                 await self._stop.wait()
             finally:
                 await self.stop()
+                heap.release()
         finally:
             lock.release()
         return 0
