@@ -44,6 +44,7 @@ import ctypes.util
 import errno
 import logging
 import os
+import select
 import struct
 import sys
 import threading
@@ -132,6 +133,10 @@ class _Inotify:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))
         self.fd = fd
+        # whether events are queued, asked without a failing read (an exception costs a
+        # few µs on every prompt look-up; a zero-timeout poll well under one)
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLIN)
         self._add = libc.inotify_add_watch
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self._add.restype = ctypes.c_int
@@ -143,6 +148,8 @@ class _Inotify:
 
     def read(self) -> bytes:
         """Pending event bytes; b"" when none."""
+        if not self._poll.poll(0):
+            return b""
         chunks = []
         while True:
             try:
@@ -168,6 +175,7 @@ class _Inotify:
     def close(self) -> None:
         if self.fd >= 0:
             try:
+                self._poll.unregister(self.fd)
                 os.close(self.fd)
             finally:
                 self.fd = -1
