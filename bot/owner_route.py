@@ -63,8 +63,8 @@ def record(store: Store, msg: InboundMessage, *, trust: str | None, proactive: b
         "trust": "owner",
         "at": time.time(),
     }
+    store.put_many(dict.fromkeys(keys, route))  # one statement, one transaction
     for k in keys:
-        store.put(k, route)
         written[k] = where
     return True
 

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from bot.store.db import Database
+
+
+def kv_upsert(n: int) -> str:
+    """ONE statement that writes ``n`` keys (bound as key, value, key, value, ...)."""
+    return "INSERT OR REPLACE INTO kv(key, value) VALUES " + ",".join(["(?,?)"] * n)
+
+
+def kv_params(values: Mapping[str, Any]) -> list[str]:
+    return [x for k, v in values.items() for x in (k, json.dumps(v))]
 
 
 class KvMixin(Database):
@@ -17,3 +27,8 @@ class KvMixin(Database):
         self.db.execute(
             "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)", (key, json.dumps(value))
         )
+
+    def put_many(self, values: Mapping[str, Any]) -> None:
+        """Write several keys in ONE statement (so one transaction): all of them or none."""
+        if values:
+            self.db.execute(kv_upsert(len(values)), kv_params(values))
