@@ -144,8 +144,14 @@ def _client_errors(target: Target, limits: Limits) -> Iterator[None]:
 def endpoint_pool(headers: Mapping[str, str]) -> aiohttp.ClientSession:
     """A long-lived session with kept-alive connections for a model endpoint the owner
     configured (the Chat Completions path, bot.model.openai_compat); per-call timeouts are
-    the caller's.  Never for a URL someone else chose."""
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), headers=dict(headers))
+    the caller's.  Never for a URL someone else chose.  No cookie jar: a model endpoint has
+    no use for cookies, and a Set-Cookie from one endpoint must not ride along to the next
+    request (or to another endpoint on the same host)."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0),
+        headers=dict(headers),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
 
 
 def endpoint_session(timeout: float, headers: Mapping[str, str]) -> aiohttp.ClientSession:
