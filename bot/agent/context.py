@@ -122,6 +122,63 @@ def prompt_context(
     )
 
 
+def context_key(req: TurnRequest) -> tuple:
+    """Everything of a request that ``prompt_context`` reads (besides its trust level's
+    tools): two requests with the same key get equal contexts."""
+    return (
+        req.trust,
+        req.session_kind,
+        req.channel,
+        req.account,
+        req.chat_type,
+        req.group_id,
+        req.group_title,
+        tuple(req.capabilities),
+        req.reactions,
+        req.extra_context,
+        req.file_root if req.trust == "guest" else None,
+    )
+
+
+class PromptContexts:
+    """``prompt_context`` for one agent, memoized: a turn of a channel runtime context seen
+    before gets the very ``PromptContext`` object of the last one, which the prompt cache
+    finds by identity (no hashing or comparing of its ~40 fields, no rebuilding it).
+
+    The key is what varies between turns: the request's fields (:func:`context_key`), the
+    tools' tuple (by identity: the agent builds new tuples when its tools change), the
+    session's ``/model`` and ``/think`` (:func:`turn_model`) and the time zone's name (the
+    host's, when the config names none).  The config, the owner hash secret and the
+    runtime facts are the agent's for its lifetime (a new config builds a new agent)."""
+
+    def __init__(
+        self, cfg: Config, hash_secret: str, runtime: RuntimeInfo, *, max_entries: int = 512
+    ) -> None:
+        self.cfg = cfg
+        self.hash_secret = hash_secret
+        self.runtime = runtime
+        self.max_entries = max(1, max_entries)
+        self._memo: dict[tuple, PromptContext] = {}
+
+    def get(self, req: TurnRequest, tools: tuple[ToolSpec, ...]) -> PromptContext:
+        cfg = self.cfg
+        key = (id(tools), turn_model(cfg), zone_name(cfg), context_key(req))
+        ctx = self._memo.get(key)
+        if ctx is not None and ctx.tools is tools:
+            return ctx
+        ctx = prompt_context(cfg, req, tools, self.hash_secret, self.runtime)
+        if len(self._memo) >= self.max_entries:
+            del self._memo[next(iter(self._memo))]  # the oldest
+        self._memo[key] = ctx
+        return ctx
+
+    def clear(self) -> None:
+        self._memo.clear()
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+
 # ------------------------------------------------------------------------ user turn text
 def format_user_turn(
     msg,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Awaitable, Callable
 
 from bot.agent.context import (
-    prompt_context,
+    PromptContexts,
     MAX_USER_TEXT,
     format_user_turn,
     gather_runtime_info,
@@ -122,6 +122,7 @@ class Agent:
         self.compactor = Compactor(cfg, store, llm_factory=llm_factory, main_llm=self.llm)
         self.gate = self.compactor.gate  # every model call passes it (SPEC §9.5)
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
+        self._contexts = PromptContexts(cfg, self._hash_secret, self.runtime)
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
 
@@ -162,13 +163,14 @@ class Agent:
             self.cache.invalidate()
         self.registry, self.guest_registry = registry, guest
         self._tool_specs = specs
+        contexts = getattr(self, "_contexts", None)  # None while __init__ runs
+        if contexts is not None:
+            contexts.clear()  # keyed by the old tuples: never hit again
         self._openai_tool_cache: dict[str, list[dict]] = {}
 
     # ------------------------------------------------------------------ prompt context
     def prompt_context(self, req: TurnRequest) -> PromptContext:
-        return prompt_context(
-            self.cfg, req, self._tool_specs[req.trust], self._hash_secret, self.runtime
-        )
+        return self._contexts.get(req, self._tool_specs[req.trust])
 
     def system_prompt(self, req: TurnRequest) -> str:
         return self.cache.get(self.prompt_context(req)).text
