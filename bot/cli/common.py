@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bot.app.staged import not_gate_closed
+from bot.cli.log_lines import LineOnce, LogFile
 from channels.redact import RedactSecrets
 from bot.config import Config, ConfigError, load_config
 
@@ -76,7 +77,7 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
         handler: logging.Handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
     else:
         handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(LineOnce("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # a stop during start-up is no channel fault (before RedactSecrets, which turns a record's
     # exception into text)
     handler.addFilter(not_gate_closed)
@@ -85,6 +86,10 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # the line names no source file, thread or process: the logging HOWTO's "Optimization"
+    # switches spare every record the stack walk and the lookups that would fill them in
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     for noisy in _CHATTY.split():
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -100,15 +105,11 @@ def log_file(cfg: Config) -> Path:
 
 def add_log_file(cfg: Config) -> Path:
     """Also write the log to :func:`log_file` (0600), rotated at 5 MB, 3 old files kept."""
-    from logging.handlers import RotatingFileHandler
-
     from bot.private import private_dir, private_file
 
     path = log_file(cfg)
     private_dir(path.parent)
-    handler = RotatingFileHandler(
-        path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
-    )
+    handler = LogFile(path, LOG_MAX_BYTES, LOG_BACKUPS)
     # 0600 before the first line (the directory is 0700 too, which also covers a rotated file)
     private_file(path)
     root = logging.getLogger()
