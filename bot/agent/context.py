@@ -19,6 +19,7 @@ from bot.prompt.context import PromptContext, RuntimeInfo
 from bot.rules.untrusted import clean_inline, quoted
 
 if TYPE_CHECKING:
+    from bot.agent.tools.base import ExecPolicy
     from bot.agent.request import TurnRequest
     from bot.prompt.context import ToolSpec
 
@@ -39,6 +40,22 @@ def gather_runtime_info(cfg: Config) -> RuntimeInfo:
         arch=platform.machine(),
         python=platform.python_version(),
         shell=os.path.basename(os.environ.get("SHELL", "")),
+    )
+
+
+def exec_policy(cfg: Config, hidden: tuple[str, ...]) -> ExecPolicy:
+    """The exec policy of the config's turns (``hidden``: paths sandboxed commands never
+    see): frozen, its allow list a tuple, so the agent makes it once for all its turns."""
+    from bot.agent.tools.base import ExecPolicy
+
+    ex = cfg.tools.exec
+    return ExecPolicy(
+        security=ex.security,
+        allow=tuple(ex.allow),
+        timeout_seconds=ex.timeout_seconds,
+        sandbox=ex.sandbox == "on",
+        network=ex.network,
+        hidden=hidden,
     )
 
 

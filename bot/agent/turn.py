@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from bot.agent.context import (
     PromptContexts,
     MAX_USER_TEXT,
+    exec_policy,
     format_user_turn,
     gather_runtime_info,
     zone,
@@ -125,6 +126,8 @@ class Agent:
         self._contexts = PromptContexts(cfg, self._hash_secret, self.runtime)
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
+        self._exec_policy = exec_policy(cfg, self._hidden)  # every turn's: made once
+        self._media_dir = cfg.media_dir
 
     @property
     def cron_api(self) -> Any:
@@ -340,28 +343,20 @@ class Agent:
         )
 
     def tool_context(self, req: TurnRequest):
-        from bot.agent.tools import ExecPolicy, ToolContext
+        from bot.agent.tools import ToolContext
         from bot.agent.tools.session import with_origin
 
         a = self.cfg.agent
         owner = req.trust == "owner"
-        ex = self.cfg.tools.exec
         return ToolContext(
             file_root=self.file_root(req),
             trust=req.trust,
             session_key=req.session_key,
             agent_id=a.id,
-            media_dir=self.cfg.media_dir if owner else None,
-            timezone=self.cfg.agent.timezone,
+            media_dir=self._media_dir if owner else None,
+            timezone=a.timezone,
             model=a.model,
-            exec_policy=ExecPolicy(
-                security=ex.security,
-                allow=list(ex.allow),
-                timeout_seconds=ex.timeout_seconds,
-                sandbox=ex.sandbox == "on",
-                network=ex.network,
-                hidden=self._hidden,
-            ),
+            exec_policy=self._exec_policy,  # one for every turn: frozen, its list a tuple
             send_message=self._sender_for(req.route, owner=owner),
             spawn_subagent=(lambda task, label: self._spawn(task, label, req))
             if req.kind != "subagent"
