@@ -101,6 +101,54 @@ async def _tg_calls(tg_base: str, calls: int) -> float:
     return spent / calls * 1000
 
 
+async def _tg_layer(calls: int) -> float:
+    """Our Telegram layer alone (Sender → LeanBot → PTB → a request that encodes the form
+    like AiohttpRequest and answers at once): µs of CPU per typing+send pair, no socket."""
+    import urllib.parse
+
+    from telegram.request import BaseRequest
+
+    from channels.base import OutboundMessage
+    from channels.telegram.send import LeanBot, Sender
+
+    sent = b'{"ok":true,"result":{"message_id":5,"chat":{"id":42,"type":"private"},"date":1}}'
+
+    class Stub(BaseRequest):
+        read_timeout = 5.0
+
+        async def initialize(self) -> None: ...
+
+        async def shutdown(self) -> None: ...
+
+        async def do_request(self, url, method, request_data=None, **kw):  # type: ignore[no-untyped-def]
+            body = urllib.parse.urlencode(request_data.json_parameters).encode()
+            assert body and not request_data.multipart_data
+            if url.endswith("sendChatAction"):
+                return 200, b'{"ok":true,"result":true}'
+            return 200, sent
+
+    bot = LeanBot(TOKEN, request=Stub(), get_updates_request=Stub())
+    sender = Sender(
+        lambda: bot,
+        account="bench",
+        chunk_limit=4096,
+        request_timeout=5.0,
+        send_retries=3,
+        max_retry_after=30.0,
+        backoff_initial=0.5,
+        backoff_max=5.0,
+    )
+    msg = OutboundMessage(chat_id="42", text="Here is the answer to your question, in a line.")
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.process_time()
+        for _ in range(calls):
+            await sender.typing("42")
+            await sender.send(msg)
+        best = min(best, time.process_time() - t0)
+    return best / calls * 1e6
+
+
 async def _model_calls(llm_base: str, calls: int) -> float:
     from bot.model import openai_compat
 
@@ -119,6 +167,7 @@ async def _measure(where: dict, calls: int) -> dict:
 
     logging.disable(logging.WARNING)
     return {
+        "tg layer us": await _tg_layer(calls),
         "tg typing+send ms": await _tg_calls(where["tg"], calls),
         "model call ms": await _model_calls(where["llm"], calls),
     }
