@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from typing import Any
 
 from telegram import Bot, InputFile, ReactionTypeEmoji, ReplyParameters
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TimedOut
+from telegram.request import RequestData
 from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import ChannelError, OutboundMessage
@@ -52,6 +54,24 @@ class LeanBot(Bot):
 
     __slots__ = ()
 
+    async def _do_post(self, endpoint: str, data: Any, **timeouts: Any) -> Any:
+        """PTB's ``_do_post`` (after its defaults and None filtering), except that parameters
+        that are all plain (str, int, bool, lists of str/int) are encoded here, as PTB's
+        ``RequestData.json_parameters`` would encode them, without a ``RequestParameter`` per
+        value (PTB's conversion cost ~35 µs per call).  Anything else goes to PTB as before."""
+        form = plain_form(data)
+        if form is None:
+            return await super()._do_post(endpoint, data, **timeouts)
+        request = self._request[0] if endpoint == "getUpdates" else self._request[1]
+        self._LOGGER.debug("Calling Bot API endpoint `%s` with parameters `%s`", endpoint, data)
+        result = await request.post(
+            url=f"{self._base_url}/{endpoint}", request_data=form, **timeouts
+        )
+        self._LOGGER.debug(
+            "Call to Bot API endpoint `%s` finished with return value `%s`", endpoint, result
+        )
+        return result
+
     async def _post(self, endpoint: str, data: Any = None, **kwargs: Any) -> Any:
         result = await super()._post(endpoint, data, **kwargs)
         answers = _RAW.get()
@@ -59,6 +79,59 @@ class LeanBot(Bot):
             return result
         answers.append(result)
         return True  # what PTB's typed methods return without parsing anything
+
+
+class PlainForm(RequestData):  # type: ignore[misc]  # PTB marks it final; see below
+    """A call's parameters already encoded as PTB's ``RequestData`` encodes them: strings as
+    they are, everything else as JSON; no files.  A subclass (not a look-alike) so that any
+    ``BaseRequest`` reads it through RequestData's own API (``json_parameters``,
+    ``multipart_data``, ``contains_files``); tests/unit/channels/test_telegram_plain_form.py
+    holds its encoding equal to PTB's."""
+
+    __slots__ = ("_fields", "_values")
+
+    def __init__(self, values: dict[str, Any], fields: dict[str, str]) -> None:
+        super().__init__()
+        self._values = values
+        self._fields = fields
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    @property
+    def json_parameters(self) -> dict[str, str]:
+        return dict(self._fields)
+
+    @property
+    def multipart_data(self) -> dict[str, Any]:
+        return {}
+
+
+def _plain(value: Any) -> str | None:
+    """``value`` as PTB's ``RequestParameter.json_value`` gives it, for the exact types whose
+    encoding is plain (``str`` as is, else ``json.dumps``); None for anything else."""
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    if kind is list and all(type(v) is str or type(v) is int for v in value):
+        return json.dumps(value)
+    return None
+
+
+def plain_form(data: dict[str, Any]) -> PlainForm | None:
+    """The encoded form of a call's parameters when every value is plain, else None."""
+    fields: dict[str, str] = {}
+    for key, value in data.items():
+        encoded = _plain(value)
+        if encoded is None:
+            return None
+        fields[key] = encoded
+    return PlainForm(data, fields)
 
 
 def message_id(answer: Any) -> str:
