@@ -267,6 +267,7 @@ class FakeLLM:
         self.default: Callable[[dict], Any] = _echo_ok
         self._queue: list[Response] = []
         self._runner: web.AppRunner | None = None
+        self._closing: asyncio.Event | None = None  # set by stop(): delayed answers end now
         self._cond: asyncio.Condition | None = None
         self._ids = itertools.count(1)
         # like a real provider: a request over ``context_window`` tokens (messages and tool
@@ -312,8 +313,13 @@ class FakeLLM:
         server = site._server
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._cond = asyncio.Condition()
+        self._closing = asyncio.Event()
 
     async def stop(self) -> None:
+        if self._closing is not None:
+            # a reply still waiting out its delay ends now (the server's clean-up would
+            # otherwise wait for it: seconds per test whose daemon stopped mid-call)
+            self._closing.set()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -468,12 +474,24 @@ class FakeLLM:
             return await self._resolve(body, out)
         raise TypeError(f"unsupported fake response: {resp!r}")
 
+    async def _closed_during(self, seconds: float) -> bool:
+        """Wait ``seconds``; True when the fake began stopping meanwhile."""
+        if self._closing is None:
+            await asyncio.sleep(seconds)
+            return False
+        try:
+            await asyncio.wait_for(self._closing.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
     async def _respond(
         self, request: web.Request, body: dict, resp: Response | None
     ) -> web.StreamResponse:
         r = await self._resolve(body, resp)
         while r.kind == "delay":
-            await asyncio.sleep(r.seconds)
+            if await self._closed_during(r.seconds):
+                return web.Response(status=503)  # the fake is stopping
             r = await self._resolve(body, r.then)
         if r.kind == "drop":
             if request.transport is not None:
