@@ -415,6 +415,14 @@ class Database:
         except Exception:
             return estimate_tokens(message)
 
+    def _count_json(self, message: dict, dumped: str) -> int:
+        """:meth:`_count` of a message whose JSON (``json.dumps(message,
+        ensure_ascii=False)``) the caller has built: the estimate is taken from it instead
+        of encoding the message again; a tokenizer counts the message itself."""
+        if self.token_counter is estimate_tokens:
+            return len(dumped) // 4 + 4
+        return self._count(message)
+
     def _tx(self) -> _Tx:
         return _Tx(self.db)
 

@@ -34,7 +34,7 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         now = time.time()
         epoch = self.session(key)["epoch"]
         rows = [
-            (key, epoch, turn, kind, m.get("role", ""), s, len(s), self._count(m), now)
+            (key, epoch, turn, kind, m.get("role", ""), s, len(s), self._count_json(m, s), now)
             for m in messages
             for s in (json.dumps(m, ensure_ascii=False),)
         ]

@@ -1,0 +1,36 @@
+"""The token count commit_turn stores with each message (issue 28 item 5): with the
+estimate as the counter it is taken from the JSON the commit built (the message is not
+encoded a second time), and equals estimate_tokens(message); a model tokenizer is still
+asked for every message."""
+
+from __future__ import annotations
+
+import json
+
+from bot.store import Store, estimate_tokens
+
+TURN = [
+    {"role": "user", "content": "hé, what's up?"},
+    {"role": "assistant", "content": "all fine", "tool_calls": []},
+]
+
+
+def test_the_estimate_comes_from_the_json_the_commit_built(tmp_path):
+    store = Store(tmp_path / "s.db")
+    store.commit_turn("k", "t1", TURN)
+    tokens = [r[0] for r in store.db.execute("SELECT tokens FROM messages ORDER BY id")]
+    assert tokens == [estimate_tokens(m) for m in TURN]
+
+
+def test_a_tokenizer_still_counts_each_message(tmp_path):
+    """Twin: a model tokenizer (not the estimate) is asked for every message."""
+    asked: list[dict] = []
+
+    def counter(m: dict) -> int:
+        asked.append(m)
+        return 100 + len(json.dumps(m))
+
+    store = Store(tmp_path / "s.db", token_counter=counter)
+    store.commit_turn("k", "t1", TURN)
+    tokens = [r[0] for r in store.db.execute("SELECT tokens FROM messages ORDER BY id")]
+    assert asked == TURN and tokens == [100 + len(json.dumps(m)) for m in TURN]
