@@ -65,8 +65,11 @@ class Commit:
         inbound_id: int,
         outs: Sequence[OutboundMessage],
         state: dict[str, Any] | None = None,
+        *,
+        channel: str | None = None,
     ) -> list[int]:
-        """A model turn with its reply: the outbox row ids."""
+        """A model turn with its reply: the outbox row ids.  ``channel``: the inbound
+        message's (looked up from its row when not given)."""
         return await self.write(
             "storing a turn",
             lambda: self.store.commit_turn(
@@ -76,12 +79,19 @@ class Commit:
                 inbound_id=inbound_id,
                 outbound=[out_json(o) for o in outs],
                 usage=result.usage,
+                channel=channel,
                 state=state,
             ),
         )
 
     async def answer(
-        self, inbound_id: int, key: str, outs: Sequence[OutboundMessage], what: str
+        self,
+        inbound_id: int,
+        key: str,
+        outs: Sequence[OutboundMessage],
+        what: str,
+        *,
+        channel: str | None = None,
     ) -> list[int]:
         """An answer that is not a model turn (a command's, a refusal), with its message."""
         return await self.write(
@@ -93,6 +103,7 @@ class Commit:
                 inbound_id=inbound_id,
                 outbound=[out_json(o) for o in outs],
                 outbox_kind="command",
+                channel=channel,
             ),
         )
 
@@ -104,6 +115,8 @@ class Commit:
         turn: str,
         outs: Sequence[OutboundMessage] = (),
         state: dict[str, Any] | None = None,
+        *,
+        channel: str | None = None,
     ) -> list[int]:
         """A stopped turn: the user message is kept, no partial answer; ``outs``: what an
         HTTP API caller still gets (``reply.stopped_reply``), with its record (``state``)."""
@@ -119,6 +132,7 @@ class Commit:
                 msgs,
                 inbound_id=inbound_id,
                 outbound=[out_json(o) for o in outs] or None,
+                channel=channel,
                 state=state,
             ),
         )

@@ -334,7 +334,7 @@ class Conversation:
             )
             for text in replies.texts
         ]
-        await self._answer(inbound_id, call.key, outs, "storing a command answer")
+        await self._answer(inbound_id, call.key, outs, "storing a command answer", msg.channel)
 
     async def _immediate(self, inbound_id: int, call: CommandCall) -> None:
         await self._command(inbound_id, call)
@@ -344,10 +344,10 @@ class Conversation:
                 await ch.turn_done(call.msg.chat_id, call.msg.message_id)
 
     async def _answer(
-        self, inbound_id: int, key: str, outs: list[OutboundMessage], what: str
+        self, inbound_id: int, key: str, outs: list[OutboundMessage], what: str, channel: str
     ) -> None:
         """Store an answer that is not a model turn with its message, then deliver it."""
-        ids = await self.commit.answer(inbound_id, key, outs, what)
+        ids = await self.commit.answer(inbound_id, key, outs, what, channel=channel)
         await send.deliver_stored(self.outbox, ids)
 
     # --------------------------------------------------------------------------- turns
@@ -388,7 +388,13 @@ class Conversation:
         if msg.chat_type == "group":
             self.store.take_group_history(key)
         ids = await self.commit.stopped(
-            inbound_id, key, req, turn, stopped_reply(msg, api).outs, self._api_state(key, api)
+            inbound_id,
+            key,
+            req,
+            turn,
+            stopped_reply(msg, api).outs,
+            self._api_state(key, api),
+            channel=msg.channel,
         )
         await send.deliver_stored(self.outbox, ids)
 
@@ -470,7 +476,7 @@ class Conversation:
         state = self._api_state(key, api, reply.api_reply)  # in the same commit
         # the turn and its reply are stored together (retried while the disk is full: the
         # model is not asked again), then the outbox sends the reply
-        ids = await self.commit.turn(key, result, inbound_id, outs, state)
+        ids = await self.commit.turn(key, result, inbound_id, outs, state, channel=msg.channel)
         commit.last_route(self.store, msg, verdict.trust, bool(ch and ch.capabilities.proactive))
         await send.deliver_stored(self.outbox, ids)
 
@@ -479,7 +485,7 @@ class Conversation:
         out = OutboundMessage(
             chat_id=msg.chat_id, text=text, account=msg.account, error="invalid_request"
         )
-        await self._answer(inbound_id, key, [out], "storing an answer")
+        await self._answer(inbound_id, key, [out], "storing an answer", msg.channel)
 
     async def _retry_later(self, inbound_id: int, msg: InboundMessage, key: str) -> None:
         """Process a message again after a full disk stopped its turn."""

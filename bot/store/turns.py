@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from bot.store.kv import kv_params, kv_upsert
 from bot.store.outbox import OutboxMixin
 from bot.store.sessions import SessionsMixin
+
+# UPDATE ... RETURNING (SQLite 3.35): the session's epoch comes back from the write that
+# counts the turn's usage, instead of a SELECT of its row before the transaction
+RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+
+_TOUCH = "UPDATE sessions SET updated=?, usage_in=usage_in+?, usage_out=usage_out+? WHERE key=?"
 
 
 class TurnsMixin(SessionsMixin, OutboxMixin):
@@ -30,44 +38,54 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         'done'.  The reply (``outbound``: OutboundMessage dicts) is queued in the outbox in
         the same transaction, for ``channel`` (default: the inbound row's channel; a
         scheduled turn has none and names it), and so are the ``state`` values (kv: the
-        heartbeat's last alert).  Returns the new outbox row ids."""
+        heartbeat's last alert).  Returns the new outbox row ids.  A caller that knows the
+        inbound row's channel passes it (it is not looked up)."""
         now = time.time()
-        epoch = self.session(key)["epoch"]
         rows = [
-            (key, epoch, turn, kind, m.get("role", ""), s, len(s), self._count_json(m, s), now)
+            (m.get("role", ""), s, len(s), self._count_json(m, s))
             for m in messages
             for s in (json.dumps(m, ensure_ascii=False),)
         ]
+        usage = usage or {}
+        touch = (
+            now,
+            int(usage.get("prompt_tokens", 0) or 0),
+            int(usage.get("completion_tokens", 0) or 0),
+            key,
+        )
         with self._tx():
-            self.db.executemany(
-                "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
-                rows,
-            )
-            usage = usage or {}
-            self.db.execute(
-                "UPDATE sessions SET updated=?, usage_in=usage_in+?, usage_out=usage_out+? WHERE key=?",
-                (
-                    now,
-                    int(usage.get("prompt_tokens", 0) or 0),
-                    int(usage.get("completion_tokens", 0) or 0),
-                    key,
-                ),
-            )
+            epoch = self._touch_session(touch)
+            if rows:
+                self.db.executemany(
+                    "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
+                    [(key, epoch, turn, kind, *r, now) for r in rows],
+                )
             out_ids: list[int] = []
             if outbound and channel is None and inbound_id is not None:
-                row = self.db.execute(
-                    "SELECT channel FROM inbound WHERE id=?", (inbound_id,)
-                ).fetchone()
-                channel = row[0] if row is not None else None
+                channel = self._inbound_channel(inbound_id)
             if outbound and channel is not None:
                 out_ids = self._insert_outbox(channel, outbound, outbox_kind, inbound_id, now)
             if inbound_id is not None:
                 self.db.execute(
                     "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
                 )
-            self.db.executemany(
-                "INSERT OR REPLACE INTO kv(key, value) VALUES (?,?)",
-                [(k, json.dumps(v)) for k, v in (state or {}).items()],
-            )
+            if state:
+                self.db.execute(kv_upsert(len(state)), kv_params(state))
         return out_ids
+
+    def _touch_session(self, touch: tuple) -> int:
+        """Count the turn's usage on its session row and return the session's epoch, inside
+        the turn's transaction (the row is created first when missing, as ``session``
+        does): one UPDATE ... RETURNING, or on an older SQLite the read and the UPDATE."""
+        if RETURNING:
+            got = self.db.execute(_TOUCH + " RETURNING epoch", touch).fetchall()
+            if got:
+                return int(got[0][0])
+        epoch = int(self.session(touch[-1])["epoch"])
+        self.db.execute(_TOUCH, touch)
+        return epoch
+
+    def _inbound_channel(self, inbound_id: int) -> str | None:
+        row = self.db.execute("SELECT channel FROM inbound WHERE id=?", (inbound_id,)).fetchone()
+        return row[0] if row is not None else None
