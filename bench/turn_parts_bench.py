@@ -14,6 +14,7 @@ old code and from this one, alternately).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import tempfile
 import time
@@ -79,6 +80,44 @@ def cases(agent: Agent) -> dict:
     }
 
 
+def async_cases(agent: Agent) -> dict:
+    """Coroutine cases, timed inside one running loop: the compaction plan of a turn of
+    a session holding ``HISTORY`` messages (25 exchanges), and one with none."""
+    store = agent.store
+    long_key, short_key = "agent:main:telegram:direct:long", "agent:main:telegram:direct:new"
+    for i in range(HISTORY // 2):
+        msgs = [
+            {"role": "user", "content": f"question {i}: " + "words " * 40},
+            {"role": "assistant", "content": f"answer {i}: " + "more words " * 60},
+        ]
+        store.commit_turn(long_key, f"t{i}", msgs)
+    long_req, short_req = _request(0), _request(1)
+    long_req.session_key, short_req.session_key = long_key, short_key
+    system = agent.system_prompt(long_req)
+    tools = agent._openai_tools("owner")
+    ctx = agent.tool_context(long_req)
+    new = [{"role": "user", "content": "the new question"}]
+    fit = agent.compactor.history_for_turn
+
+    def plan(req):
+        return lambda: fit(req, system, tools, ctx, agent.registry, new)
+
+    return {"history_for_turn/50": plan(long_req), "history_for_turn/0": plan(short_req)}
+
+
+HISTORY = 50
+
+
+async def _time_async(fn, number: int, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            await fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
@@ -94,6 +133,11 @@ def main() -> None:
             continue
         fn()
         best = min(timeit.repeat(fn, number=a.number, repeat=a.repeat)) / a.number
+        print(f"{name:<24}{best * 1e6:9.2f} us")
+    for name, fn in async_cases(agent).items():
+        if only and name not in only:
+            continue
+        best = asyncio.run(_time_async(fn, max(1, a.number // 10), a.repeat))
         print(f"{name:<24}{best * 1e6:9.2f} us")
 
 

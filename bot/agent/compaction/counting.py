@@ -65,6 +65,7 @@ class Counting:
         self._litellm_needed = litellm_needed(cfg)
         self._text_tokens: dict[Any, int] = {}
         self._tools_tokens: dict[tuple[int, str], tuple[object, int, int]] = {}
+        self._budgets: dict[tuple[int, int, int], Budget] = {}  # (window, system, tools)
         self._counters: dict[str, Callable[[dict], int]] = {self.model: message_counter(cfg)}
         # stored counts are made with agent.model's tokenizer; a session on a model whose
         # tokenizer differs gets each stored message recounted once: (message id, model)
@@ -162,16 +163,25 @@ class Counting:
     def budget(self, system: str, tools: list[dict] | None, model: str = "") -> Budget:
         model = model or self.session_model()
         w = self.window(model)
-        return Budget(
-            window=w,
-            system=self._cached_text((model, system), system, model),
-            tools=self._tools_count(tools, model) if tools else 0,
-            reserve=reserve_for(w),
-            threshold=self.c.threshold,
-            keep_recent=self.c.keep_recent_tokens,
-            summary_max=self.c.summary_max_tokens,
-            history_limit=self.cfg.agent.history_limit,
-        )
+        system_tokens = self._cached_text((model, system), system, model)
+        tool_tokens = self._tools_count(tools, model) if tools else 0
+        # a pure function of these three numbers and the config: the same object every turn
+        key = (w, system_tokens, tool_tokens)
+        b = self._budgets.get(key)
+        if b is None:
+            if len(self._budgets) > 64:
+                self._budgets.clear()
+            b = self._budgets[key] = Budget(
+                window=w,
+                system=system_tokens,
+                tools=tool_tokens,
+                reserve=reserve_for(w),
+                threshold=self.c.threshold,
+                keep_recent=self.c.keep_recent_tokens,
+                summary_max=self.c.summary_max_tokens,
+                history_limit=self.cfg.agent.history_limit,
+            )
+        return b
 
     # --------------------------------------------------------------------- history
     def view(self, key: str, model: str = "") -> tuple[dict | None, list[WindowRow]]:
