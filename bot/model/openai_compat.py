@@ -39,7 +39,7 @@ import aiohttp
 
 from bot.net.fetch import endpoint_pool
 
-from bot.model import prices
+from bot.model import body_json, prices
 from bot.model.routing import ModelTarget, _Route
 
 PATH_ENV = "CHELA_MODEL_PATH"
@@ -243,8 +243,9 @@ def _limits(timeout: float, streaming: bool) -> aiohttp.ClientTimeout:
 async def send(kw: dict[str, Any], route_: _Route, timeout: float) -> Any:
     """One request: the parsed JSON answer, or (``stream``) an async iterator of chunks."""
     url, headers = _url_and_headers(kw)
-    # compact separators: the same JSON value, fewer bytes to build and to send
-    data = json.dumps(body_of(kw, route_), ensure_ascii=False, separators=(",", ":")).encode()
+    # compact separators: the same JSON value, fewer bytes to build and to send; the long
+    # strings a session sends every turn (system prompt, history) are escaped once
+    data = body_json.dumps(body_of(kw, route_)).encode()
     streaming = bool(kw.get("stream"))
     limits = _limits(timeout, streaming)
     s = await session()
