@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from bot import owner_route
 from bot.agent.turn import TurnRequest, TurnResult
 from bot.delivery.outbox import out_json
-from bot.store import Store, storage_full
+from bot.store import OutboxRow, Store, storage_full
 from channels.base import InboundMessage, OutboundMessage
 
 T = TypeVar("T")
@@ -67,12 +67,13 @@ class Commit:
         state: dict[str, Any] | None = None,
         *,
         channel: str | None = None,
-    ) -> list[int]:
-        """A model turn with its reply: the outbox row ids.  ``channel``: the inbound
-        message's (looked up from its row when not given)."""
+    ) -> list[OutboxRow]:
+        """A model turn with its reply: the outbox rows, as stored (for the outbox to
+        send without reading them back).  ``channel``: the inbound message's (looked up
+        from its row when not given)."""
         return await self.write(
             "storing a turn",
-            lambda: self.store.commit_turn(
+            lambda: self.store.commit_turn_rows(
                 key,
                 result.turn_id,
                 result.to_store,
@@ -92,11 +93,11 @@ class Commit:
         what: str,
         *,
         channel: str | None = None,
-    ) -> list[int]:
+    ) -> list[OutboxRow]:
         """An answer that is not a model turn (a command's, a refusal), with its message."""
         return await self.write(
             what,
-            lambda: self.store.commit_turn(
+            lambda: self.store.commit_turn_rows(
                 key,
                 "",
                 [],
@@ -117,7 +118,7 @@ class Commit:
         state: dict[str, Any] | None = None,
         *,
         channel: str | None = None,
-    ) -> list[int]:
+    ) -> list[OutboxRow]:
         """A stopped turn: the user message is kept, no partial answer; ``outs``: what an
         HTTP API caller still gets (``reply.stopped_reply``), with its record (``state``)."""
         user: dict[str, Any] = {"role": "user", "content": req.user_text}
@@ -126,7 +127,7 @@ class Commit:
         msgs = [*req.prior, user] if req.user_turn else list(req.prior)
         return await self.write(
             "storing a stopped turn",
-            lambda: self.store.commit_turn(
+            lambda: self.store.commit_turn_rows(
                 key,
                 turn,
                 msgs,

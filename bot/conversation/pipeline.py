@@ -347,8 +347,8 @@ class Conversation:
         self, inbound_id: int, key: str, outs: list[OutboundMessage], what: str, channel: str
     ) -> None:
         """Store an answer that is not a model turn with its message, then deliver it."""
-        ids = await self.commit.answer(inbound_id, key, outs, what, channel=channel)
-        await send.deliver_stored(self.outbox, ids)
+        rows = await self.commit.answer(inbound_id, key, outs, what, channel=channel)
+        await send.deliver_rows(self.outbox, rows)
 
     # --------------------------------------------------------------------------- turns
     def _command_request(self, call: CommandCall) -> TurnRequest:
@@ -387,7 +387,7 @@ class Conversation:
         key = req.session_key
         if msg.chat_type == "group":
             self.store.take_group_history(key)
-        ids = await self.commit.stopped(
+        rows = await self.commit.stopped(
             inbound_id,
             key,
             req,
@@ -396,7 +396,7 @@ class Conversation:
             self._api_state(key, api),
             channel=msg.channel,
         )
-        await send.deliver_stored(self.outbox, ids)
+        await send.deliver_rows(self.outbox, rows)
 
     def _api_state(
         self, key: str, api: api_turn.ApiTurn | None, reply: dict | None = None
@@ -476,9 +476,9 @@ class Conversation:
         state = self._api_state(key, api, reply.api_reply)  # in the same commit
         # the turn and its reply are stored together (retried while the disk is full: the
         # model is not asked again), then the outbox sends the reply
-        ids = await self.commit.turn(key, result, inbound_id, outs, state, channel=msg.channel)
+        rows = await self.commit.turn(key, result, inbound_id, outs, state, channel=msg.channel)
         commit.last_route(self.store, msg, verdict.trust, bool(ch and ch.capabilities.proactive))
-        await send.deliver_stored(self.outbox, ids)
+        await send.deliver_rows(self.outbox, rows)
 
     async def _api_refusal(self, inbound_id: int, msg: InboundMessage, key: str, text: str):
         """Answer an API request that cannot run (HTTP 400); nothing reaches the model."""

@@ -294,6 +294,18 @@ class Outbox:
             self._add(item)
         return items
 
+    def enqueue_rows(self, rows: list[OutboxRow]) -> list[_Item]:
+        """Queue rows the caller has just stored and holds as stored
+        (``Store.commit_turn_rows``): ``enqueue`` without reading them back."""
+        items = [
+            self._item_from_row(r)
+            for r in rows
+            if r.id not in self._known and r.state in OUTBOX_PENDING
+        ]
+        for item in items:
+            self._add(item)
+        return items
+
     def submit(
         self, channel: str, out: OutboundMessage, *, kind: str, inbound_id: int | None = None
     ) -> _Item:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from bot.delivery.outbox import Outbox
+from bot.store import OutboxRow
 from channels.base import OutboundMessage
 
 # (route, text) -> True unless the platform refused it for good
@@ -33,6 +34,14 @@ async def deliver_stored(outbox: Outbox, ids: list[int]) -> list[str]:
     if not ids:
         return []
     return await outbox.first_attempt(outbox.enqueue(ids))
+
+
+async def deliver_rows(outbox: Outbox, rows: list[OutboxRow]) -> list[str]:
+    """``deliver_stored`` of rows the caller holds as stored (``Store.commit_turn_rows``,
+    written in the turn's commit): queued without reading them back."""
+    if not rows:
+        return []
+    return await outbox.first_attempt(outbox.enqueue_rows(rows))
 
 
 def to_route(route: dict, text: str) -> OutboundMessage:

@@ -18,12 +18,27 @@ def _new_nonce() -> str:
     return secrets.token_hex(8)
 
 
+def queued_rows(
+    channel: str, kind: str, now: float, made: list[tuple[int, str, str]]
+) -> list[OutboxRow]:
+    """Rows just inserted (``OutboxMixin._insert_outbox``) as ``outbox_rows`` reads them
+    back: 'queued', no attempt yet, the payload decoded from the JSON stored."""
+    return [
+        OutboxRow(row_id, channel, kind, json.loads(payload), nonce, "queued", 0, now, now)
+        for row_id, payload, nonce in made
+    ]
+
+
 class OutboxMixin(Database):
     def _insert_outbox(
         self, channel: str, outs: list[dict], kind: str, inbound_id: int | None, now: float
-    ) -> list[int]:
-        ids = []
+    ) -> list[tuple[int, str, str]]:
+        """Insert the rows (inside the caller's transaction): each one's id, payload JSON
+        and nonce (:func:`queued_rows` makes them the rows ``outbox_rows`` would read)."""
+        made = []
         for o in outs:
+            payload = json.dumps(o, ensure_ascii=False)
+            nonce = _new_nonce()
             cur = self.db.execute(
                 "INSERT INTO outbox(channel, account, chat_id, kind, payload, nonce, inbound_id,"
                 " created, updated) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -32,22 +47,23 @@ class OutboxMixin(Database):
                     str(o.get("account") or "default"),
                     str(o.get("chat_id", "")),
                     kind,
-                    json.dumps(o, ensure_ascii=False),
-                    _new_nonce(),
+                    payload,
+                    nonce,
                     inbound_id,
                     now,
                     now,
                 ),
             )
-            ids.append(int(cur.lastrowid or 0))
-        return ids
+            made.append((int(cur.lastrowid or 0), payload, nonce))
+        return made
 
     def add_outbox(
         self, channel: str, outs: list[dict], *, kind: str, inbound_id: int | None = None
     ) -> list[int]:
         """Queue outbound messages (OutboundMessage dicts) for ``channel``; their ids."""
         with self._tx():
-            return self._insert_outbox(channel, outs, kind, inbound_id, time.time())
+            made = self._insert_outbox(channel, outs, kind, inbound_id, time.time())
+        return [row_id for row_id, _, _ in made]
 
     def outbox_rows(self, ids: Iterable[int]) -> list[OutboxRow]:
         ids = list(ids)

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.store.kv import kv_params, kv_upsert
-from bot.store.outbox import OutboxMixin
+from bot.store.outbox import OutboxMixin, queued_rows
+from bot.store.rows import OutboxRow
 from bot.store.sessions import SessionsMixin
 
 # UPDATE ... RETURNING (SQLite 3.35): the session's epoch comes back from the write that
@@ -38,8 +39,38 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         'done'.  The reply (``outbound``: OutboundMessage dicts) is queued in the outbox in
         the same transaction, for ``channel`` (default: the inbound row's channel; a
         scheduled turn has none and names it), and so are the ``state`` values (kv: the
-        heartbeat's last alert).  Returns the new outbox row ids.  A caller that knows the
-        inbound row's channel passes it (it is not looked up)."""
+        heartbeat's last alert).  Returns the new outbox row ids."""
+        rows = self.commit_turn_rows(
+            key,
+            turn,
+            messages,
+            kind=kind,
+            inbound_id=inbound_id,
+            outbound=outbound,
+            usage=usage,
+            outbox_kind=outbox_kind,
+            channel=channel,
+            state=state,
+        )
+        return [r.id for r in rows]
+
+    def commit_turn_rows(
+        self,
+        key: str,
+        turn: str,
+        messages: Iterable[dict],
+        *,
+        kind: str = "chat",
+        inbound_id: int | None = None,
+        outbound: list | None = None,
+        usage: dict | None = None,
+        outbox_kind: str = "reply",
+        channel: str | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> list[OutboxRow]:
+        """:meth:`commit_turn`, returning the new outbox rows as stored (what
+        ``outbox_rows`` would read back), for the sender to queue without reading them.
+        A caller that knows the inbound row's channel passes it (it is not looked up)."""
         now = time.time()
         rows = [
             (m.get("role", ""), s, len(s), self._count_json(m, s))
@@ -61,18 +92,18 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
                     " VALUES (?,?,?,?,?,?,?,?,?)",
                     [(key, epoch, turn, kind, *r, now) for r in rows],
                 )
-            out_ids: list[int] = []
+            made: list[tuple[int, str, str]] = []
             if outbound and channel is None and inbound_id is not None:
                 channel = self._inbound_channel(inbound_id)
             if outbound and channel is not None:
-                out_ids = self._insert_outbox(channel, outbound, outbox_kind, inbound_id, now)
+                made = self._insert_outbox(channel, outbound, outbox_kind, inbound_id, now)
             if inbound_id is not None:
                 self.db.execute(
                     "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
                 )
             if state:
                 self.db.execute(kv_upsert(len(state)), kv_params(state))
-        return out_ids
+        return queued_rows(channel, outbox_kind, now, made) if channel is not None else []
 
     def _touch_session(self, touch: tuple) -> int:
         """Count the turn's usage on its session row and return the session's epoch, inside

@@ -107,9 +107,10 @@ async def test_a_turn_its_reply_its_status_and_state_in_one_commit(store):
     iid = inbound(store)
     c = Commit(store, Health(), lambda: True)
     outs = [OutboundMessage(chat_id="42", text="Hello")]
-    ids = await c.turn("k", result(), iid, outs, {"api:k": {"seen": ["a"]}})
-    (row,) = store.outbox_rows(ids)
+    rows = await c.turn("k", result(), iid, outs, {"api:k": {"seen": ["a"]}})
+    (row,) = store.outbox_rows(r.id for r in rows)
     assert row.payload["text"] == "Hello" and row.channel == "telegram"
+    assert rows == [row]  # handed over as stored
     assert [r.id for r in store.inbound_with_status("done")] == [iid]
     assert store.get("api:k") == {"seen": ["a"]}
     assert [m["role"] for m in store.history("k", limit=10, max_chars=10_000)] == ["user"]
@@ -118,8 +119,8 @@ async def test_a_turn_its_reply_its_status_and_state_in_one_commit(store):
 async def test_an_answer_and_a_stopped_turn(store):
     c = Commit(store, Health(), lambda: True)
     iid = inbound(store)
-    ids = await c.answer(iid, "k", [OutboundMessage(chat_id="42", text="ok")], "a command")
-    assert store.outbox_rows(ids)[0].kind == "command"
+    rows = await c.answer(iid, "k", [OutboundMessage(chat_id="42", text="ok")], "a command")
+    assert store.outbox_rows(r.id for r in rows) == rows and rows[0].kind == "command"
     iid2 = store.add_inbound("telegram", "default", "42", "m2", "k", MSG.to_json())
     await c.stopped(iid2, "k", req(media=[{"ref": "r"}]), "turn-x")
     msgs = store.history("k", limit=10, max_chars=10_000)
@@ -128,7 +129,7 @@ async def test_an_answer_and_a_stopped_turn(store):
     prior = [{"role": "tool", "content": "r", "tool_call_id": "c"}]
     iid3 = store.add_inbound("telegram", "default", "42", "m3", "k", MSG.to_json())
     await c.stopped(iid3, "k", req(prior=prior, user_turn=False), "turn-y")
-    assert store.outbox_pending() == store.outbox_rows(ids)  # a stop sends nothing
+    assert store.outbox_pending() == rows  # a stop sends nothing
 
 
 async def test_a_full_disk_is_retried_until_it_lands(monkeypatch):

@@ -1,14 +1,15 @@
 """Store.commit_turn without reads it does not need (issue 28 item 5): the session's
 epoch comes back from the UPDATE that counts the turn's usage (UPDATE ... RETURNING), and
-the caller that knows the inbound row's channel passes it.  Each case compares with the
-way it is done without the shortcut: the same rows are stored."""
+the caller that knows the inbound row's channel passes it; commit_turn_rows hands back
+the outbox rows as stored.  Each case compares with the way it is done without the
+shortcut: the same rows are stored."""
 
 from __future__ import annotations
 
 
 import pytest
 
-from bot.store import Store
+from bot.store import OutboxRow, Store
 from bot.store import turns as turns_mod
 
 TURN = [
@@ -39,7 +40,7 @@ def statements(store: Store) -> list[str]:
     return seen
 
 
-def a_turn(store: Store, *, channel: str | None, reset: bool = True) -> list[int]:
+def a_turn(store: Store, *, channel: str | None, reset: bool = True) -> list[OutboxRow]:
     """A stored inbound message answered by a turn (the session reset once before, so its
     epoch is 1), committed with or without the caller's ``channel``."""
     store.session("k")
@@ -47,7 +48,7 @@ def a_turn(store: Store, *, channel: str | None, reset: bool = True) -> list[int
         store.reset_session("k")
     iid = store.add_inbound("telegram", "default", "42", "m1", "k", {"text": "hi"})
     assert iid is not None
-    return store.commit_turn(
+    return store.commit_turn_rows(
         "k",
         "t1",
         TURN,
@@ -80,6 +81,14 @@ def test_the_commit_reads_nothing_when_the_caller_knows_the_channel(tmp_path):
     iid2 = store.add_inbound("telegram", "default", "42", "m2", "k", {"text": "hi"})
     store.commit_turn("k", "t2", TURN, inbound_id=iid2, outbound=OUT)
     assert len([s for s in seen if s.startswith("SELECT channel FROM inbound")]) == 1
+
+
+def test_the_rows_handed_back_are_the_rows_stored(tmp_path):
+    store = Store(tmp_path / "s.db")
+    rows = a_turn(store, channel="telegram")
+    assert rows == store.outbox_rows(r.id for r in rows)
+    assert rows == store.outbox_pending()
+    assert store.commit_turn("k", "t2", [], outbound=None) == []
 
 
 def test_the_old_sqlite_path_stores_the_same_rows(tmp_path, monkeypatch):
