@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import sqlite3
 import time
 from datetime import datetime
 
 from bot.cli.common import add_common, load
 from bot.config import Config
 from bot.reports.tables import table
+from bot.store import readonly
 
 
 def add_parser(sub) -> None:
@@ -51,19 +51,6 @@ def when(ts: float, now: float) -> str:
     return f"{local:%Y-%m-%d %H:%M:%S} ({rel})"
 
 
-def _rows(cfg: Config, sql: str) -> list[tuple] | None:
-    db = cfg.db_path
-    if not db.is_file():
-        return None
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql).fetchall()
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
-
-
 def next_heartbeat(cfg: Config, daemon: dict | None, now: float) -> str:
     from bot.app.daemon import heartbeat_schedule
 
@@ -79,23 +66,12 @@ def next_heartbeat(cfg: Config, daemon: dict | None, now: float) -> str:
     return f"heartbeat: {sched}; next run {when(started + k * every, now)}"
 
 
-def _last_rows(cfg: Config) -> dict[str, dict]:
-    """The newest ledger row of every job (SPEC §17.5)."""
-    q = (
-        "SELECT job, due, status, reason, detail, manual, catch_up, ended FROM schedule_ledger"
-        " WHERE id IN (SELECT MAX(id) FROM schedule_ledger GROUP BY job)"
-    )
-    keys = ("job", "due", "status", "reason", "detail", "manual", "catch_up", "ended")
-    return {r[0]: dict(zip(keys, r, strict=True)) for r in (_rows(cfg, q) or [])}
-
-
 def _known_jobs(cfg: Config) -> list:
     from bot.schedule.registry import config_jobs, heartbeat_job
     from bot.schedule.jobs import Job
 
     jobs = [j for j in (heartbeat_job(cfg), *config_jobs(cfg)) if j is not None]
-    q = "SELECT name, kind, spec, target, to_, anchor FROM schedule_jobs ORDER BY name"
-    for name, kind, spec, target, to, anchor in _rows(cfg, q) or []:
+    for name, kind, spec, target, to, anchor in readonly.tool_jobs(cfg.db_path):
         jobs.append(Job(name, kind, spec, target=target, to=to, source="tool", anchor=anchor))
     return jobs
 
@@ -122,9 +98,8 @@ def cron_rows(cfg: Config, now: float) -> list[list[str]]:
     from bot.schedule.views import result_text
 
     tz = zone(cfg)
-    q = "SELECT name, paused, anchor, ended FROM schedule_state"
-    state = {r[0]: tuple(r[1:]) for r in _rows(cfg, q) or []}
-    last = _last_rows(cfg)
+    state = readonly.schedule_states(cfg.db_path)
+    last = readonly.last_ledger_rows(cfg.db_path)
     out = [
         _job_row(job, state.get(job.name, (0, None, None)), last.get(job.name), now, tz)
         for job in _known_jobs(cfg)
@@ -171,9 +146,7 @@ def status_text(cfg: Config, now: float | None = None) -> str:
         out.append(table(["NAME", "SCHEDULE", "SOURCE", "STATE", "NEXT RUN", "LAST"], crons))
     else:
         out.append("cron jobs: none")
-    sessions = _rows(
-        cfg, "SELECT key, updated, usage_in, usage_out FROM sessions ORDER BY updated DESC"
-    )
+    sessions = readonly.sessions_by_activity(cfg.db_path)
     out.append("")
     if not sessions:
         out.append("sessions: none yet")

@@ -29,10 +29,6 @@ ALLOWED: dict[str, str] = {
         "memory_search's own FTS5 index in an in-memory SQLite database, rebuilt from the"
         " workspace's memory files; it never opens the state database"
     ),
-    "bot/cli/status.py": (
-        "`chela status` opens the state database read-only (mode=ro) beside a live daemon, and"
-        " Store() opens it read-write and migrates; goes when the store has a read-only open"
-    ),
 }
 
 METHODS = frozenset({"execute", "executemany", "executescript"})
