@@ -113,3 +113,22 @@ def test_random_bodies_match_json_dumps() -> None:
         messages = [{"role": "user", "content": text(), "extra": value()} for _ in range(3)]
         body = {"model": "m", "messages": messages, "opts": value()}
         assert body_json.dumps(body) == _reference(body)
+
+
+def test_tool_schemas_changed_in_place_are_encoded_anew() -> None:
+    tools = [{"type": "function", "function": {"name": "t", "parameters": {"default": True}}}]
+    body = {"model": "m", "messages": [], "tools": tools}
+    assert body_json.dumps(body) == _reference(body)
+    # values that compare equal but are spelled differently in JSON: True, 1, 1.0
+    for value in (1, 1.0, True, "1"):
+        tools[0]["function"]["parameters"]["default"] = value
+        assert body_json.dumps(body) == _reference(body)
+    tools.append({"type": "function", "function": {"name": "u"}})
+    assert body_json.dumps(body) == _reference(body)
+
+
+def test_containers_marshal_refuses_are_encoded_as_they_are() -> None:
+    from collections import OrderedDict
+
+    body = {"messages": [], "tools": [OrderedDict(type="function")], "meta": OrderedDict(a=1)}
+    assert body_json.dumps(body) == _reference(body)
