@@ -16,6 +16,7 @@ as one update per item sharing a ``media_group_id``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import mimetypes
 import re
 from collections.abc import Mapping, Sequence
@@ -94,11 +95,17 @@ def album_key(raw: object) -> str | None:
     return f"{chat_id}:{group}" if group and chat_id is not None else None
 
 
+@functools.lru_cache(maxsize=16)
+def _mention_of(username: str) -> re.Pattern[str]:
+    """``@username`` as a word of its own (compiled once per bot name, not per message)."""
+    return re.compile(rf"(?<![\w@])@{re.escape(username)}(?!\w)", re.IGNORECASE)
+
+
 def is_mentioned(text: str, entities: object, me: Me) -> bool:
     """Whether ``text`` names the bot: ``@username`` in the text, a ``mention`` or
     ``text_mention`` entity of the bot, or a ``/command@username``."""
     username = me.username.lower()
-    if username and re.search(rf"(?<![\w@])@{re.escape(username)}(?!\w)", text, re.IGNORECASE):
+    if username and _mention_of(username).search(text):
         return True
     for entity in entities if isinstance(entities, list) else ():
         if not isinstance(entity, dict):
