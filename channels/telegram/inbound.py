@@ -16,7 +16,6 @@ as one update per item sharing a ``media_group_id``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import mimetypes
 import re
 from collections.abc import Mapping, Sequence
@@ -95,10 +94,19 @@ def album_key(raw: object) -> str | None:
     return f"{chat_id}:{group}" if group and chat_id is not None else None
 
 
-@functools.lru_cache(maxsize=16)
+_MENTIONS: dict[str, re.Pattern[str]] = {}  # bot name -> its pattern (a bot has one name)
+
+
 def _mention_of(username: str) -> re.Pattern[str]:
     """``@username`` as a word of its own (compiled once per bot name, not per message)."""
-    return re.compile(rf"(?<![\w@])@{re.escape(username)}(?!\w)", re.IGNORECASE)
+    pattern = _MENTIONS.get(username)
+    if pattern is None:
+        if len(_MENTIONS) >= 16:
+            _MENTIONS.clear()
+        pattern = _MENTIONS[username] = re.compile(
+            rf"(?<![\w@])@{re.escape(username)}(?!\w)", re.IGNORECASE
+        )
+    return pattern
 
 
 def is_mentioned(text: str, entities: object, me: Me) -> bool:
