@@ -36,6 +36,16 @@ def shape(sql: str) -> str:
     return re.sub(r"\s+", " ", _LITERAL.sub("?", sql.strip()))
 
 
+def is_commit(sql: str, in_transaction: bool) -> bool:
+    """A statement that ends in a commit: COMMIT, or a write run outside a transaction
+    (autocommit).  Traced before it runs, so ``in_transaction`` is the state before it."""
+    verb = sql.lstrip()[:7].upper()
+    if verb.startswith("COMMIT"):
+        return True
+    writes = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+    return not in_transaction and verb.startswith(writes)
+
+
 async def run(chats: int, per_chat: int, one_by_one: bool) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="chela-sql-count-"))
     llm = FakeLLM(keep_requests=False)
@@ -57,8 +67,15 @@ async def run(chats: int, per_chat: int, one_by_one: bool) -> None:
     await asyncio.sleep(0.3)  # the outbox's last 'sent' writes
     tg.latencies.clear()
     seen: Counter[str] = Counter()
+    commits = [0]
     db = d.store.db  # type: ignore[attr-defined]
-    db.set_trace_callback(lambda sql: seen.update([shape(sql)]))
+
+    def trace(sql: str) -> None:
+        seen.update([shape(sql)])
+        if is_commit(sql, db.in_transaction):
+            commits[0] += 1
+
+    db.set_trace_callback(trace)
     n = chats * per_chat
     if one_by_one:  # each chat's messages in a row, each after the last reply
         for c in range(chats):
@@ -76,7 +93,10 @@ async def run(chats: int, per_chat: int, one_by_one: bool) -> None:
     await tg.stop()
     await llm.stop()
     total = sum(seen.values())
-    print(f"{total / n:.2f} statements per message ({n} messages)")
+    print(
+        f"{total / n:.2f} statements per message ({n} messages), "
+        f"{commits[0] / n:.2f} commits (a COMMIT, or a write outside a transaction)"
+    )
     for sql, k in sorted(seen.items(), key=lambda kv: -kv[1]):
         print(f"{k / n:6.2f}  {sql[:150]}")
 
