@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from bot import owner_route
@@ -67,23 +68,31 @@ class Commit:
         state: dict[str, Any] | None = None,
         *,
         channel: str | None = None,
+        owner: OwnerChat | None = None,
     ) -> list[OutboxRow]:
         """A model turn with its reply: the outbox rows, as stored (for the outbox to
         send without reading them back).  ``channel``: the inbound message's (looked up
-        from its row when not given)."""
-        return await self.write(
-            "storing a turn",
-            lambda: self.store.commit_turn_rows(
+        from its row when not given); ``owner``: its chat, stored in the same commit as
+        the owner's last route when it is one (decided at the moment of the commit)."""
+        outbound = [out_json(o) for o in outs]
+
+        def store_turn() -> list[OutboxRow]:
+            route = owner.changes(self.store) if owner is not None else {}
+            rows = self.store.commit_turn_rows(
                 key,
                 result.turn_id,
                 result.to_store,
                 inbound_id=inbound_id,
-                outbound=[out_json(o) for o in outs],
+                outbound=outbound,
                 usage=result.usage,
                 channel=channel,
-                state=state,
-            ),
-        )
+                state={**state, **route} if state and route else state or route,
+            )
+            if owner is not None and route:
+                owner.stored(self.store, route)
+            return rows
+
+        return await self.write("storing a turn", store_turn)
 
     async def answer(
         self,
@@ -139,13 +148,26 @@ class Commit:
         )
 
 
-def last_route(store: Store, msg: InboundMessage, trust: str | None, proactive: bool) -> None:
-    """Where heartbeats, cron jobs and approval requests reach the owner (never a guest),
-    after a chat turn is stored: never fails the turn (and answers twice) now."""
-    try:
-        owner_route.record(store, msg, trust=trust, proactive=proactive)
-    except Exception as e:
-        log.warning("could not record the last route: %s", e)
+@dataclass(frozen=True)
+class OwnerChat:
+    """A chat turn's message, recorded with the turn (in its commit) as the owner's last
+    route when it is one (``owner_route``): where heartbeats, cron jobs and approval
+    requests reach the owner, never a guest."""
+
+    msg: InboundMessage
+    trust: str | None
+    proactive: bool
+
+    def changes(self, store: Store) -> dict[str, Any]:
+        """The kv values to store with the turn; a failure here never fails the turn."""
+        try:
+            return owner_route.changes(store, self.msg, trust=self.trust, proactive=self.proactive)
+        except Exception as e:
+            log.warning("could not record the last route: %s", e)
+            return {}
+
+    def stored(self, store: Store, values: dict[str, Any]) -> None:
+        owner_route.recorded(store, self.msg, values)
 
 
 def scheduled(

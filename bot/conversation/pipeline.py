@@ -476,8 +476,11 @@ class Conversation:
         state = self._api_state(key, api, reply.api_reply)  # in the same commit
         # the turn and its reply are stored together (retried while the disk is full: the
         # model is not asked again), then the outbox sends the reply
-        rows = await self.commit.turn(key, result, inbound_id, outs, state, channel=msg.channel)
-        commit.last_route(self.store, msg, verdict.trust, bool(ch and ch.capabilities.proactive))
+        # ... with the owner's last route when this is the owner's direct chat
+        owner = commit.OwnerChat(msg, verdict.trust, bool(ch and ch.capabilities.proactive))
+        rows = await self.commit.turn(
+            key, result, inbound_id, outs, state, channel=msg.channel, owner=owner
+        )
         await send.deliver_rows(self.outbox, rows)
 
     async def _api_refusal(self, inbound_id: int, msg: InboundMessage, key: str, text: str):
