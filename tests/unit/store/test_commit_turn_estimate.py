@@ -34,3 +34,38 @@ def test_a_tokenizer_still_counts_each_message(tmp_path):
     store.commit_turn("k", "t1", TURN)
     tokens = [r[0] for r in store.db.execute("SELECT tokens FROM messages ORDER BY id")]
     assert asked == TURN and tokens == [100 + len(json.dumps(m)) for m in TURN]
+
+
+class _SpyJson:
+    """bot.store.db's ``json``, counting the messages it encodes."""
+
+    def __init__(self) -> None:
+        self.dumped = 0
+
+    def dumps(self, obj, **kw):
+        self.dumped += 1
+        return json.dumps(obj, **kw)
+
+    def __getattr__(self, name):
+        return getattr(json, name)
+
+
+def test_a_counter_falling_back_to_the_estimate_does_not_encode_again(tmp_path, monkeypatch):
+    """The app's counter is the estimate while no tokenizer is loaded (it calls
+    estimate_tokens itself): the message the commit has just encoded is not encoded again,
+    and the counts are the same."""
+    from bot.store import db as db_mod
+
+    spy = _SpyJson()
+    monkeypatch.setattr(db_mod, "json", spy)
+
+    def app_counter(message: dict) -> int:  # no tokenizer loaded: the estimate
+        return estimate_tokens(message)
+
+    store = Store(tmp_path / "s.db", token_counter=app_counter)
+    store.commit_turn("k", "t1", TURN)
+    tokens = [r[0] for r in store.db.execute("SELECT tokens FROM messages ORDER BY id")]
+    assert spy.dumped == 0
+    assert tokens == [len(json.dumps(m, ensure_ascii=False)) // 4 + 4 for m in TURN]
+    # twin: outside a commit (or for another message) the estimate encodes the message
+    assert estimate_tokens(dict(TURN[0])) == tokens[0] and spy.dumped == 1
