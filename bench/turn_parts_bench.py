@@ -6,7 +6,10 @@ Times, best of ``--repeat`` runs of ``--number`` calls each, the per-turn pieces
 ``Agent._run_turn`` and of the prepare stage on a real ``Agent`` (test config, a
 Telegram-like owner DM, the workspace's default files): the cached system prompt's
 look-up, the tool context, the tool schema list the loop sends, the compaction budget,
-the tool schemas' token count and the user turn's text.  Numbers in microseconds per call.
+the user turn's text, the compaction plan (``history_for_turn``) and a whole
+``Agent.run_turn`` with the model answering at once in-process (nothing stored, so the
+history stays 50 or 0 messages).  Numbers in microseconds per call (the coroutine cases
+run ``--number``/10 times a round).
 The host is noisy: compare runs interleaved (run the same script from a checkout of the
 old code and from this one, alternately).
 """
@@ -26,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.agent.context import format_user_turn, zone
 from bot.agent.request import TurnRequest
 from bot.agent.turn import Agent
+from bot.model import Completion
 from bot.store import Store
 from channels.base import InboundMessage
 from tests.e2e import make_config
@@ -102,7 +106,20 @@ def async_cases(agent: Agent) -> dict:
     def plan(req):
         return lambda: fit(req, system, tools, ctx, agent.registry, new)
 
-    return {"history_for_turn/50": plan(long_req), "history_for_turn/0": plan(short_req)}
+    async def answer(messages, tools=None, **kw):  # the model, answering at once
+        return Completion(text="ok", usage={"prompt_tokens": 1, "completion_tokens": 1})
+
+    agent.llm.complete = answer  # type: ignore[method-assign]
+
+    def turn(req):
+        return lambda: agent.run_turn(req)
+
+    return {
+        "history_for_turn/50": plan(long_req),
+        "history_for_turn/0": plan(short_req),
+        "run_turn/50": turn(long_req),
+        "run_turn/0": turn(short_req),
+    }
 
 
 HISTORY = 50

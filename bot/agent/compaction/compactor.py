@@ -69,7 +69,23 @@ class Compactor(Counting):
 
     @staticmethod
     def view_messages(summary: dict | None, rows: list[WindowRow]) -> list[dict]:
-        return ([summary_message(summary["text"])] if summary else []) + [r.message for r in rows]
+        """The messages of a request: the summary's, then a copy of each row's (one level:
+        whoever edits a message it sends cannot change the view the next turn reads)."""
+        return ([summary_message(summary["text"])] if summary else []) + [
+            dict(r.message) for r in rows
+        ]
+
+    @staticmethod
+    def known_counts(
+        counts: dict[int, int], summary: dict | None, rows: list[WindowRow], msgs: list[dict]
+    ) -> None:
+        """Record the counts of ``view_messages(summary, rows)`` (``msgs``) by message id:
+        the stored ones, not counted again."""
+        if summary:
+            counts[id(msgs[0])] = summary["tokens"] + 30
+        counts.update(
+            zip(map(id, msgs[1 if summary else 0 :]), [r.tokens for r in rows], strict=True)
+        )
 
     async def history_for_turn(
         self,
@@ -96,10 +112,7 @@ class Compactor(Counting):
             summary, rows = self.view(req.session_key, model)
         msgs = self.view_messages(summary, rows)
         fit = _TurnFit(budget=b, history_end=1 + len(msgs), model=model, counts=fresh)
-        if summary:
-            fit.counts[id(msgs[0])] = summary["tokens"] + 30
-        for r in rows:
-            fit.counts[id(r.message)] = r.tokens
+        self.known_counts(fit.counts, summary, rows, msgs)
         return msgs, fit
 
     # ------------------------------------------------------------------- compaction
@@ -338,10 +351,7 @@ class Compactor(Counting):
                 )
                 summary, rows = self.view(req.session_key, state.model)
                 hist = self.view_messages(summary, rows)
-                if summary:
-                    state.counts[id(hist[0])] = summary["tokens"] + 30
-                for r in rows:
-                    state.counts[id(r.message)] = r.tokens
+                self.known_counts(state.counts, summary, rows, hist)
                 convo = [convo[0], *hist, *convo[state.history_end :]]
                 state.history_end = 1 + len(hist)
                 total = tokens_of(convo)

@@ -186,12 +186,13 @@ class Counting:
     # --------------------------------------------------------------------- history
     def view(self, key: str, model: str = "") -> tuple[dict | None, list[WindowRow]]:
         """The session's summary and the messages after it, their token counts (the stored
-        ones) good for ``model``'s tokenizer (default: the session's)."""
+        ones) good for ``model``'s tokenizer (default: the session's).  The rows are the
+        decoded view's own (read them; a request gets copies: ``view_messages``)."""
         # the session's epoch and summary are read once and handed down: the window's
         # query starts after that summary without looking either up again
         epoch = self.store.session(key)["epoch"]
         summary = self.store.summary(key, epoch=epoch)
-        rows = self._views.rows(key, summary, epoch)
+        rows = self._views.held(key, summary, epoch)  # read only: never changed here
         model = model or self.session_model()
         if self._same_tokenizer(model):
             return summary, rows

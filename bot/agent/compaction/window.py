@@ -6,9 +6,11 @@ which grows with the session; stored messages never change, so this cache keeps 
 decoded rows of the last sessions and asks the store only for the newest few: when they
 overlap what is cached, the new ones are appended, otherwise (a compaction, ``/new``, a
 turn that added more messages than the peek, a pruned session) the view is read whole.
-Each call hands out copies of the message dicts (one level deep: nested lists such as
+``rows`` hands out copies of the message dicts (one level deep: nested lists such as
 content parts or tool calls are shared; nothing on the way to the provider edits them in
-place, and a stray edit would reach only this process's cache, never the database).
+place, and a stray edit would reach only this process's cache, never the database);
+``held`` the rows themselves, for the compaction plan, which reads them and copies only
+the messages a request carries.
 """
 
 from __future__ import annotations
@@ -55,6 +57,16 @@ class WindowCache:
         ``limit`` of them, oldest first, never starting with a tool result: what
         ``Store.window`` returns.  With the session's ``epoch`` (read together with
         ``summary``) the store reads neither again."""
+        # each turn gets its own message dicts (cheap, one level): a caller that replaces
+        # a field of a message it sends (its content, say) cannot change the next turn's
+        return [
+            WindowRow(r.id, r.role, dict(r.message), r.tokens)
+            for r in self.held(key, summary, epoch)
+        ]
+
+    def held(self, key: str, summary: dict | None, epoch: int | None = None) -> list[WindowRow]:
+        """:meth:`rows` without the copies: the rows this cache holds, to be read and never
+        changed (their messages go to a request only as copies, ``Compactor.view_messages``)."""
         mark = int(summary["id"]) if summary else 0
         # the store's window starts after this summary, in this epoch: no second look-up
         where = (
@@ -69,9 +81,7 @@ class WindowCache:
         self._views.move_to_end(key)
         while len(self._views) > self.sessions:
             self._views.popitem(last=False)
-        # each turn gets its own message dicts (cheap, one level): a caller that replaces
-        # a field of a message it sends (its content, say) cannot change the next turn's
-        return [WindowRow(r.id, r.role, dict(r.message), r.tokens) for r in rows]
+        return rows
 
     def _extended(
         self, key: str, cached: list[WindowRow], where: dict[str, int]
