@@ -125,11 +125,13 @@ def out_json(o: OutboundMessage) -> dict[str, Any]:
     return message_json(o)
 
 
+_OUT_FIELDS = frozenset(f.name for f in dataclasses.fields(OutboundMessage))
+
+
 def out_from_json(d: dict) -> OutboundMessage:
     d = dict(d)
     d["media"] = [MediaItem(**m) for m in d.get("media", [])]
-    known = {f.name for f in dataclasses.fields(OutboundMessage)}
-    return OutboundMessage(**{k: v for k, v in d.items() if k in known})
+    return OutboundMessage(**{k: v for k, v in d.items() if k in _OUT_FIELDS})
 
 
 def failed_item(item: _Item, error: str | None) -> dict[str, Any]:
@@ -251,10 +253,13 @@ class Outbox:
 
     # -------------------------------------------------------------------- queueing
     def _item_from_row(self, row: OutboxRow) -> _Item:
+        out = out_from_json(row.payload)  # a new message, the item's own
+        if row.nonce:  # every attempt sends it with the row's nonce
+            out.idempotency_key = row.nonce
         return _Item(
             id=row.id,
             channel=row.channel,
-            out=out_from_json(row.payload),
+            out=out,
             kind=row.kind,
             nonce=row.nonce,
             created=row.created,

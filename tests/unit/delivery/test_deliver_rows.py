@@ -4,6 +4,8 @@ queued, nothing is read, 'sending' is written before the platform call and 'sent
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from bot.delivery import send
@@ -61,6 +63,19 @@ async def test_the_rows_are_sent_without_being_read_back(store):
     assert ch.sent[0].text == "hé" and ch.sent[0].idempotency_key == rows[0].nonce
 
 
+async def test_an_item_is_built_with_its_nonce_and_sent_as_built(store):
+    """The row's nonce is set once, when the item is made from the row (the message is the
+    item's own), not copied into a new message at every attempt."""
+    ch = ScriptedChannel()
+    box = Outbox(store, {"telegram": ch})
+    (item,) = box.enqueue_rows(a_turn(store))
+    assert item.out.idempotency_key == item.nonce != ""
+    box.start(recover=False)
+    assert await Outbox.first_attempt([item]) == ["sent"]
+    await box.stop(grace=1)
+    assert ch.sent == [item.out]
+
+
 async def test_the_items_are_those_enqueue_reads_back(store):
     """Twin: ``enqueue(ids)`` (a scheduled turn's path, reading the rows) queues the same
     message, nonce, kind and times."""
@@ -68,7 +83,7 @@ async def test_the_items_are_those_enqueue_reads_back(store):
     (by_row,) = box.enqueue_rows(a_turn(store, "m1"))
     (row2,) = a_turn(store, "m2")
     (by_id,) = box.enqueue([row2.id])
-    assert by_row.out == by_id.out
+    assert by_row.out == dataclasses.replace(by_id.out, idempotency_key=by_row.nonce)
     assert by_row.out.api == {"tool_calls": [{"id": "c", "args": [1, 2]}]}  # as stored (JSON)
     assert by_row.out.media == OUT.media
     assert (by_row.kind, by_row.channel, by_row.attempts) == (by_id.kind, by_id.channel, 0)
