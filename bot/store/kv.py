@@ -15,7 +15,16 @@ def kv_upsert(n: int) -> str:
 
 
 def kv_params(values: Mapping[str, Any]) -> list[str]:
-    return [x for k, v in values.items() for x in (k, json.dumps(v))]
+    """key, JSON, key, JSON, ...: a value under several keys (the owner's route, overall
+    and for its channel) is encoded once."""
+    params: list[str] = []
+    encoded: dict[int, str] = {}  # by identity: every value is alive during the call
+    for k, v in values.items():
+        text = encoded.get(id(v))
+        if text is None:
+            text = encoded[id(v)] = json.dumps(v)
+        params += (k, text)
+    return params
 
 
 class KvMixin(Database):

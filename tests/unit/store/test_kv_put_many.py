@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -51,3 +52,17 @@ def test_nothing_to_write_runs_no_statement(tmp_path):
     seen = _statements(store)
     store.put_many({})
     assert seen == []
+
+
+def test_a_value_under_two_keys_is_stored_under_both(tmp_path):
+    """The owner's route goes under two keys as one object (encoded once): both rows hold
+    it; other values keep their own encoding."""
+    from bot.store.kv import kv_params
+
+    route = {"channel": "telegram", "chat_id": "42"}
+    values = {"route:last": route, "route:last:telegram": route, "n": [1], "m": [1]}
+    assert kv_params(values) == [x for k, v in values.items() for x in (k, json.dumps(v))]
+    store = Store(tmp_path / "s.sqlite3")
+    store.put_many(values)
+    assert store.get("route:last") == store.get("route:last:telegram") == route
+    assert store.get("n") == store.get("m") == [1]
