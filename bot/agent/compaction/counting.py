@@ -104,6 +104,17 @@ class Counting:
         count = self._counters.get(model)
         if count is None:
             count = self._counters[model] = message_counter(self.cfg, model)
+        content = message.get("content")
+        if message.get("role") == "system" and len(message) == 2 and isinstance(content, str):
+            # a turn's system message after the user's (a channel's delivery instructions)
+            # is the same text turn after turn: counted once per model and tokenizer
+            key = ("system", model, lite._litellm is not None, content)
+            n = self._text_tokens.get(key)
+            if n is None:
+                if len(self._text_tokens) > 256:
+                    self._text_tokens.clear()
+                n = self._text_tokens[key] = count(message)
+            return n
         return count(message)
 
     def count_text(self, text: str, model: str = "") -> int:

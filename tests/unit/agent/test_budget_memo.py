@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bot.agent.compaction.plan import Budget, reserve_for
 from bot.model.choice import CHOICE, Choice
-from bot.store import Store
+from bot.store import Store, estimate_tokens
 from tests.unit.agent.test_compaction_plan import SYSTEM, compactor, config
 
 
@@ -81,3 +81,29 @@ def test_more_tools_show_at_once(tmp_path):
     after = comp.budget(SYSTEM, more)
     assert after == by_hand(comp, SYSTEM, more, "openai/fake-model")
     assert after.tools > before.tools
+
+
+# --------------------------------------------------- the system message after the user's
+def test_the_delivery_instructions_are_counted_once_and_equal_a_fresh_count(tmp_path):
+    comp, _ = _setup(tmp_path)
+    model = comp.model
+    asked: list[dict] = []
+    real = comp._counters[model]
+
+    def counter(message: dict) -> int:
+        asked.append(message)
+        return real(message)
+
+    comp._counters[model] = counter
+    after = {"role": "system", "content": "Telegram: send files with MEDIA: lines. " * 5}
+    first = comp.count_message(after)
+    assert first == real(after) == estimate_tokens(after)
+    assert comp.count_message(dict(after)) == first  # the next turn's: not counted again
+    assert len(asked) == 1
+    other = {"role": "system", "content": "Discord: keep it short."}
+    assert comp.count_message(other) == estimate_tokens(other)  # another text: counted
+    assert len(asked) == 2
+    user = {"role": "user", "content": after["content"]}
+    comp.count_message(user)
+    comp.count_message(user)  # other messages are counted every time, as before
+    assert len(asked) == 4
