@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -18,6 +19,19 @@ from bot.store.sessions import SessionsMixin
 RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
 
 _TOUCH = "UPDATE sessions SET updated=?, usage_in=usage_in+?, usage_out=usage_out+? WHERE key=?"
+
+
+# a turn's messages go in ONE statement (multi-row VALUES), up to this many rows each
+# (9 parameters a row, far below SQLite's limit on bound parameters)
+_ROWS_PER_INSERT = 100
+
+
+@functools.cache
+def _insert_messages(n: int) -> str:
+    return (
+        "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
+        " VALUES " + ",".join(["(?,?,?,?,?,?,?,?,?)"] * n)
+    )
 
 
 class TurnsMixin(SessionsMixin, OutboxMixin):
@@ -86,11 +100,11 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         )
         with self._tx():
             epoch = self._touch_session(touch)
-            if rows:
-                self.db.executemany(
-                    "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
-                    " VALUES (?,?,?,?,?,?,?,?,?)",
-                    [(key, epoch, turn, kind, *r, now) for r in rows],
+            for at in range(0, len(rows), _ROWS_PER_INSERT):
+                chunk = rows[at : at + _ROWS_PER_INSERT]
+                self.db.execute(
+                    _insert_messages(len(chunk)),
+                    [x for r in chunk for x in (key, epoch, turn, kind, *r, now)],
                 )
             made: list[tuple[int, str, str]] = []
             if outbound and channel is None and inbound_id is not None:
