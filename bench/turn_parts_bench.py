@@ -29,6 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.agent.context import format_user_turn, zone
 from bot.agent.request import TurnRequest
 from bot.agent.turn import Agent
+from bot.conversation.prepare import Prepare
+from bot.rules.admission import Verdict
 from bot.model import Completion
 from bot.store import Store
 from channels.base import InboundMessage
@@ -74,7 +76,11 @@ def cases(agent: Agent) -> dict:
         timestamp=time.time(),
     )
     tz = zone(agent.cfg)
+    prep = Prepare(agent.cfg, agent, {}, agent.store)
+    owner = Verdict("serve", "owner")
+    key = "agent:main:telegram:direct:42"
     return {
+        "prepare.request": lambda: prep.request(msg, key, "text", owner, include_intro=False),
         "system_prompt": lambda: agent.system_prompt(req()),
         "prompt_context": lambda: agent.prompt_context(req()),
         "tool_context": lambda: agent.tool_context(req()),
@@ -88,6 +94,16 @@ def async_cases(agent: Agent) -> dict:
     """Coroutine cases, timed inside one running loop: the compaction plan of a turn of
     a session holding ``HISTORY`` messages (25 exchanges), and one with none."""
     store = agent.store
+    prep = Prepare(agent.cfg, agent, {}, store)
+    msg = InboundMessage(
+        channel="telegram",
+        chat_id="42",
+        sender_id="42",
+        sender_name="Alice Example",
+        text="round 1: hello, how are you today?",
+        message_id="1001",
+        timestamp=time.time(),
+    )
     long_key, short_key = "agent:main:telegram:direct:long", "agent:main:telegram:direct:new"
     for i in range(HISTORY // 2):
         msgs = [
@@ -117,6 +133,13 @@ def async_cases(agent: Agent) -> dict:
     return {
         "history_for_turn/50": plan(long_req),
         "history_for_turn/0": plan(short_req),
+        "prepare.user_turn": lambda: prep.user_turn(
+            msg,
+            "agent:main:telegram:direct:42",
+            Verdict("serve", "owner"),
+            pending=[],
+            was_mentioned=None,
+        ),
         "run_turn/50": turn(long_req),
         "run_turn/0": turn(short_req),
     }

@@ -106,6 +106,11 @@ class Prepare:
         was_mentioned: bool | None,
     ) -> UserTurn:
         """The user turn of ``msg`` (its attachments fetched into ``msg.attachments``)."""
+        if not msg.attachments:  # most messages: nothing to fetch or read
+            text = format_user_turn(
+                msg, tz=zone(self.cfg), pending=pending, notes=[], was_mentioned=was_mentioned
+            )
+            return UserTurn(text)
         notes = await self.fetch_media(msg, verdict, key)
         # images, voice notes and documents → model input (SPEC §11)
         prep = await self.prepare_media(msg, verdict, key, addressed=was_mentioned is not False)
