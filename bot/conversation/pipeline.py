@@ -387,14 +387,9 @@ class Conversation:
         key = req.session_key
         if msg.chat_type == "group":
             self.store.take_group_history(key)
+        outs, state = stopped_reply(msg, api).outs, self._api_state(key, api)
         rows = await self.commit.stopped(
-            inbound_id,
-            key,
-            req,
-            turn,
-            stopped_reply(msg, api).outs,
-            self._api_state(key, api),
-            channel=msg.channel,
+            inbound_id, key, req, turn, outs, state, channel=msg.channel
         )
         await send.deliver_rows(self.outbox, rows)
 
@@ -474,9 +469,9 @@ class Conversation:
             if req.extra_context:
                 self.store.mark_intro_done(key)
         state = self._api_state(key, api, reply.api_reply)  # in the same commit
-        # the turn and its reply are stored together (retried while the disk is full: the
-        # model is not asked again), then the outbox sends the reply
-        # ... with the owner's last route when this is the owner's direct chat
+        # the turn and its reply are stored together, with the owner's last route when this
+        # is the owner's direct chat (retried while the disk is full: the model is not asked
+        # again), then the outbox sends the reply
         owner = commit.OwnerChat(msg, verdict.trust, bool(ch and ch.capabilities.proactive))
         rows = await self.commit.turn(
             key, result, inbound_id, outs, state, channel=msg.channel, owner=owner
