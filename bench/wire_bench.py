@@ -6,6 +6,7 @@ this process per call, sequential calls on kept-alive connections).
 
     python3 bench/wire_bench.py [--calls 1500] [--rounds 5]
     python3 bench/wire_bench.py --roots /tmp/old /work/main   # interleaved: old, new, old, …
+    python3 bench/wire_bench.py --floor    # aiohttp's own user CPU per POST vs a raw exchange
 
 With ``--roots`` each round runs every tree in its own process (``PYTHONPATH=<root>``)
 against the same fakes, in turn, and the best of the rounds is printed per tree (the host
@@ -173,10 +174,62 @@ async def _measure(where: dict, calls: int) -> dict:
     }
 
 
-def _child(root: str, where: dict, calls: int) -> dict:
+async def _floor(where: dict, calls: int) -> dict:
+    """The HTTP client's own floor (``--floor``): user CPU per POST of a 7 KB JSON body to
+    the fake LLM through a bare aiohttp session (no code of ours) and through a raw
+    HTTP/1.1 exchange on asyncio streams (kept-alive, Content-Length answers only)."""
+    import resource
+
+    import aiohttp
+
+    url = where["llm"] + "/chat/completions"
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 7000}]})
+    data = body.encode()
+
+    def user() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_utime
+
+    async def timed(one) -> float:  # type: ignore[no-untyped-def]
+        for _ in range(100):
+            await one()
+        t0 = user()
+        for _ in range(calls):
+            await one()
+        return (user() - t0) / calls * 1e6
+
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as session:
+        limit = aiohttp.ClientTimeout(total=60)
+        kind = {"Content-Type": "application/json"}
+
+        async def via_aiohttp() -> None:
+            async with session.post(url, data=data, headers=kind, timeout=limit) as resp:
+                await resp.read()
+
+        aio = await timed(via_aiohttp)
+    hostport = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = hostport.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    request = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {hostport}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+    ).encode() + data
+
+    async def via_streams() -> None:
+        writer.write(request)
+        head = await reader.readuntil(b"\r\n\r\n")
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                await reader.readexactly(int(line.split(b":", 1)[1]))
+
+    raw = await timed(via_streams)
+    writer.close()
+    return {"aiohttp POST user us": aio, "raw streams POST user us": raw}
+
+
+def _child(root: str, where: dict, calls: int, extra: tuple[str, ...] = ()) -> dict:
     env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run(
-        [sys.executable, str(HERE), "--child", json.dumps(where), "--calls", str(calls)],
+        [sys.executable, str(HERE), "--child", json.dumps(where), "--calls", str(calls), *extra],
         env=env,
         cwd=root,
         capture_output=True,
@@ -193,13 +246,15 @@ def main() -> None:
     ap.add_argument("--roots", nargs="*", default=None)
     ap.add_argument("--serve", action="store_true")
     ap.add_argument("--child", default=None)
+    ap.add_argument("--floor", action="store_true", help="aiohttp's own cost per request")
     a = ap.parse_args()
     if a.serve:
         asyncio.run(_serve())
         return
     if a.child:
         sys.path.insert(0, os.getcwd())
-        print(json.dumps(asyncio.run(_measure(json.loads(a.child), a.calls))))
+        measure = _floor if a.floor else _measure
+        print(json.dumps(asyncio.run(measure(json.loads(a.child), a.calls))))
         return
     roots = a.roots or [str(HERE.parents[1])]
     server = subprocess.Popen(
@@ -215,7 +270,7 @@ def main() -> None:
         best: dict[str, dict[str, float]] = {r: {} for r in roots}
         for n in range(a.rounds):
             for root in roots:
-                got = _child(root, where, a.calls)
+                got = _child(root, where, a.calls, ("--floor",) if a.floor else ())
                 print(f"round {n + 1} {root}: " + ", ".join(f"{k} {v:.3f}" for k, v in got.items()))
                 for k, v in got.items():
                     best[root][k] = min(v, best[root].get(k, v))
