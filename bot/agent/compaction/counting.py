@@ -11,11 +11,12 @@ and is never recounted."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
-from bot.model import context_window, lite, litellm_needed
+from bot.model import context_window, lite, litellm_needed, prices
 from bot.model.choice import CHOICE
 from bot.store import Store, WindowRow, estimate_tokens
 
@@ -80,6 +81,10 @@ class Counting:
             from bot.agent import preload
 
             await preload.litellm()
+        elif not self._litellm_needed and not prices.loaded():
+            # the light path's windows come from the price table: parsed once (~60 ms),
+            # in a thread, not on the event loop inside the first turn's plan
+            await asyncio.to_thread(prices.load)
 
     def _counter(self) -> Any:
         """litellm, when this config counts with it (never for a light-path-only config, so
