@@ -55,7 +55,7 @@ class Level(IntEnum):
         ["a", {"b": 1}],
         1.5,
         Level.HIGH,
-        dtm.datetime(2026, 11, 27, tzinfo=dtm.timezone.utc),
+        dtm.datetime(2026, 11, 27, tzinfo=dtm.UTC),
         dtm.timedelta(seconds=30),
         b"bytes",
     ],
