@@ -40,10 +40,11 @@ from channels.telegram.send import LeanBot, Sender
 
 log = logging.getLogger("chela.channels.telegram")
 
-# getUpdates goes through PTB's public raw call, Bot.do_api_request, so that one malformed update
-# cannot fail Update.de_list for the whole batch (each update is translated on its own).  PTB
-# warns that Bot.get_updates exists; that is the parsing we avoid on purpose.
-# (PTB attributes the warning to the event loop's frame, so the filter matches the message only)
+# getUpdates answers raw JSON (LeanBot.raw_updates, what Bot.do_api_request gives), so that one
+# malformed update cannot fail Update.de_list for the whole batch (each update is translated on
+# its own).  do_api_request would warn on every poll that Bot.get_updates exists; the filter
+# stays for any other caller of it.  (PTB attributes the warning to the event loop's frame, so
+# the filter matches the message only)
 warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates' instead")
 
 # PTB logs its API URLs, which contain the bot token, at DEBUG on this logger.
@@ -126,7 +127,7 @@ class TelegramChannel(Channel):
         self._menu: asyncio.Task[None] | None = None
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
-        self._bot: Bot | None = None
+        self._bot: LeanBot | None = None
         self._requests: list[AiohttpRequest] = []
         self._sink: InboundSink | None = None
         self._task: asyncio.Task[None] | None = None
@@ -156,7 +157,7 @@ class TelegramChannel(Channel):
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def _make_bot(self) -> Bot:
+    def _make_bot(self) -> LeanBot:
         general = AiohttpRequest(
             connection_pool_size=8,
             read_timeout=self.request_timeout,

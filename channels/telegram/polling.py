@@ -2,7 +2,7 @@
 
 Our own loop, not PTB's ``Updater``: the update offset advances only after the sink has
 persisted a message (SPEC §4.5), updates that cannot be parsed are skipped one at a time
-(getUpdates goes through the raw ``Bot.do_api_request``, so one bad update cannot fail the
+(getUpdates answers raw JSON, ``LeanBot.raw_updates``, so one bad update cannot fail the
 batch), a stalled long poll is restarted, network errors back off, and an album (one update
 per photo) is held and handed on as one message."""
 
@@ -12,12 +12,11 @@ import asyncio
 import logging
 from typing import Any
 
-from telegram import Bot
 from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter, TelegramError
 
 from channels.base import InboundMessage, InboundSink
 from channels.telegram import translate
-from channels.telegram.send import retry_seconds
+from channels.telegram.send import LeanBot, retry_seconds
 
 log = logging.getLogger("chela.channels.telegram")
 
@@ -33,7 +32,7 @@ class _Stalled(Exception):
 class Poller:
     def __init__(
         self,
-        bot: Bot,
+        bot: LeanBot,
         sink: InboundSink,
         stopping: asyncio.Event,
         *,
@@ -71,10 +70,8 @@ class Poller:
             return
         try:
             await asyncio.wait_for(
-                self._bot.do_api_request(
-                    "getUpdates",
-                    {"offset": self._offset, "timeout": 0, "limit": 1},
-                    read_timeout=5.0,
+                self._bot.raw_updates(
+                    {"offset": self._offset, "timeout": 0, "limit": 1}, read_timeout=5.0
                 ),
                 5.0,
             )
@@ -103,7 +100,7 @@ class Poller:
         offset_sent = self._offset
         # the raw call (PTB's defaults, errors and request object) without Update.de_list
         fetch = asyncio.ensure_future(
-            self._bot.do_api_request("getUpdates", data, read_timeout=self.poll_timeout + 10.0)
+            self._bot.raw_updates(data, read_timeout=self.poll_timeout + 10.0)
         )
         stop = asyncio.ensure_future(self._stopping.wait())
         try:

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from telegram import Bot, InputFile, ReactionTypeEmoji, ReplyParameters
-from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TimedOut
+from telegram.error import (
+    BadRequest,
+    EndPointNotFound,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TimedOut,
+)
 from telegram.request import RequestData
 from telegram.warnings import PTBDeprecationWarning
 
@@ -71,6 +79,20 @@ class LeanBot(Bot):
             "Call to Bot API endpoint `%s` finished with return value `%s`", endpoint, result
         )
         return result
+
+    async def raw_updates(self, data: dict[str, Any], read_timeout: float) -> Any:
+        """getUpdates' answer as raw JSON: what ``do_api_request("getUpdates", data)`` gives
+        (its errors too: a rejected call after ``initialize`` is ``EndPointNotFound``) without
+        its per-call warning and name conversion (~13 µs a poll)."""
+        try:
+            return await self._post("getUpdates", data, read_timeout=read_timeout)
+        except InvalidToken as exc:
+            if self._bot_initialized:
+                raise EndPointNotFound("Endpoint 'getUpdates' not found in Bot API") from exc
+            raise InvalidToken(
+                "Either the bot token was rejected by Telegram or the endpoint "
+                "'getUpdates' does not exist."
+            ) from exc
 
     async def _post(self, endpoint: str, data: Any = None, **kwargs: Any) -> Any:
         result = await super()._post(endpoint, data, **kwargs)
