@@ -161,11 +161,19 @@ def _attachment(kind: MediaKind, obj: object, name: str, mime: str) -> MediaItem
     )
 
 
+# every field of a message attachments_of reads
+_MEDIA_FIELDS = frozenset(
+    {"photo", "animation", "document", "video", "video_note", "audio", "voice", "sticker"}
+)
+
+
 def attachments_of(msg: Mapping[str, Any], message_id: int) -> list[MediaItem]:
     """Each attachment of a message, in this order: the largest size of a photo, an
     animation (as a video; Telegram sends its ``document`` too, the same file) or else a
     document, a video, a video note, an audio, a voice note, a still sticker (as an image).
     One without a file id is left out."""
+    if msg.keys().isdisjoint(_MEDIA_FIELDS):
+        return []  # a text message: none of the fields read below
     mid = message_id
     out: list[MediaItem | None] = []
     photo = msg.get("photo")
