@@ -25,7 +25,7 @@ from typing import Any
 
 LONG = 256  # characters: shorter strings cost less to escape than to look up
 MAX_ENTRIES = 512
-MAX_CHARS = 8_000_000  # the cache is emptied when its strings hold more than this
+MAX_CHARS = 2_000_000  # emptied past this many characters (the strings and their JSON: a few MB)
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _cache: dict[str, str] = {}
