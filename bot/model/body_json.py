@@ -36,6 +36,8 @@ _values: dict[bytes, str] = {}
 
 def _long_string(text: str) -> str:
     global _chars  # noqa: PLW0603 - one process-wide cache of escaped strings
+    if len(text) > MAX_CHARS // 8:
+        return _encode(text)  # a huge one would empty the cache every turn: not kept
     hit = _cache.get(text)
     if hit is None:
         hit = _encode(text)

@@ -132,3 +132,12 @@ def test_containers_marshal_refuses_are_encoded_as_they_are() -> None:
 
     body = {"messages": [], "tools": [OrderedDict(type="function")], "meta": OrderedDict(a=1)}
     assert body_json.dumps(body) == _reference(body)
+
+
+def test_a_huge_string_is_encoded_without_emptying_the_cache() -> None:
+    small = {"messages": [{"role": "system", "content": "s" * 300}]}
+    body_json.dumps(small)
+    huge = {"messages": [{"role": "tool", "content": "h" * (body_json.MAX_CHARS // 8 + 1)}]}
+    assert body_json.dumps(huge) == _reference(huge)
+    assert "s" * 300 in body_json._cache
+    assert all(len(k) <= body_json.MAX_CHARS // 8 for k in body_json._cache)
