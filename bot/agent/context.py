@@ -223,7 +223,7 @@ def format_user_turn(
             msg.sender_id,
             msg.sender_username,
         ),
-        f"time: {when.strftime('%Y-%m-%d %H:%M %Z').strip()}",
+        f"time: {_minute(when)}",
     ]
     if msg.message_id:
         lines.append(f"message_id: {clean_inline(msg.message_id, 80)}")
@@ -262,6 +262,17 @@ def format_user_turn(
         )
     parts.append("[Message]\n" + text)
     return "\n\n".join(parts)
+
+
+def _minute(when: datetime) -> str:
+    """``when.strftime('%Y-%m-%d %H:%M %Z').strip()``, without the C library's strftime
+    (a few µs a message): the fields are numbers, the zone's name is put in as it is."""
+    if not 1000 <= when.year <= 9999:  # strftime does not pad a short year everywhere
+        return when.strftime("%Y-%m-%d %H:%M %Z").strip()
+    name = when.tzname() or ""
+    return (
+        f"{when.year}-{when.month:02d}-{when.day:02d} {when.hour:02d}:{when.minute:02d} {name}"
+    ).strip()
 
 
 # The same chat and sender come back message after message; cleaning their names character

@@ -118,3 +118,23 @@ def test_pending_group_senders_are_cleaned_every_time():
     ]
     assert _turn(BASE, pending) == reference(BASE, pending)
     assert _turn(BASE, pending) == reference(BASE, pending)
+
+
+ZONES = [None, "UTC", "Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe"]
+# around the 2026 DST changes (Europe 29 Mar / 25 Oct, New York 8 Mar / 1 Nov), the epoch,
+# a year before it and one far ahead (0 means "no platform time": now)
+STAMPS = [1_774_746_000.0, 1_792_890_000.0, 1_772_953_200.0, 1_793_512_800.0, 1.0, -31_536_000.0]
+STAMPS += [t + d for t in STAMPS[:4] for d in (-3600.5, -59.9, -0.5, 0.5, 59.9, 3600.5)]
+STAMPS += [4_102_444_800.0, 1_764_000_000.123]
+
+
+@pytest.mark.parametrize("name", ZONES)
+def test_the_time_line_is_what_strftime_writes(name):
+    from datetime import datetime
+
+    tz = ZoneInfo(name) if name else None
+    for ts in STAMPS:
+        msg = dataclasses.replace(BASE, timestamp=ts)
+        line = next(x for x in format_user_turn(msg, tz=tz).splitlines() if x.startswith("time:"))
+        want = datetime.fromtimestamp(ts, tz).strftime("%Y-%m-%d %H:%M %Z").strip()
+        assert line == f"time: {want}", ts
