@@ -226,10 +226,10 @@ def format_user_turn(
         f"time: {_minute(when)}",
     ]
     if msg.message_id:
-        lines.append(f"message_id: {clean_inline(msg.message_id, 80)}")
+        lines.append(f"message_id: {_plain_id(msg.message_id, 80)}")
     if msg.reply_to_id:
         lines.append(
-            f"replying_to: {clean_inline(msg.reply_to_id, 80)}"
+            f"replying_to: {_plain_id(msg.reply_to_id, 80)}"
             + (" (one of your messages)" if msg.reply_to_bot else "")
         )
     if was_mentioned is not None and msg.chat_type == "group":
@@ -262,6 +262,15 @@ def format_user_turn(
         )
     parts.append("[Message]\n" + text)
     return "\n\n".join(parts)
+
+
+def _plain_id(text: str, max_len: int) -> str:
+    """``clean_inline(text, max_len)`` for a platform's message id: one of ASCII letters and
+    digits only, within the cap, has nothing to remove, fold or cut (Telegram's and
+    Discord's ids are digits), so it is kept without a look at each character."""
+    if isinstance(text, str) and len(text) <= max_len and text.isascii() and text.isalnum():
+        return text
+    return clean_inline(text, max_len)
 
 
 def _minute(when: datetime) -> str:

@@ -138,3 +138,14 @@ def test_the_time_line_is_what_strftime_writes(name):
         line = next(x for x in format_user_turn(msg, tz=tz).splitlines() if x.startswith("time:"))
         want = datetime.fromtimestamp(ts, tz).strftime("%Y-%m-%d %H:%M %Z").strip()
         assert line == f"time: {want}", ts
+
+
+IDS = ["12345", "abcDEF9", "9" * 80, "9" * 81, "12 34", "1\u202e2", "\u0661\u0662", "ab\ncd", "x.y"]
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_message_and_reply_ids_are_cleaned_as_clean_inline_does(mid):
+    msg = dataclasses.replace(BASE, message_id=mid, reply_to_id=mid, reply_to_bot=True)
+    lines = format_user_turn(msg, tz=TZ).split("\n\n")[0].splitlines()
+    assert f"message_id: {clean_inline(mid, 80)}" in lines
+    assert f"replying_to: {clean_inline(mid, 80)} (one of your messages)" in lines
