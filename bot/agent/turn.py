@@ -24,8 +24,10 @@ from bot.agent.context import (
     zone,
     zone_name,
 )
+from bot.agent.lazy import turn_parts
 from bot.agent.request import TurnRequest, TurnResult
 from bot.config import OWNER_ONLY_TOOLS, Config
+from bot.model import ON_CALL
 from bot.model.gate import BudgetRefused
 from bot.prompt.context import PromptContext
 from bot.store import Store
@@ -184,8 +186,6 @@ class Agent:
     ) -> TurnResult:
         """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values, SPEC
         §12): the router passes a live preview's callback; heartbeats and cron never do."""
-        from bot.model import ON_CALL
-
         # every model call of the turn is recorded with its session and turn (SPEC §12)
         turn_id = uuid.uuid4().hex
         token = ON_CALL.set(self.gate.bind(req.trust, req.session_key, turn_id).recorder(req.kind))
@@ -197,8 +197,6 @@ class Agent:
     async def compact_now(self, req: TurnRequest, focus: str = "") -> str:
         """``/compact [focus]``: compact the session now; the reply for the user.  Its
         model calls are recorded like a turn's (kind "compaction")."""
-        from bot.model import ON_CALL
-
         call = self.gate.bind(req.trust, req.session_key, uuid.uuid4().hex)
         token = ON_CALL.set(call.recorder("compaction"))
         try:
@@ -211,10 +209,7 @@ class Agent:
     async def _run_turn(
         self, req: TurnRequest, turn_id: str, on_event: Callable[[Any], None] | None = None
     ) -> TurnResult:
-        from bot.agent.loop import run_agent_loop
-        from bot.media import policy_for
-        from bot.prompt.hooks import apply_system, apply_user
-
+        run_agent_loop, policy_for, apply_system, apply_user, _, _ = turn_parts()
         started = time.perf_counter()
         a = self.cfg.agent
         system = self.system_prompt(req)
@@ -343,12 +338,10 @@ class Agent:
         )
 
     def tool_context(self, req: TurnRequest):
-        from bot.agent.tools import ToolContext
-        from bot.agent.tools.session import with_origin
-
+        parts = turn_parts()
         a = self.cfg.agent
         owner = req.trust == "owner"
-        return ToolContext(
+        return parts.tool_context(
             file_root=self.file_root(req),
             trust=req.trust,
             session_key=req.session_key,
@@ -362,7 +355,7 @@ class Agent:
             if req.kind != "subagent"
             else None,
             session_info=lambda: self._session_info(req.session_key),
-            cron=with_origin(self.cron_api, req.route) if owner else None,
+            cron=parts.with_origin(self.cron_api, req.route) if owner else None,
             secrets=self.secrets,
             request_approval=self._approver_for(req),
         )
