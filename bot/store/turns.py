@@ -35,38 +35,14 @@ def _insert_messages(n: int) -> str:
 
 
 class TurnsMixin(SessionsMixin, OutboxMixin):
-    def commit_turn(
-        self,
-        key: str,
-        turn: str,
-        messages: Iterable[dict],
-        *,
-        kind: str = "chat",
-        inbound_id: int | None = None,
-        outbound: list | None = None,
-        usage: dict | None = None,
-        outbox_kind: str = "reply",
-        channel: str | None = None,
-        state: dict[str, Any] | None = None,
-    ) -> list[int]:
+    def commit_turn(self, key: str, turn: str, messages: Iterable[dict], **kw: Any) -> list[int]:
         """Store a whole turn atomically; with ``inbound_id`` the inbound row becomes
         'done'.  The reply (``outbound``: OutboundMessage dicts) is queued in the outbox in
         the same transaction, for ``channel`` (default: the inbound row's channel; a
         scheduled turn has none and names it), and so are the ``state`` values (kv: the
-        heartbeat's last alert).  Returns the new outbox row ids."""
-        rows = self.commit_turn_rows(
-            key,
-            turn,
-            messages,
-            kind=kind,
-            inbound_id=inbound_id,
-            outbound=outbound,
-            usage=usage,
-            outbox_kind=outbox_kind,
-            channel=channel,
-            state=state,
-        )
-        return [r.id for r in rows]
+        heartbeat's last alert).  Takes :meth:`commit_turn_rows`'s keywords; returns the
+        new outbox row ids."""
+        return [r.id for r in self.commit_turn_rows(key, turn, messages, **kw)]
 
     def commit_turn_rows(
         self,

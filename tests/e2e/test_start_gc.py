@@ -135,25 +135,23 @@ def test_chela_run_collects_nothing_before_ready_then_collects_with_startup_froz
     assert seen["frozen"] > 10_000
 
 
-def test_other_commands_keep_the_collector_on(tmp_path):
+def _collector_at_config(tmp_path: Path, *args: str) -> str:
     out = subprocess.run(
-        [sys.executable, "-c", AT_CONFIG, "check", "--config", str(_config(tmp_path))],
+        [sys.executable, "-c", AT_CONFIG, *args],
         cwd=tmp_path,
         env=_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert "collector on at config: True" in out.stdout, out.stdout + out.stderr
+    return out.stdout + out.stderr
+
+
+def test_other_commands_keep_the_collector_on(tmp_path):
+    out = _collector_at_config(tmp_path, "check", "--config", str(_config(tmp_path)))
+    assert "collector on at config: True" in out, out
 
 
 def test_chela_run_imports_its_config_with_the_collector_off(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-c", AT_CONFIG, "run", "--config", str(tmp_path / "none.toml")],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "collector on at config: False" in out.stdout, out.stdout + out.stderr
+    out = _collector_at_config(tmp_path, "run", "--config", str(tmp_path / "none.toml"))
+    assert "collector on at config: False" in out, out
