@@ -7,30 +7,15 @@ from bot.agent.tools import Tool, schema
 from bot.agent.turn import Agent, TurnRequest
 from bot.store import Store
 from tests.e2e import make_config
-
-
-class FakeMcp:
-    def __init__(self) -> None:
-        self.offered: list[Tool] = []
-
-    def tools(self) -> list[Tool]:
-        return list(self.offered)
-
-
-async def _echo(args, ctx) -> str:
-    return "ok"
+from tests.fakes.mcp_port import FakeMcp, Nowhere, echo
 
 
 def _tool(name: str) -> Tool:
-    return Tool(name, "an MCP tool", schema({}), _echo)
-
-
-class _Nowhere:
-    base_url = "http://127.0.0.1:9/v1"  # never called: these tests run no turn
+    return Tool(name, "an MCP tool", schema({}), echo)
 
 
 def _agent(tmp_path, **ports) -> Agent:
-    cfg = make_config(tmp_path, _Nowhere(), tools={"enabled": ["read", "cron"]})
+    cfg = make_config(tmp_path, Nowhere(), tools={"enabled": ["read", "cron"]})
     return Agent(cfg, Store(":memory:"), **ports)
 
 

@@ -9,33 +9,18 @@ from bot.agent.turn import Agent
 from bot.prompt.context import ToolSpec
 from bot.store import Store
 from tests.e2e import make_config
+from tests.fakes.mcp_port import FakeMcp, Nowhere, echo
 
 SYSTEM = "You are a test assistant."
 
 
-class FakeMcp:
-    def __init__(self) -> None:
-        self.offered: list[Tool] = []
-
-    def tools(self) -> list[Tool]:
-        return list(self.offered)
-
-
-async def _echo(args, ctx) -> str:
-    return "ok"
-
-
 def _tool(name: str) -> Tool:
     desc = {"type": "string", "description": "what to look up " * 20}
-    return Tool(name, "an MCP tool that looks things up", schema({"q": desc}), _echo)
-
-
-class _Nowhere:
-    base_url = "http://127.0.0.1:9/v1"  # never called: no turn runs
+    return Tool(name, "an MCP tool that looks things up", schema({"q": desc}), echo)
 
 
 def _agent(tmp_path, mcp: FakeMcp) -> Agent:
-    cfg = make_config(tmp_path, _Nowhere(), tools={"enabled": ["read"]})
+    cfg = make_config(tmp_path, Nowhere(), tools={"enabled": ["read"]})
     return Agent(cfg, Store(":memory:"), mcp=mcp)
 
 
