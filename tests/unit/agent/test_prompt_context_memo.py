@@ -21,10 +21,7 @@ from bot.prompt.cache import PromptCache
 from bot.prompt.context import RuntimeInfo, ToolSpec
 from bot.store import Store
 from tests.e2e import make_config
-
-
-class _Nowhere:
-    base_url = "http://127.0.0.1:9/v1"  # no turn runs: nothing is called
+from tests.fakes.mcp_port import FakeMcp, Nowhere, echo
 
 
 TOOLS = (ToolSpec("read", "read a file"), ToolSpec("exec", "run a command"))
@@ -32,7 +29,7 @@ RUNTIME = RuntimeInfo(host="h", os="Linux")
 
 
 def _cfg(tmp_path: Path, **agent):
-    cfg = make_config(tmp_path, _Nowhere(), agent=agent, owner={"numbers": ["+100"]})
+    cfg = make_config(tmp_path, Nowhere(), agent=agent, owner={"numbers": ["+100"]})
     cfg.agent.workspace.mkdir(parents=True, exist_ok=True)
     return cfg
 
@@ -149,24 +146,12 @@ def test_the_memo_stays_bounded(tmp_path):
 
 
 # ------------------------------------------------------------------- through the agent
-class FakeMcp:
-    def __init__(self) -> None:
-        self.offered: list[Tool] = []
-
-    def tools(self) -> list[Tool]:
-        return list(self.offered)
-
-
-async def _echo(ctx, args) -> str:
-    return "ok"
-
-
 def test_an_mcp_tool_offered_later_reaches_the_system_prompt(tmp_path):
     mcp = FakeMcp()
     agent = Agent(_cfg(tmp_path), Store(":memory:"), mcp=mcp)
     before = agent.system_prompt(_req())
     assert agent.system_prompt(_req()) is before  # cached
-    mcp.offered.append(Tool("mcp_lookup", "looks things up", schema({}), _echo))
+    mcp.offered.append(Tool("mcp_lookup", "looks things up", schema({}), echo))
     agent.refresh_tools()  # what the MCP manager's on_change calls
     after = agent.system_prompt(_req())
     assert "mcp_lookup" in after and "mcp_lookup" not in before

@@ -12,18 +12,11 @@ from bot.agent.tools import ExecPolicy, Tool, ToolRegistry, schema
 from bot.agent.turn import Agent
 from bot.store import Store
 from tests.e2e import make_config
-
-
-class _Nowhere:
-    base_url = "http://127.0.0.1:9/v1"  # no turn runs: nothing is called
-
-
-async def _echo(ctx, args) -> str:
-    return "ok"
+from tests.fakes.mcp_port import FakeMcp, Nowhere, echo
 
 
 def _tool(name: str) -> Tool:
-    return Tool(name, f"the {name} tool", schema({"q": {"type": "string"}}, ["q"]), _echo)
+    return Tool(name, f"the {name} tool", schema({"q": {"type": "string"}}, ["q"]), echo)
 
 
 def _fresh_schemas(reg: ToolRegistry) -> list[dict]:
@@ -45,16 +38,8 @@ def test_a_tool_registered_later_is_in_the_schema_list():
     assert reg.openai_tools() == _fresh_schemas(reg)
 
 
-class FakeMcp:
-    def __init__(self) -> None:
-        self.offered: list[Tool] = []
-
-    def tools(self) -> list[Tool]:
-        return list(self.offered)
-
-
 def _agent(tmp_path: Path, mcp=None, **sections) -> Agent:
-    cfg = make_config(tmp_path, _Nowhere(), **sections)
+    cfg = make_config(tmp_path, Nowhere(), **sections)
     return Agent(cfg, Store(":memory:"), mcp=mcp)
 
 
