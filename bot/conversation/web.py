@@ -203,14 +203,9 @@ class WebTurns:
             return
         req = prep.request(msg, key, turn.text, OWNER, include_intro=False, media=turn.media)
         live = _Live(sink)
+        model, effort = controls.session_choice(conv.cfg, conv.store, key)  # one read
         outcome = await conv.runner.run(
-            req,
-            msg,
-            None,
-            None,
-            lambda: live,
-            model=controls.session_model(conv.cfg, conv.store, key),
-            effort=controls.session_effort(conv.cfg, conv.store, key),
+            req, msg, None, None, lambda: live, model=model, effort=effort
         )
         if outcome.result is None:  # stopped (§17.1): the user message stays, no answer
             await self._stopped(inbound_id, msg, req, outcome.turn, live.shown, sink)

@@ -26,7 +26,7 @@ from bot.rules.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
 from bot.conversation import commit
-from bot.conversation.commands.controls import session_effort, session_model
+from bot.conversation.commands.controls import session_choice
 from bot.conversation.events import TurnEvents
 from bot.conversation.run import Run
 from bot.conversation.reply import scheduled_outbound, scheduled_plan
@@ -136,14 +136,9 @@ class Scheduled:
             sender_id="",
             text=req.user_text,
         )
+        model, effort = session_choice(self.cfg, self.store, key)  # one read of its settings
         outcome = await self.runner.run(
-            req,
-            msg,
-            None,
-            None,
-            lambda: None,
-            model=session_model(self.cfg, self.store, key),
-            effort=session_effort(self.cfg, self.store, key),
+            req, msg, None, None, lambda: None, model=model, effort=effort
         )
         return outcome.result
 
