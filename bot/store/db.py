@@ -339,19 +339,8 @@ def _unusable(path: str, e: BaseException) -> str:
     )
 
 
-# the message the store is counting right now and its JSON (``Database._count_json``): a
-# token counter that falls back to the estimate (the app's, while no tokenizer is loaded)
-# is handed that very message object, whose JSON need not be built again.  Matched by
-# identity, read and written whole: another thread's message never matches, at worst the
-# estimate encodes the message itself.
-_counting: list[tuple[dict, str] | None] = [None]
-
-
 def estimate_tokens(message: dict) -> int:
     """A rough count (4 characters a token) for when no tokenizer is at hand."""
-    known = _counting[0]
-    if known is not None and known[0] is message:
-        return len(known[1]) // 4 + 4
     return len(json.dumps(message, ensure_ascii=False)) // 4 + 4
 
 
@@ -428,16 +417,12 @@ class Database:
 
     def _count_json(self, message: dict, dumped: str) -> int:
         """:meth:`_count` of a message whose JSON (``json.dumps(message,
-        ensure_ascii=False)``) the caller has built: the estimate is taken from it instead
-        of encoding the message again (also when the counter falls back to the estimate);
-        a tokenizer counts the message itself."""
+        ensure_ascii=False)``) the caller has built: with the estimate as the counter (the
+        app's for a light-path config, ``message_counter``) it is taken from that JSON
+        instead of encoding the message again; a tokenizer counts the message itself."""
         if self.token_counter is estimate_tokens:
             return len(dumped) // 4 + 4
-        _counting[0] = (message, dumped)
-        try:
-            return self._count(message)
-        finally:
-            _counting[0] = None
+        return self._count(message)
 
     def _tx(self) -> _Tx:
         return _Tx(self.db)

@@ -39,11 +39,14 @@ def message_counter(cfg: Config, model: str = "") -> Callable[[dict], int]:
     builds it: litellm's tokenizer for the configured model (or ``model``) when this config
     counts with litellm (never for a light-path-only config, so counts do not depend on
     whether something else imported litellm), else the estimate."""
-    model, needed = model or cfg.agent.model, litellm_needed(cfg)
+    if not litellm_needed(cfg):
+        # the estimate itself, so the store takes it from the JSON it has just built
+        return estimate_tokens
+    model = model or cfg.agent.model
 
     def count(message: dict) -> int:
-        litellm = lite._litellm if needed else None
-        if litellm is None:
+        litellm = lite._litellm
+        if litellm is None:  # still importing: the estimate meanwhile
             return estimate_tokens(message)
         try:
             return int(litellm.token_counter(model=model, messages=[message]))

@@ -50,22 +50,22 @@ class _SpyJson:
         return getattr(json, name)
 
 
-def test_a_counter_falling_back_to_the_estimate_does_not_encode_again(tmp_path, monkeypatch):
-    """The app's counter is the estimate while no tokenizer is loaded (it calls
-    estimate_tokens itself): the message the commit has just encoded is not encoded again,
+def test_the_apps_counter_for_a_light_path_config_does_not_encode_again(tmp_path, monkeypatch):
+    """The app's counter (``message_counter``) for a config no model of which needs litellm
+    is the estimate itself: the message the commit has just encoded is not encoded again,
     and the counts are the same."""
+    from bot.agent.compaction.counting import message_counter
     from bot.store import db as db_mod
+    from tests.e2e import make_config
+    from tests.fakes.mcp_port import Nowhere
 
+    counter = message_counter(make_config(tmp_path, Nowhere()))
     spy = _SpyJson()
     monkeypatch.setattr(db_mod, "json", spy)
-
-    def app_counter(message: dict) -> int:  # no tokenizer loaded: the estimate
-        return estimate_tokens(message)
-
-    store = Store(tmp_path / "s.db", token_counter=app_counter)
+    store = Store(tmp_path / "s.db", token_counter=counter)
     store.commit_turn("k", "t1", TURN)
     tokens = [r[0] for r in store.db.execute("SELECT tokens FROM messages ORDER BY id")]
     assert spy.dumped == 0
     assert tokens == [len(json.dumps(m, ensure_ascii=False)) // 4 + 4 for m in TURN]
-    # twin: outside a commit (or for another message) the estimate encodes the message
+    # twin: outside a commit the estimate encodes the message
     assert estimate_tokens(dict(TURN[0])) == tokens[0] and spy.dumped == 1
