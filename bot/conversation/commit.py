@@ -86,7 +86,7 @@ class Commit:
                 outbound=outbound,
                 usage=result.usage,
                 channel=channel,
-                state={**state, **route} if state and route else state or route,
+                state={**(state or {}), **route},
             )
             if owner is not None and route:
                 owner.stored(self.store, route)
