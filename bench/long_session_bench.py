@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.model import LLMClient, warm_up
 from bot.agent.compaction import SUMMARY_INSTRUCTIONS
 from bot.app.daemon import Daemon
-from bot.conversation.pipeline import Conversation as Router
+from bot.conversation.pipeline import Conversation
 from channels.base import InboundMessage
 from channels.terminal import TerminalChannel
 from tests.e2e import make_config
@@ -127,7 +127,7 @@ async def measure(size: int, turns: int) -> dict:
             term.waiters[mid] = fut
             acc = LLM_SECONDS.setdefault(mid, [0.0, 0])
             t0 = time.perf_counter()
-            await d.router.on_inbound(
+            await d.conversation.on_inbound(
                 InboundMessage(
                     channel="terminal",
                     chat_id="local",

@@ -4,7 +4,7 @@
 
 A fake model streams ``--tokens`` tokens of ~4 characters at ``--rate`` tokens/s
 (``FakeLLM.stream_interval``), through the real daemon (litellm with ``stream=True``, the
-agent loop, the router) to:
+agent loop, the conversation) to:
 
   HTTP      the OpenAI-compatible API with ``stream: true`` read by the ``openai`` SDK:
             request sent → first content chunk (TTFT), → last chunk (total); the same

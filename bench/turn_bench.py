@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.model import Completion, LLMClient, warm_up
 from bot.model.response import _parse_response
 from bot.app.daemon import Daemon
-from bot.conversation.pipeline import Conversation as Router
+from bot.conversation.pipeline import Conversation
 from channels.base import InboundMessage
 from channels.terminal import TerminalChannel
 from tests.e2e import make_config
@@ -116,7 +116,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
     term = BenchTerminal()
     d = Daemon(cfg, channels={"terminal": term}, scheduler=False)
     await d.start()
-    router = d.router
+    router = d.conversation
     seq = iter(range(10**9))
 
     async def one(sender: int, text: str) -> dict:

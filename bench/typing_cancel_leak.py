@@ -5,7 +5,7 @@
 ``Router._turn`` used to cancel its ``_keep_typing`` task when a turn ended; if a
 sendChatAction was in flight at that moment, PTB's stock ``HTTPXRequest`` never released
 the cancelled request's slot in its connection pool.  After enough of them every call
-failed with "Pool timeout".  The router now shields that call, and the adapter now uses
+failed with "Pool timeout".  The conversation now shields that call, and the adapter now uses
 ``channels.telegram.request.AiohttpRequest``; this script shows both request classes on
 their own: it cancels 3,000 sendChatAction calls after 0-3 ms each against FakeTelegram,
 then tries one sendMessage.

@@ -13,7 +13,7 @@ the product module that ran before the loop took over.
 
 Reported (numbers, not a pass/fail test): for each product module, its entries and from how many
 distinct modules they came; the figure of the house issue is the line of the conversation
-pipeline, `bot.conversation.pipeline` (was `bot.router` before move 5): "re-entered N times from
+pipeline, `bot.conversation.pipeline` (was `bot.conversation` before move 5): "re-entered N times from
 K modules".
 """
 
@@ -40,7 +40,7 @@ PRODUCT_DIRS = (str(ROOT / "bot") + os.sep, str(ROOT / "channels") + os.sep)
 
 
 def product_module(filename: str) -> str | None:
-    """`bot.router` for .../bot/router.py; None for anything outside bot/ and channels/."""
+    """`bot.conversation` for .../bot/router.py; None for anything outside bot/ and channels/."""
     if not filename.startswith(PRODUCT_DIRS):
         return None
     rel = Path(filename).relative_to(ROOT).with_suffix("")

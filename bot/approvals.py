@@ -3,7 +3,7 @@
 A turn whose model wants to run a command that is not on the allow list calls
 ``Approvals.request``: the owner gets a direct message with the command and a short code,
 and the turn waits.  ``/approve <code>`` runs it once, ``/deny <code>`` refuses it, and no
-answer within ``timeout`` (10 minutes) refuses it.  The router handles the two commands
+answer within ``timeout`` (10 minutes) refuses it.  The conversation handles the two commands
 as soon as they arrive, outside the session lanes: the turn that waits may hold the very
 lane the owner's answer would queue on.
 

@@ -1,7 +1,7 @@
 """One agent turn: prompt (cached) + history + user turn → tool loop → reply plan.
 
 ``Agent`` is the channel-independent brain.  Channels, the heartbeat and cron all enter
-through ``Agent.run_turn`` with a ``TurnRequest``; the router and the scheduler store
+through ``Agent.run_turn`` with a ``TurnRequest``; the conversation and the scheduler store
 the outcome and hand the plan to delivery.
 """
 
@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from collections.abc import Awaitable, Callable
 
 from bot.agent.context import (
-    PromptContexts,
     MAX_USER_TEXT,
     exec_policy,
     format_user_turn,
     gather_runtime_info,
+    prompt_context,
     zone,
     zone_name,
 )
-from bot.agent.lazy import turn_parts
 from bot.agent.request import TurnRequest, TurnResult
 from bot.config import OWNER_ONLY_TOOLS, Config
 from bot.model import ON_CALL
@@ -125,7 +124,6 @@ class Agent:
         self.compactor = Compactor(cfg, store, llm_factory=llm_factory, main_llm=self.llm)
         self.gate = self.compactor.gate  # every model call passes it (SPEC §9.5)
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
-        self._contexts = PromptContexts(cfg, self._hash_secret, self.runtime)
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
         self._exec_policy = exec_policy(cfg, self._hidden)  # every turn's: made once
@@ -168,14 +166,11 @@ class Agent:
             self.cache.invalidate()
         self.registry, self.guest_registry = registry, guest
         self._tool_specs = specs
-        contexts = getattr(self, "_contexts", None)  # None while __init__ runs
-        if contexts is not None:
-            contexts.clear()  # keyed by the old tuples: never hit again
-        self._openai_tool_cache: dict[str, list[dict]] = {}
 
     # ------------------------------------------------------------------ prompt context
     def prompt_context(self, req: TurnRequest) -> PromptContext:
-        return self._contexts.get(req, self._tool_specs[req.trust])
+        tools = self._tool_specs[req.trust]
+        return prompt_context(self.cfg, req, tools, self._hash_secret, self.runtime)
 
     def system_prompt(self, req: TurnRequest) -> str:
         return self.cache.get(self.prompt_context(req)).text
@@ -185,7 +180,7 @@ class Agent:
         self, req: TurnRequest, *, on_event: Callable[[Any], None] | None = None
     ) -> TurnResult:
         """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values, SPEC
-        §12): the router passes a live preview's callback; heartbeats and cron never do."""
+        §12): the conversation passes a live preview's callback; heartbeats and cron never do."""
         # every model call of the turn is recorded with its session and turn (SPEC §12)
         turn_id = uuid.uuid4().hex
         token = ON_CALL.set(self.gate.bind(req.trust, req.session_key, turn_id).recorder(req.kind))
@@ -209,7 +204,12 @@ class Agent:
     async def _run_turn(
         self, req: TurnRequest, turn_id: str, on_event: Callable[[Any], None] | None = None
     ) -> TurnResult:
-        run_agent_loop, policy_for, apply_system, apply_user, _, _ = turn_parts()
+        # imported here, not at the top: the loop brings in bot.media and the delivery
+        # previews, which a command that only builds an agent never needs
+        from bot.agent.loop import run_agent_loop
+        from bot.media import policy_for
+        from bot.prompt.hooks import apply_system, apply_user
+
         started = time.perf_counter()
         a = self.cfg.agent
         system = self.system_prompt(req)
@@ -287,11 +287,8 @@ class Agent:
         where they are part of the system prompt)."""
         if not self.cfg.agent.native_tools:
             return None
-        cached = self._openai_tool_cache.get(trust)
-        if cached is None:
-            reg = self.registry if trust == "owner" else self.guest_registry
-            cached = self._openai_tool_cache[trust] = reg.openai_tools() if len(reg) else []
-        return cached or None
+        reg = self.registry if trust == "owner" else self.guest_registry
+        return reg.openai_tools() if len(reg) else None
 
     def tool_names(self, trust: str) -> set[str]:
         """The names of Chela's own tools at this trust level."""
@@ -338,10 +335,12 @@ class Agent:
         )
 
     def tool_context(self, req: TurnRequest):
-        parts = turn_parts()
+        from bot.agent.tools import ToolContext
+        from bot.agent.tools.session import with_origin
+
         a = self.cfg.agent
         owner = req.trust == "owner"
-        return parts.tool_context(
+        return ToolContext(
             file_root=self.file_root(req),
             trust=req.trust,
             session_key=req.session_key,
@@ -355,7 +354,7 @@ class Agent:
             if req.kind != "subagent"
             else None,
             session_info=lambda: self._session_info(req.session_key),
-            cron=parts.with_origin(self.cron_api, req.route) if owner else None,
+            cron=with_origin(self.cron_api, req.route) if owner else None,
             secrets=self.secrets,
             request_approval=self._approver_for(req),
         )

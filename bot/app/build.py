@@ -1,6 +1,6 @@
 """The daemon's first components, each handed what it uses (its ports): fs → Store → channels.
 
-The core over them (Outbox → Approvals → MCP → Agent → Router → Scheduled → Cron) is built in
+The core over them (Outbox → Approvals → MCP → Agent → Conversation → Scheduled → Cron) is built in
 :mod:`bot.app.core`, whose imports are the heavy part of start-up.  This module stays light:
 ``chela run`` opens the store and starts the first channels (all but :data:`AFTER_CORE`) from
 here, before the core's modules are imported.
@@ -20,7 +20,7 @@ from channels.base import Channel
 log = logging.getLogger("chela.daemon")
 
 # channels started once the core exists (their descriptor's after_core): the HTTP channel
-# serves the Control UI (it needs the router), and a channel that takes each message from the
+# serves the Control UI (it needs the conversation), and a channel that takes each message from the
 # platform for good on receipt would lose one held at the gate by a stop.  The others start
 # first: a message at the gate stays with the platform (an unconfirmed update, an unacknowledged
 # event), or, on a gateway that replays nothing, would not have reached a daemon that was not

@@ -62,7 +62,7 @@ class ChannelSpec:
     # `chela doctor`'s authenticated request (bot.app.probes)
     probe: Callable[[Any, Config], Awaitable[probes.Probe]] | None = None
     # `chela run` starts it once the core exists (bot.app.build.AFTER_CORE): it needs the
-    # router, or it takes a message from the platform for good on receipt
+    # conversation, or it takes a message from the platform for good on receipt
     after_core: bool = False
 
     @property

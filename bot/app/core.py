@@ -1,5 +1,5 @@
 """The daemon's core, built on top of the store and the channels (:mod:`bot.app.build`):
-Outbox → Approvals → MCP → Agent → Router → Scheduled → Cron, each handed what it uses;
+Outbox → Approvals → MCP → Agent → Conversation → Scheduled → Cron, each handed what it uses;
 :func:`build` makes the whole daemon at once (``Daemon(cfg)``).
 
 This module's imports are the heavy part of start-up (the agent, the conversation pipeline,
@@ -21,7 +21,7 @@ from bot.app.build import configured_channels, enabled_channels, open_store
 from bot.approvals import Approvals
 from bot.config import Config
 from bot.conversation.lanes import SessionLanes
-from bot.conversation.pipeline import Conversation as Router
+from bot.conversation.pipeline import Conversation
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
 from bot.reports.notices import Notices
@@ -44,7 +44,7 @@ class Components:
     outbox: Outbox
     agent: Agent
     mcp: McpManager | None  # only when [[mcp.servers]] are configured
-    router: Router
+    conversation: Conversation
     scheduled: Scheduled
     cron: ScheduleService
     notices: Notices  # the one notice stream (SPEC §16.5): channel states are published on it
@@ -102,7 +102,7 @@ def build_core(
 ) -> Components:
     """The core over an open store.  ``channels`` is completed here with the adapters named in
     ``late`` (the HTTP channel, whose Control UI needs the core), built into the same dict the
-    outbox and the router hold.  Raises ``ConfigError`` (a plugin that cannot be loaded)."""
+    outbox and the conversation hold.  Raises ``ConfigError`` (a plugin that cannot be loaded)."""
     from bot.prompt.hooks import load_plugins
 
     lanes = SessionLanes(cfg.session.max_concurrent_turns)
@@ -130,19 +130,19 @@ def build_core(
         mcp=mcp,
         cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
     )
-    router = Router(
+    conversation = Conversation(
         cfg, store, agent, lanes, channels, outbox, approvals=approvals, notices=notices
     )
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
-    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=router.runner)
+    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=conversation.runner)
     cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
     ui = UiContext(
         cfg=cfg,
         store=store,
-        conversation=router,
+        conversation=conversation,
         outbox=outbox,
         notices=notices,
-        turn_events=router.events,
+        turn_events=conversation.events,
         approvals=approvals,
         channel_states=channel_states or dict,
         mcp=mcp,
@@ -150,7 +150,7 @@ def build_core(
         config_path=cfg.source,
         schedule=cron,  # the Schedule page's jobs, run now, pause, resume
     )
-    return Components(store, lanes, channels, outbox, agent, mcp, router, scheduled, cron, notices)
+    return Components(store, lanes, channels, outbox, agent, mcp, conversation, scheduled, cron, notices)
 
 
 def build(

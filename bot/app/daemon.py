@@ -1,12 +1,9 @@
 """The daemon's lifecycle: components from :mod:`bot.app.build`, entered in order over one
 exit stack and left in reverse; one :class:`~bot.app.timeouts.Timeouts` table for every wait.
 
-``Daemon(cfg)`` builds everything at once.  ``Daemon(cfg, staged=True)`` (``chela run``) starts
-in two stages so the channels poll while the heavy modules load: stage 1 opens the store and
-starts the channels that can poll before the core exists (``bot.app.build.AFTER_CORE`` start
-after it), their messages held at a gate (not taken from the platform); stage 2 imports the
-core's modules in a worker thread (the loop keeps polling and SIGTERM stays instant), builds
-the core, starts the other channels, opens the gate and recovers stored messages."""
+``Daemon(cfg)`` builds every component at once, top to bottom (:func:`bot.app.core.build`);
+:meth:`Daemon.start` enters them in that order: the store, the prompt cache, MCP, the channels
+(each given one first attempt), the outbox and the stored messages, the turns, cron."""
 
 from __future__ import annotations
 
@@ -16,18 +13,16 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from bot.app import heap
-from bot.app.build import AFTER_CORE, early_channels, open_store
 from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
-from bot.app.staged import Gate, first_of, import_core
 from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, startup_lines
 from bot.app.timeouts import DEFAULT, Timeouts
 from bot.config import Config, ConfigError
 from bot.reports.notices import Notices
-from channels.base import Channel, ChannelError, InboundMessage
+from channels.base import Channel, ChannelError
 
 if TYPE_CHECKING:
     from bot.agent.turn import Agent
@@ -68,7 +63,7 @@ class Daemon:
     outbox: Outbox
     agent: Agent
     mcp: McpManager | None
-    router: Conversation
+    conversation: Conversation
     scheduled: Scheduled
     cron: ScheduleService
     notices: Notices
@@ -81,33 +76,24 @@ class Daemon:
         scheduler: bool = True,
         receive: bool = True,
         timeouts: Timeouts = DEFAULT,
-        staged: bool = False,
     ):
         """``receive=False`` is for one-shot commands next to a running daemon: channels are
-        opened for sending only and stored messages are left to the daemon.  ``staged``
-        (``chela run``): only the store and the channels that start before the core are built
-        here, the core in :meth:`start`.  Raises ``StoreError``/``ConfigError`` when a
-        component cannot be built."""
+        opened for sending only and stored messages are left to the daemon.  Raises
+        ``StoreError``/``ConfigError`` when a component cannot be built."""
         self.cfg = cfg
         self.use_scheduler = scheduler
         self.receive = receive
         self.timeouts = timeouts
         self.built_channels = channels is not None
         self.states: dict[str, dict[str, str]] = {}  # channel -> its state and last error
-        self._core: Components | None = None
-        self.gate = Gate()  # the channels' messages wait here until the router takes them
-        if staged and channels is None and receive:
-            self.store = open_store(cfg)
-            self.notices = Notices()
-            self.channels = early_channels(cfg)
-        else:
-            from bot.agent import preload
-            from bot.app.core import build
-            from bot.model import litellm_needed
+        from bot.agent import preload
+        from bot.model import litellm_needed
 
-            if litellm_needed(cfg):  # an openai-compatible config never imports litellm (§12)
-                preload.start()  # no-op when the CLI already started it before the config
-            self._take(build(cfg, channels, channel_states=self.channel_states))
+        if litellm_needed(cfg):  # an openai-compatible config never imports litellm
+            preload.start()  # in its own thread, while the core's modules are imported here
+        from bot.app.core import build
+
+        self._take(build(cfg, channels, channel_states=self.channel_states))
         self.lifecycle: list[str] = []  # "start X" / "stop X", in the order they happened
         self.up: list[str] = []  # channels that started, in order
         self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed
@@ -118,18 +104,16 @@ class Daemon:
         self._fatal: BaseException | None = None
 
     def _take(self, parts: Components) -> None:
-        self._core = parts
         self.store = parts.store
         self.lanes = parts.lanes
         self.channels = parts.channels
         self.outbox = parts.outbox
         self.agent = parts.agent
         self.mcp = parts.mcp
-        self.router = parts.router
+        self.conversation = parts.conversation
         self.scheduled = parts.scheduled
         self.cron = parts.cron
         self.notices = parts.notices
-        self.gate.open()
 
     async def __aenter__(self) -> Daemon:
         await self.start()
@@ -157,16 +141,20 @@ class Daemon:
     async def start(self) -> None:
         t0 = time.perf_counter()
         self._enter("store", self.store.close)
-        if self._core is None:
-            if not await self._start_staged():
-                return  # stopped before the core was built
+        self._enter("prompt cache", self.agent.cache.close)
+        if self.mcp is not None:
+            self.mcp.start()  # connects in the background; start-up never waits for a server
+            self._enter("mcp", self.mcp.stop)
+        log.info(
+            "starting agent=%s model=%s channels=%s",
+            self.cfg.agent.id,
+            self.cfg.agent.model,
+            ", ".join(self.channels) or "none",
+        )
+        if self.receive:
+            await self._start_receiving()
         else:
-            self._enter_core()
-            self._log_starting(self.channels)
-            if self.receive:
-                await self._start_receiving()
-            else:
-                await self._start_sending_only()
+            await self._start_sending_only()
         self._enter("turns", self._drain)
         if self.use_scheduler:
             self.cron.start()
@@ -177,20 +165,6 @@ class Daemon:
         self.ready = True
         self.on_change()
         log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
-
-    def _enter_core(self) -> None:
-        self._enter("prompt cache", self.agent.cache.close)
-        if self.mcp is not None:
-            self.mcp.start()  # connects in the background; start-up never waits for a server
-            self._enter("mcp", self.mcp.stop)
-
-    def _log_starting(self, channels: Iterable[str]) -> None:
-        log.info(
-            "starting agent=%s model=%s channels=%s",
-            self.cfg.agent.id,
-            self.cfg.agent.model,
-            ", ".join(channels) or "none",
-        )
 
     async def _start_sending_only(self) -> None:
         for name, ch in self.channels.items():
@@ -207,12 +181,9 @@ class Daemon:
         started = self._start_channels(self.channels)
         self._enter("channels", self._stop_channels)
         await self._first_attempts(started)  # before recovering stored messages
-        await self._recover()
-
-    async def _recover(self) -> None:
         self.outbox.start(recover=True)  # what the last run left unsent goes first
         self._enter("outbox", self._stop_outbox)
-        await self.router.recover()
+        await self.conversation.recover()
         self._spawn(self._watch_pairing(), "pairing-approvals")
 
     def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
@@ -228,62 +199,14 @@ class Daemon:
         """Give every channel one attempt (bounded by ``start_wait``; a stop ends the wait);
         raises what was fatal (a listen address taken)."""
         if started:
-            tried = asyncio.Event()
-
-            async def all_tried() -> None:
-                for e in started:
-                    await e.wait()
-                tried.set()
-
-            waiter = asyncio.ensure_future(all_tried())
-            try:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(first_of(tried, self._stop), self.timeouts.start_wait)
-            finally:
-                waiter.cancel()
+            tried = asyncio.ensure_future(asyncio.gather(*(e.wait() for e in started)))
+            stopping = asyncio.ensure_future(self._stop.wait())
+            wait = self.timeouts.start_wait
+            await asyncio.wait({tried, stopping}, timeout=wait, return_when="FIRST_COMPLETED")
+            tried.cancel()
+            stopping.cancel()
         if self._fatal is not None:
             raise self._fatal
-
-    # ------------------------------------------------------------------ staged start
-    async def _start_staged(self) -> bool:
-        """``chela run``: the channels that can start before the core poll first (their messages
-        wait at the gate), then the core is imported off the loop and built, the channels
-        that need it start, the gate opens.  False when a stop came first."""
-        self._log_starting(enabled_channels(self.cfg))
-        started = self._start_channels(self.channels)
-        self._enter("channels", self._stop_channels)
-        await self._first_attempts(started)
-        core = await import_core(self.cfg, self._stop)
-        if core is None:
-            if self.gate.waiting:
-                log.info(
-                    "stopping before the core was built: %d message(s) not taken from the "
-                    "platform; they are answered after the next start",
-                    self.gate.waiting,
-                )
-            return False
-        before = set(self.channels)
-        late = [n for n in enabled_channels(self.cfg) if n in AFTER_CORE]
-        self._take(
-            core.build_core(
-                self.cfg,
-                self.store,
-                self.channels,
-                late=late,
-                notices=self.notices,
-                channel_states=self.channel_states,
-            )
-        )
-        self._enter_core()
-        added = {n: ch for n, ch in self.channels.items() if n not in before}
-        await self._first_attempts(self._start_channels(added))
-        await self._recover()
-        return True
-
-    async def _gate(self, msg: InboundMessage) -> None:
-        """The channels' sink while the core is built (:class:`~bot.app.staged.Gate`)."""
-        await self.gate.wait(msg.channel, self._stop)
-        await self.router.on_inbound(msg)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))
@@ -314,7 +237,7 @@ class Daemon:
         """One attempt; True when the channel is up (a failure is logged with the wait
         before the next, ``delay``).  A taken address stops the daemon."""
         try:
-            await ch.start(self.router.on_inbound if self.gate.is_open else self._gate)
+            await ch.start(self.conversation.on_inbound)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -364,7 +287,7 @@ class Daemon:
         while not self._stop.is_set():
             try:
                 for channel, sender in self.store.take_new_approvals():
-                    if not await self.router.pairing_approved(channel, sender):
+                    if not await self.conversation.pairing_approved(channel, sender):
                         log.info(
                             "pairing approved channel=%s sender=%s (no held message to answer)",
                             channel,
@@ -435,8 +358,7 @@ class Daemon:
     async def stop(self) -> None:
         """Stop taking turns, then leave every component in the reverse of its start order."""
         self._stop.set()
-        if self._core is not None:
-            self.router.stop_accepting()
+        self.conversation.stop_accepting()
         pdf = sys.modules.get("bot.media.pdf")  # no document read without it
         if pdf is not None and (
             killed := pdf.stop_all()

@@ -61,8 +61,8 @@ async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int
     _watch_turns(daemon, failures)
 
     async def cancelled(msg) -> None:
-        assert daemon.lanes and daemon.router and daemon.store  # built by start()
-        daemon.lanes.cancel(daemon.router.session_key(msg))
+        assert daemon.lanes and daemon.conversation and daemon.store  # built by start()
+        daemon.lanes.cancel(daemon.conversation.session_key(msg))
         await asyncio.sleep(0)
         # the cancelled message is not answered later either (it would be, after a restart)
         for row in daemon.store.inbound_with_status("pending", channel="terminal"):
@@ -117,13 +117,13 @@ def _shown(daemon, term, cfg: Config) -> Iterator[None]:
             term.thinking.start()
 
     view = ChatView(term.out, tty=True, secrets=cfg.secret_values(), quiet=quiet, busy=busy)
-    hub = getattr(daemon.router, "events", None)
+    hub = getattr(daemon.conversation, "events", None)
     if hub is None:  # a conversation without turn events: replies only
         term.view = view
         view.open = True
         yield
         return
-    with hub.subscribe(daemon.router.session_key(term.message(""))) as sub:
+    with hub.subscribe(daemon.conversation.session_key(term.message(""))) as sub:
         term.view = _Drained(view, sub)
         pump = asyncio.get_running_loop().create_task(_pump(sub, view))
         try:
@@ -172,7 +172,7 @@ async def _one_message(term, text: str, failures: list[str], cfg: Config) -> int
 
 def _watch_turns(daemon, failures: list[str]) -> None:
     """Note every turn whose model call failed (the reply is then an apology, which the
-    router delivers like any answer): ``chela chat -m`` exits non-zero on it."""
+    conversation delivers like any answer): ``chela chat -m`` exits non-zero on it."""
     run_turn = daemon.agent.run_turn
 
     async def watched(req, *a, **kw):

@@ -1,5 +1,5 @@
 """Inbound message → stored replies (ARCHITECTURE.md "How a message flows").
 
 The stages hand frozen values (``types``) to each other; today the command table
-(``commands``) lives here, the rest of the pipeline is still ``bot.router`` while it moves in.
+(``commands``) lives here, the rest of the pipeline is still ``bot.conversation`` while it moves in.
 """

@@ -22,7 +22,7 @@ from bot.store import OutboxRow, Store, storage_full
 from channels.base import InboundMessage, OutboundMessage
 
 T = TypeVar("T")
-log = logging.getLogger("chela.router")
+log = logging.getLogger("chela.conversation")
 
 STORE_RETRY_MAX = 30.0  # the longest wait between two tries of a store write on a full disk
 

@@ -17,7 +17,7 @@ from bot.rules.untrusted import clean_inline, quoted
 from bot.store import Store
 from channels.base import InboundMessage, OutboundMessage
 
-log = logging.getLogger("chela.router")
+log = logging.getLogger("chela.conversation")
 
 FIRST_MESSAGE_CHARS = 200  # of the stranger's message, in the owner's notice
 

@@ -55,7 +55,7 @@ from channels.base import (
     OutboundMessage,
 )
 
-log = logging.getLogger("chela.router")  # the name operators grep for
+log = logging.getLogger("chela.conversation")  # the name operators grep for
 
 
 class Conversation:

@@ -23,7 +23,7 @@ from bot.conversation.types import ApiTurn, UserTurn
 from bot.store import Store
 from channels.base import Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge
 
-log = logging.getLogger("chela.router")
+log = logging.getLogger("chela.conversation")
 
 
 def file_root(cfg: Config, key: str, verdict: Verdict) -> Path | None:

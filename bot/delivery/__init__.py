@@ -8,7 +8,7 @@
 * :mod:`bot.delivery.previews` — live output while the model writes (SPEC §12): chat
   previews edited in place and the HTTP API's token stream.
 
-The daemon builds the :class:`Outbox` before anything that sends, and hands it to the router,
+The daemon builds the :class:`Outbox` before anything that sends, and hands it to the conversation,
 the scheduled turns, exec approvals and the ``message`` tool.
 """
 

@@ -4,7 +4,7 @@ their outbound messages here, so a reply is threaded, its media checked and carr
 named in text) the same way whoever produced it.
 
 ``cfg`` is the daemon's ``bot.config.Config`` and ``policy`` a channel's ``ChannelPolicy``;
-neither is imported here while the config package still reaches the router (through
+neither is imported here while the config package still reaches the conversation (through
 ``channel_specs``): this module would join that import cycle.
 """
 

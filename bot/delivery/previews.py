@@ -7,7 +7,7 @@ counts).  Two consumers turn them into something a user sees:
 
 * :class:`Preview` — chat channels with ``streaming = "partial"`` (Telegram, Discord,
   Slack): one plain-text message, sent when the first visible text exists and edited at
-  most once per ``interval`` seconds.  When the turn ends the router points the final
+  most once per ``interval`` seconds.  When the turn ends the conversation points the final
   reply at it (``OutboundMessage.edit_id``): the adapter edits the preview into the first
   chunk of the formatted reply, so the user ends up with exactly one reply.  A silent
   final reply deletes it.

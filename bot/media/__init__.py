@@ -2,7 +2,7 @@
 
 Two halves:
 
-* **Intake** (``prepare_inbound``), once per turn, after the router has downloaded an
+* **Intake** (``prepare_inbound``), once per turn, after the conversation has downloaded an
   admitted sender's attachments: images are checked from their bytes, turned upright
   (EXIF), resized to ``media.image_max_px`` and saved next to the download; voice notes
   and audio are transcribed (litellm ``atranscription``); text documents and PDFs are

@@ -29,7 +29,7 @@ def test_a_function_level_import_of_bot_from_config_is_caught(tmp_path):
     modules = {
         "bot.config.x": tmp_path / "x.py",
         "bot.config.y": tmp_path / "y.py",
-        "bot.router": tmp_path / "router.py",
+        "bot.conversation": tmp_path / "router.py",
         "bot.store": tmp_path / "store.py",
         "channels.util": tmp_path / "util.py",
     }
@@ -38,10 +38,10 @@ def test_a_function_level_import_of_bot_from_config_is_caught(tmp_path):
         "if TYPE_CHECKING:\n    from bot.store import Store\n"
         "from . import y\n"
         "import channels.util\n"
-        "def f():\n    from bot.router import COMMANDS\n"
+        "def f():\n    from bot.conversation import COMMANDS\n"
     )
     graph = {"bot.config.x": _imported("bot.config.x", modules["bot.config.x"], modules)}
-    assert imports_from_above(graph) == {"bot.config.x": ["bot.router", "bot.store"]}
+    assert imports_from_above(graph) == {"bot.config.x": ["bot.conversation", "bot.store"]}
     # the package's own modules and channels/ (L0) are below it: allowed
     assert imports_from_above({"bot.config.x": {"bot.config.y", "channels.util"}}) == {}
 

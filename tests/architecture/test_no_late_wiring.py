@@ -75,8 +75,8 @@ def test_the_check_sees_late_wiring():
         "    store.token_counter = agent.count\n"
         "class D:\n"
         "    def stop(self):\n"
-        "        self.router.accepting = False\n"
+        "        self.conversation.accepting = False\n"
         "        self.accepting = False\n"  # its own field: fine
         "        msg.text = ''\n"  # a value, not a component: fine
     )
-    assert late_wiring(src) == [(2, "store.token_counter"), (5, "self.router.accepting")]
+    assert late_wiring(src) == [(2, "store.token_counter"), (5, "self.conversation.accepting")]

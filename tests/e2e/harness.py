@@ -108,12 +108,12 @@ async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02):
 
 def _idle(d: Daemon) -> bool:
     """Nothing left to do in ``d``: every stored inbound message handled, no lane with a
-    job, no background reply of the router, nothing queued or sending in the outbox and no
+    job, no background reply of the conversation, nothing queued or sending in the outbox and no
     send outcome waiting for the disk.  (It reads the daemon's own state; it changes nothing.)"""
     if d.store.unfinished_inbound():
         return False
-    lanes, router, outbox = d.lanes, d.router, d.outbox
-    if lanes._workers or lanes._running or router._tasks or router._queued:
+    lanes, conv, outbox = d.lanes, d.conversation, d.outbox
+    if lanes._workers or lanes._running or conv._tasks or conv._queued:
         return False
     if outbox.pending() or outbox._workers or outbox._unsaved:
         return False

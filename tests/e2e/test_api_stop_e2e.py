@@ -69,7 +69,7 @@ async def test_a_client_that_drops_the_empty_answer_also_lines_up(tmp_path, llm,
     async with api(tmp_path, llm, monkeypatch) as (d, client):
         call = asyncio.ensure_future(_ask(client, _user("write me an essay")))
         await llm.wait_for_requests(1, timeout=15)
-        assert await d.router.stop(KEY) is True  # the UI's Stop
+        assert await d.conversation.stop(KEY) is True  # the UI's Stop
         assert (await asyncio.wait_for(call, 10)).choices[0].message.content == ""
         r = await _ask(client, _user("write me an essay"), _user("a haiku then"))
         assert r.choices[0].message.content == "Here you are"
@@ -88,7 +88,7 @@ async def test_a_stopped_streaming_request_ends_with_stop_and_no_error(tmp_path,
 
         call = asyncio.ensure_future(read())
         await llm.wait_for_requests(1, timeout=15)
-        assert await d.router.stop(KEY) is True
+        assert await d.conversation.stop(KEY) is True
         chunks = await asyncio.wait_for(call, 10)
     finish = [c.choices[0].finish_reason for c in chunks if c.choices]
     assert finish[-1] == "stop"
@@ -140,7 +140,7 @@ async def test_stop_while_the_image_is_fetched_stops_the_turn(tmp_path, llm, mon
     ):
         call = asyncio.ensure_future(_ask(client, _with_image(url)))
         await asyncio.wait_for(asked.wait(), 15)
-        assert d.router.runner.running(KEY)
+        assert d.conversation.runner.running(KEY)
         assert await _stop_over_the_api(client) == "Stopped."
         r = await asyncio.wait_for(call, 10)
         assert r.choices[0].message.content == "" and r.choices[0].finish_reason == "stop"

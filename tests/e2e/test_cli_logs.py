@@ -17,7 +17,7 @@ LOG = "\n".join(
     [
         "2026-01-01 10:00:00,000 INFO chela.daemon: ready in 12 ms",
         "2026-01-01 10:00:01,000 WARNING chela.media: model x is not known to see images",
-        "2026-01-01 10:00:02,000 ERROR chela.router: turn failed",
+        "2026-01-01 10:00:02,000 ERROR chela.conversation: turn failed",
         "Traceback (most recent call last):",
         '  File "x.py", line 1',
         "2026-01-01 10:00:03,000 DEBUG chela.agent: detail",

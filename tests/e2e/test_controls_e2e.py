@@ -47,7 +47,7 @@ async def test_stop_during_a_slow_model_call_answers_stopped_and_nothing_else(tm
         await settled(d, tg_taken(tg))
         assert sent_texts(tg) == ["Stopped."]
         assert [m["role"] for m in history(d, OWNER_KEY)] == ["user"]
-        assert not d.router.runner.running(OWNER_KEY)
+        assert not d.conversation.runner.running(OWNER_KEY)
         # the twin: the next message is answered as usual
         assert await _say(tg, 2, OWNER, "second question") == "Here you are"
     assert len(llm.requests) == 2
@@ -83,7 +83,7 @@ async def test_a_guests_stop_never_touches_the_owners_turn(tmp_path, llm, tg):
         tg.inject_message(OWNER, "a long question", from_id=OWNER)
         await llm.wait_for_requests(1, timeout=15)
         assert await _say(tg, 1, GUEST, "/stop") == "Nothing is running right now."
-        assert d.router.runner.running(OWNER_KEY)  # still running
+        assert d.conversation.runner.running(OWNER_KEY)  # still running
         # the twin: the owner's own /stop stops it
         assert await _say(tg, 2, OWNER, "/stop") == "Stopped."
 
@@ -110,8 +110,8 @@ async def test_in_a_group_a_guest_cannot_stop_someone_elses_turn(tmp_path, llm, 
         await llm.wait_for_requests(1, timeout=15)
         got = await _say(tg, 2, GROUP, "/stop", sender=GUEST, **MENTION)
         assert got == "Only the owner or whoever started it can stop the turn running here."
-        key = d.router.session_key(_group_msg(OWNER))
-        assert d.router.runner.running(key)
+        key = d.conversation.session_key(_group_msg(OWNER))
+        assert d.conversation.runner.running(key)
         # the twin: the owner stops it
         assert await _say(tg, 3, GROUP, "/stop", sender=OWNER, **MENTION) == "Stopped."
 

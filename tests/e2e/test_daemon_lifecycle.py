@@ -83,7 +83,7 @@ async def test_components_are_left_in_the_reverse_of_their_start_order(tmp_path,
 
 async def test_components_exist_before_start(tmp_path, llm):
     d = Daemon(make_config(tmp_path, llm), channels={}, scheduler=False)
-    parts = [d.store, d.lanes, d.outbox, d.agent, d.router, d.scheduled, d.cron]
+    parts = [d.store, d.lanes, d.outbox, d.agent, d.conversation, d.scheduled, d.cron]
     assert all(p is not None for p in parts)
     assert d.lifecycle == []  # built, not started
     d.store.close()

@@ -66,7 +66,7 @@ async def test_dm_gets_reply(cfg, llm, dc):
 
 
 async def test_group_mention_gating_and_pending_history(cfg, llm, dc, caplog):
-    caplog.set_level(logging.INFO, logger="chela.router")
+    caplog.set_level(logging.INFO, logger="chela.conversation")
     async with running(cfg) as d:
         await dc.wait_for_clients(1)
         mid = await dc.inject_message(
@@ -78,7 +78,7 @@ async def test_group_mention_gating_and_pending_history(cfg, llm, dc, caplog):
         await dc.inject_message(
             OTHER, f"<@{BOT_ID}> hello", author_id=5, username="bob", mentions=[BOT_ID]
         )
-        # not stored: the router's log line is the evidence it was taken and dropped
+        # not stored: the conversation's log line is the evidence it was taken and dropped
         await settled(d, lambda: "reason=group not allowlisted" in caplog.text)
         assert dc.sent == [] and llm.requests == []
         llm.script(text("Looking into it."))

@@ -67,13 +67,13 @@ async def test_a_platform_outage_is_retried_until_every_reply_is_delivered(tmp_p
         # the outage goes on: every reply is tried again, nothing gets through, nothing is dropped
         await eventually(lambda: retried(d, 6), timeout=20)
         assert tg.sent == []
-        assert d.router.outbox.pending() == 6
+        assert d.conversation.outbox.pending() == 6
         tg.clear_failures()  # the platform is back: no restart needed
         await tg.wait_for_sent(6, timeout=60)
         await settled(d, tg_taken(tg))
         for c in CHATS:
             assert replies(tg, c) == [f"re c{c}-m1", f"re c{c}-m2"]  # once each, in order
-        assert d.router.outbox.pending() == 0
+        assert d.conversation.outbox.pending() == 0
         assert outbox_states(d.cfg) == {"sent": 6}
 
 
@@ -313,7 +313,7 @@ async def test_rows_left_by_a_one_shot_command_are_sent_by_the_running_daemon(
         # 0.05 s) in which the daemon's own unsent row must not be adopted a second time
         await asyncio.sleep(0.3)
         assert replies(tg, 42) == ["alert from chela heartbeat"]
-        assert d.router.outbox.pending() == 1  # 43's reply, once
+        assert d.conversation.outbox.pending() == 1  # 43's reply, once
         tg.clear_failures()
         await tg.wait_for(lambda: len(replies(tg, 43)) == 1, timeout=60)
         await settled(d, tg_taken(tg))

@@ -130,7 +130,7 @@ async def test_pair_in_a_group_is_refused_even_for_the_owner(tmp_path, llm, tg, 
 
 
 async def test_without_an_owner_route_only_a_log_line_tells(tmp_path, llm, tg, caplog):
-    caplog.set_level(logging.INFO, logger="chela.router")
+    caplog.set_level(logging.INFO, logger="chela.conversation")
     async with running(cfg_for(tmp_path, llm, tg, allow_from=[])) as d:
         tg.inject_message(STRANGER, "hi", from_id=STRANGER)
         await tg.wait_for_sent(1, timeout=15)

@@ -60,8 +60,8 @@ async def test_a_message_arriving_during_start_up_is_answered_once(tmp_path, llm
         msg = InboundMessage(
             channel="terminal", chat_id="local", sender_id="me", text="hi", message_id="m-1"
         )
-        await d.router.on_inbound(msg)
-        assert await d.router.recover() == 0  # already queued by the live intake
+        await d.conversation.on_inbound(msg)
+        assert await d.conversation.recover() == 0  # already queued by the live intake
         await asyncio.sleep(0.5)
     assert len(llm.requests) == 1
 

@@ -33,7 +33,7 @@ async def test_stop_mid_turn_keeps_the_user_message_and_sends_nothing(tmp_path, 
     gate = asyncio.Event()  # the model writes a first chunk, then stalls until stopped
     llm.script(streamed("Here is a long ", "essay that never ends", gate=gate))
     async with running(tg_config(tmp_path, llm, tg, streaming="partial")) as d:
-        conv = d.router
+        conv = d.conversation
         with conv.events.subscribe() as sub:
             tg.inject_message(42, "write me an essay", from_id=42, username="alice")
             key = await _started(sub)
@@ -60,11 +60,11 @@ async def test_after_a_stop_the_next_message_is_answered(tmp_path, llm, tg):
     gate = asyncio.Event()
     llm.script(streamed("never ", "finished", gate=gate), text("Here you are"))
     async with running(tg_config(tmp_path, llm, tg)) as d:
-        with d.router.events.subscribe() as sub:
+        with d.conversation.events.subscribe() as sub:
             tg.inject_message(42, "first question", from_id=42, username="alice")
             key = await _started(sub)
             await llm.wait_for_requests(1, timeout=15)
-            assert await d.router.stop(key) is True
+            assert await d.conversation.stop(key) is True
         gate.set()
         tg.inject_message(42, "second question", from_id=42, username="alice")
         sent = await tg.wait_for_sent(1, timeout=15)
@@ -80,7 +80,7 @@ async def test_after_a_stop_the_next_message_is_answered(tmp_path, llm, tg):
 async def test_events_of_a_dm_arrive_in_order(tmp_path, llm, tg):
     llm.script(text("Hello Alice"))
     async with running(tg_config(tmp_path, llm, tg)) as d:
-        with d.router.events.subscribe() as sub:
+        with d.conversation.events.subscribe() as sub:
             tg.inject_message(42, "hi", from_id=42, username="alice")
             await tg.wait_for_sent(1, timeout=15)
             evs = [ev async for ev in _until(sub, "final")]
@@ -117,13 +117,13 @@ async def test_stop_kills_the_command_the_turn_is_running(tmp_path, llm, tg):
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg), tools=tools)
     pid_file = Path(cfg.agent.workspace) / "pid.txt"
     async with running(cfg) as d:
-        with d.router.events.subscribe() as sub:
+        with d.conversation.events.subscribe() as sub:
             tg.inject_message(42, "run the long job", from_id=42, username="alice")
             key = await _started(sub)
             await eventually(lambda: pid_file.exists() and pid_file.read_text().strip())
             pid = int(pid_file.read_text())
             assert alive(pid)
-            assert await d.router.stop(key) is True
+            assert await d.conversation.stop(key) is True
         await eventually(lambda: not alive(pid), timeout=5)
         await asyncio.sleep(0.3)
         assert tg.sent == [] and len(llm.requests) == 1

@@ -77,8 +77,8 @@ def live_stream_hook(count_calls: Any):
 
 
 def started(d: Any, clock: FakeClock, channel: str) -> list[tuple[float, str, str]]:
-    d.router.preview_clock = clock
-    d.router.preview_sleep = clock.sleep
+    d.conversation.preview_clock = clock
+    d.conversation.preview_sleep = clock.sleep
     return spy_preview_calls(d.channels[channel], clock)
 
 

@@ -231,7 +231,7 @@ async def test_guest_files_land_in_their_own_directory_never_the_workspace(tmp_p
         tg.inject_message(OWNER, "hi", from_id=OWNER)
         await tg.wait_for_sent(2, timeout=15)
         key = f"agent:main:telegram:group:{GROUP}"
-        gdir = d.router.file_root(key, d.router.admit(_group_msg()))
+        gdir = d.conversation.file_root(key, d.conversation.admit(_group_msg()))
     results = tool_results(llm.requests[1])
     assert results[0].startswith("Wrote")  # the guest's write worked ...
     assert (gdir / "AGENTS.md").read_text() == "Obey the group."  # ... in its own directory

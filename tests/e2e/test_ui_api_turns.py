@@ -100,7 +100,7 @@ async def test_stop_ends_the_stream_stopped_and_stores_no_answer(tmp_path, llm):
     async with ui_daemon(tmp_path, llm) as ui, await ui.login() as c:
         running = asyncio.ensure_future(turn(c, MAIN, "write an essay", "s1"))
         await llm.wait_for_requests(1, timeout=15)
-        await eventually(lambda: ui.daemon.router.runner.running(MAIN))
+        await eventually(lambda: ui.daemon.conversation.runner.running(MAIN))
         r = await c.post(f"/ui/api/sessions/{quote(MAIN, safe='')}/stop")
         assert (await r.json()) == {"stopped": True}
         _, evs = await running

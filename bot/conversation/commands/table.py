@@ -1,6 +1,6 @@
 """The chat commands (SPEC §4.4): answered by the core, never by the model.
 
-One row per command; the router's parser, the refusals (``runner``), /help and the Telegram
+One row per command; the conversation's parser, the refusals (``runner``), /help and the Telegram
 command menu are all read from this table, in its order."""
 
 from __future__ import annotations

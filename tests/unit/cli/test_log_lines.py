@@ -14,7 +14,7 @@ FMT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def _record(msg: str = "turn done ms=%d", *args: object) -> logging.LogRecord:
-    return logging.LogRecord("chela.router", logging.INFO, __file__, 1, msg, args or (28,), None)
+    return logging.LogRecord("chela.conversation", logging.INFO, __file__, 1, msg, args or (28,), None)
 
 
 def test_a_record_is_formatted_once_for_every_handler_that_shares_the_formatter():
@@ -34,14 +34,14 @@ def test_a_record_is_formatted_once_for_every_handler_that_shares_the_formatter(
     for h in handlers:
         h.handle(rec)
     assert (
-        streams[0].getvalue() == streams[1].getvalue() == "T INFO chela.router: turn done ms=28\n"
+        streams[0].getvalue() == streams[1].getvalue() == "T INFO chela.conversation: turn done ms=28\n"
     )
     assert len(calls) == 1
 
 
 def test_another_formatter_makes_its_own_line():
     rec = _record()
-    assert LineOnce(FMT).format(rec).endswith("chela.router: turn done ms=28")
+    assert LineOnce(FMT).format(rec).endswith("chela.conversation: turn done ms=28")
     assert LineOnce("%(levelname)s|%(message)s").format(rec) == "INFO|turn done ms=28"
     assert logging.Formatter("%(message)s!").format(rec) == "turn done ms=28!"
 
