@@ -1,6 +1,6 @@
-"""CLI rough edges of issue 27: a global --config before the subcommand (#9), subcommand
-help pages that say what the command does (#9), a closed pipe (#7), one FAIL per bad model
-in doctor (#8)."""
+"""Using the CLI: a global --config before or after the subcommand, subcommand help pages that
+say what the command does, a closed pipe that ends quietly, and one FAIL per bad model in
+doctor."""
 
 from __future__ import annotations
 
