@@ -60,7 +60,7 @@ class Agent:
     """The channel-independent brain, built with its ports (no attribute is set from outside):
 
     - ``send_message``: the message tool's sender (the outbox);
-    - ``approvals``: ``bot.approvals.Approvals`` for exec security "ask";
+    - ``approvals``: ``bot.conversation.approvals.Approvals`` for exec security "ask";
     - ``mcp``: the MCP tools (``McpManager``); its ``on_change`` should call ``refresh_tools``;
     - ``cron_api``: the cron service, or ``cron``: a callable returning it — for the cycle
       agent → cron → scheduled → agent, the cron service is built after the agent.
@@ -87,7 +87,7 @@ class Agent:
         self.send_message = send_message
         self._cron_api = cron_api
         self._cron = cron
-        self.approvals = approvals  # bot.approvals.Approvals, for exec security "ask"
+        self.approvals = approvals  # bot.conversation.approvals.Approvals, for exec security "ask"
         self.cache = PromptCache()
         self.mcp = mcp
         self._web_tools = _web_tools_for(cfg)
@@ -366,7 +366,7 @@ class Agent:
             return self.cfg.agent.workspace
         if req.file_root is None:
             raise ValueError("a guest turn needs its own file root")
-        from bot.private import private_dir
+        from bot.fs import private_dir
 
         return private_dir(req.file_root)
 

@@ -30,7 +30,7 @@ AFTER_CORE = frozenset(name for name, spec in SPECS.items() if spec.after_core)
 
 def prepare_dirs(cfg: Config) -> None:
     """The workspace (with its starter files when new), the state and media dirs."""
-    from bot.private import private_dir
+    from bot.fs import private_dir
 
     ws = cfg.agent.workspace
     try:

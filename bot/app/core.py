@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot import owner_route
+from bot.conversation import owner_route
 from bot.agent.turn import Agent
 from bot.app.build import configured_channels, enabled_channels, open_store
-from bot.approvals import Approvals
+from bot.conversation.approvals import Approvals
 from bot.config import Config
 from bot.conversation.lanes import SessionLanes
 from bot.conversation.pipeline import Conversation
@@ -31,7 +31,7 @@ from bot.ui.context import UiContext
 from channels.base import Channel
 
 if TYPE_CHECKING:
-    from bot.mcp import McpManager
+    from bot.mcp.client import McpManager
 
 log = logging.getLogger("chela.daemon")
 
@@ -72,7 +72,7 @@ def approvals_for(
 def _mcp(cfg: Config, tools_changed: Callable[[], None]) -> McpManager | None:
     if not cfg.mcp.servers:
         return None
-    from bot.mcp import McpManager, default_log_dir
+    from bot.mcp.client import McpManager, default_log_dir
 
     return McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg), on_change=tools_changed)
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from bot.conversation.lanes import SessionLanes
     from bot.conversation.pipeline import Conversation
     from bot.delivery.outbox import Outbox
-    from bot.mcp import McpManager
+    from bot.mcp.client import McpManager
     from bot.schedule import Scheduled, ScheduleService
     from bot.store import Store
 

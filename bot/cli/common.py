@@ -70,7 +70,7 @@ def need_workspace(cfg: Config) -> None:
 def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None = None) -> None:
     """One line per event on stderr, or appended to ``file`` (0600) when given."""
     if file is not None:
-        from bot.private import private_dir
+        from bot.fs import private_dir
 
         private_dir(file.parent)
         fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -105,7 +105,7 @@ def log_file(cfg: Config) -> Path:
 
 def add_log_file(cfg: Config) -> Path:
     """Also write the log to :func:`log_file` (0600), rotated at 5 MB, 3 old files kept."""
-    from bot.private import private_dir, private_file
+    from bot.fs import private_dir, private_file
 
     path = log_file(cfg)
     private_dir(path.parent)

@@ -138,7 +138,7 @@ def model_path_findings(cfg: Config) -> list[Finding]:
 
 async def check_mcp(cfg: Config) -> list[Finding]:
     """Connect to each configured MCP server once, as `chela mcp list` does."""
-    from bot.mcp import SDK_MISSING, McpManager, default_log_dir
+    from bot.mcp.client import SDK_MISSING, McpManager, default_log_dir
 
     mgr = McpManager(cfg.mcp.servers, log_dir=default_log_dir(cfg))
     if not mgr.available:

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(cfg, servers, args) -> int:
-    from bot.mcp import McpManager, SDK_MISSING, default_log_dir
+    from bot.mcp.client import McpManager, SDK_MISSING, default_log_dir
 
     mgr = McpManager(servers, log_dir=default_log_dir(cfg))
     if not mgr.available:

@@ -408,7 +408,7 @@ def run_onboard(args) -> int:
     except (KeyboardInterrupt, EOFError):
         print("\nCancelled; nothing written.")
         return 130
-    from bot.private import write_private
+    from bot.fs import write_private
     from bot.prompt.init import init_workspace
 
     write_private(path, text.encode())

@@ -50,7 +50,7 @@ def _list(store) -> int:
 
 
 def _approve(store, args: argparse.Namespace) -> int:
-    from bot import pairing
+    from bot.conversation import pairing_requests as pairing
 
     if not args.channel or not args.code:
         print("usage: chela pairing approve CHANNEL CODE", file=sys.stderr)

@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bot.store import Store
-    from bot.usage import usage_report, usage_table
+    from bot.reports.usage import usage_report, usage_table
 
     cfg = load(args)
     if not cfg.db_path.exists():  # nothing recorded yet; do not create a database for that

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from bot import owner_route
+from bot.conversation import owner_route
 from bot.agent.turn import TurnRequest, TurnResult
 from bot.delivery.outbox import out_json
 from bot.store import OutboxRow, Store, storage_full

@@ -2,14 +2,15 @@
 held and answered with a pairing code; the owner is told once per request, on the
 channel's owner route; the owner's approval (``/pair approve``, ``chela pairing approve``
 or the Control UI) lets the held message through.  The codes and their limits are
-``bot.pairing``."""
+``bot.conversation.pairing_requests``."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 
-from bot import owner_route, pairing
+from bot.conversation import owner_route
+from bot.conversation import pairing_requests as pairing
 from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox

@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bot import pairing
+from bot.conversation import pairing_requests as pairing
 from bot.rules.admission import Verdict, admit, channel_policy, session_key
 from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy, Config
-from bot.approvals import Approvals
+from bot.conversation.approvals import Approvals
 from bot.conversation.commands import COMMANDS, CommandPorts, command_call, run_command
 from bot.conversation.commands import controls
 from bot.conversation import api as api_turn

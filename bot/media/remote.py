@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot import net
-from bot.private import private_dir, write_private
+from bot.fs import private_dir, write_private
 
 
 async def fetch_image_url(cfg: Any, url: str, dest_dir: Path) -> Path:

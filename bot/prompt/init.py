@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 from pathlib import Path
 
-from bot.private import FILE_MODE, private_dir, write_private
+from bot.fs import FILE_MODE, private_dir, write_private
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ async def prune_media(cfg: Config, store: Store) -> int:
     """Delete inbound media past its retention: the owner's media dir and each guest's.
     Also the HTTP API's stateless sessions a day after their request (nothing continues
     them; their usage rows stay)."""
-    from bot.private import prune_older_than
+    from bot.fs import prune_older_than
 
     try:
         gone = store.prune_throwaway_sessions(STATELESS_MARKER, time.time() - STATELESS_KEEP)

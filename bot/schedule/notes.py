@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 
-from bot import owner_route
+from bot.conversation import owner_route
 from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox, out_json

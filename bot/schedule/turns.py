@@ -21,7 +21,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from bot.rules import heartbeat as rules
-from bot import owner_route
+from bot.conversation import owner_route
 from bot.rules.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config
@@ -79,7 +79,7 @@ def read_heartbeat_md(workspace: Path) -> str | None:
 def resolve_target(store: Store, cfg: Config, target: str, to: str) -> dict | None:
     """Where a heartbeat or cron reply goes: ``none``; ``last`` (the owner's last direct
     chat on a proactive channel); or a channel id with ``to`` or the owner's last direct
-    chat on that channel.  Owner routes only (bot.owner_route): never a guest's chat."""
+    chat on that channel.  Owner routes only (bot.conversation.owner_route): never a guest's chat."""
     if target == "none":
         return None
     if target == "last":

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.private import private_dir, private_file
+from bot.fs import private_dir, private_file
 
 log = logging.getLogger("chela.store")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from bot.approvals import Approvals
+    from bot.conversation.approvals import Approvals
     from bot.config import Config
     from bot.conversation.events import TurnEvents
     from bot.conversation.pipeline import Conversation
@@ -47,6 +47,6 @@ class UiContext:
     schedule: Schedule | None = None  # None until the scheduler offers it
     # the channels' states now: {channel id: state or a dict of what §16.4 lists}
     channel_states: Callable[[], Mapping[str, Any]] = _no_states
-    mcp: Any = None  # bot.mcp.McpManager when [[mcp.servers]] are configured
+    mcp: Any = None  # bot.mcp.client.McpManager when [[mcp.servers]] are configured
     started: float = 0.0  # time.time() when the daemon was built
     config_path: Path | None = None

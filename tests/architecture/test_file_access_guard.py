@@ -39,7 +39,7 @@ ALLOWED: dict[str, int] = {
     "bot/config/load.py": 1,
     "bot/app/http_token.py": 3,
     "bot/app/lock.py": 2,
-    "bot/mcp/__init__.py": 1,
+    "bot/mcp/client.py": 1,
     "bot/prompt/init.py": 3,
     "bot/prompt/workspace.py": 1,
     "bot/store/db.py": 1,  # the state database created 0600

@@ -23,7 +23,7 @@ from tests.architecture import tree
 ALLOWED: dict[str, str] = {
     "bot/net/fetch.py": "the guarded fetch itself, and endpoint_session for configured endpoints",
     "bot/cli/doctor.py": "`chela doctor` probes the channel APIs and model endpoints in the config",
-    "bot/mcp/__init__.py": "MCP over HTTP, to the server URL the owner configured (§9.5 excepts it)",
+    "bot/mcp/client.py": "MCP over HTTP, to the server URL the owner configured (§9.5 excepts it)",
     "channels/discord/media.py": "attachment downloads from the Discord API's own message payloads",
     "channels/signal/rpc.py": "JSON-RPC to the configured signal-cli daemon",
     "channels/slack/adapter.py": "file downloads from Slack hosts only, with the bot token",

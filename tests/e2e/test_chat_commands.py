@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot import pairing
+from bot.conversation import pairing_requests as pairing
 from bot.conversation.commands import COMMANDS
 from bot.store import Store
 from tests.e2e import config_file

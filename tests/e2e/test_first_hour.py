@@ -435,7 +435,7 @@ def test_version_and_help_for_every_option(capsys):
 
 
 def test_pairing_list_is_a_table_with_headers(tmp_path, capsys):
-    from bot import pairing
+    from bot.conversation import pairing_requests as pairing
     from bot.store import Store
 
     cfg = tmp_path / "c.toml"

@@ -26,8 +26,8 @@ SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
 
 @pytest.fixture(autouse=True)
 def fast_pings(monkeypatch):
-    monkeypatch.setattr("bot.mcp.PING_INTERVAL", 0.2)
-    monkeypatch.setattr("bot.mcp.RETRY_MIN", 0.2)
+    monkeypatch.setattr("bot.mcp.client.PING_INTERVAL", 0.2)
+    monkeypatch.setattr("bot.mcp.client.RETRY_MIN", 0.2)
 
 
 def stdio_server(name="srv", **kw) -> dict:

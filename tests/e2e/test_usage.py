@@ -10,7 +10,7 @@ import pytest
 
 from bot.cli import main as cli_main
 from bot.store import Store
-from bot.usage import budget_refusal, day_start
+from bot.reports.usage import budget_refusal, day_start
 from tests.e2e import config_file, make_config, running, telegram_section
 from tests.fakes.llm import text, tool_calls, usage
 from tests.model_paths import model_path  # noqa: F401 - the fixture, used below

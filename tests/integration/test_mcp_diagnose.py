@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.tools import McpServerConfig
-from bot.mcp import McpManager, disabled_tools_warnings
+from bot.mcp.client import McpManager, disabled_tools_warnings
 from tests.e2e import make_config
 
 SERVER = str(Path(__file__).resolve().parents[1] / "mcp_server.py")
@@ -32,8 +32,8 @@ sys.exit(1)
 
 @pytest.fixture(autouse=True)
 def fast_retries(monkeypatch):
-    monkeypatch.setattr("bot.mcp.PING_INTERVAL", 0.2)
-    monkeypatch.setattr("bot.mcp.RETRY_MIN", 0.2)
+    monkeypatch.setattr("bot.mcp.client.PING_INTERVAL", 0.2)
+    monkeypatch.setattr("bot.mcp.client.RETRY_MIN", 0.2)
 
 
 def failing_server(tmp_path: Path) -> dict:

@@ -1,7 +1,7 @@
 """/pair: the owner's pairing desk in the chat (SPEC §17.4).
 
 ``/pair`` lists the pending requests of every channel; ``/pair approve CODE`` and
-``/pair deny CODE`` (or ``CHANNEL CODE``) decide one through ``bot.pairing.decide``, the
+``/pair deny CODE`` (or ``CHANNEL CODE``) decide one through ``bot.conversation.pairing_requests.decide``, the
 same function ``chela pairing approve`` and the Control UI use: an approved sender is
 stored as a guest, and the daemon tells them and answers their waiting message.  Owner
 only, in a direct chat, on arrival (the table's row says so)."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from bot import pairing
+from bot.conversation import pairing_requests as pairing
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.types import CommandCall
 from bot.rules.untrusted import quoted

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.agent.turn import TurnRequest
-from bot.pairing import NoticesPort
+from bot.conversation.pairing_requests import NoticesPort
 from bot.config import Config
 from bot.conversation.types import CommandCall
 from bot.prompt.context import PromptContext
@@ -33,7 +33,7 @@ class AgentPort(Protocol):
 
 
 class ApprovalsPort(Protocol):
-    """Held commands waiting for the owner (``bot.approvals.Approvals``)."""
+    """Held commands waiting for the owner (``bot.conversation.approvals.Approvals``)."""
 
     def answer(self, code: str, approve: bool) -> str: ...
 

@@ -1,4 +1,4 @@
-"""/usage: tokens and cost of today's model calls (the text is ``bot.usage``'s)."""
+"""/usage: tokens and cost of today's model calls (the text is ``bot.reports.usage``'s)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,6 @@ from bot.conversation.types import CommandCall
 
 
 async def usage(call: CommandCall, ports: CommandPorts) -> str:
-    from bot.usage import usage_text
+    from bot.reports.usage import usage_text
 
     return usage_text(ports.cfg, ports.store, call.key, call.verdict.trust or "guest")

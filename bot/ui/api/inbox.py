@@ -9,7 +9,7 @@ import time
 
 from aiohttp import web
 
-from bot import pairing
+from bot.conversation import pairing_requests as pairing
 from bot.ui.hub import scrub_data, secret_values
 from bot.ui.api.common import (
     BadRequest,

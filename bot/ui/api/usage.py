@@ -9,7 +9,7 @@ from aiohttp import web
 
 from bot.model.gate import day_start
 from bot.ui.api.common import BadRequest, guarded, int_query, state
-from bot.usage import day_of, usage_report
+from bot.reports.usage import day_of, usage_report
 
 BY = ("day", "model", "session", "source")
 COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens")

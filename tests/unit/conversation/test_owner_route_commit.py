@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from bot import owner_route
+from bot.conversation import owner_route
 from bot.agent.turn import TurnResult
 from bot.conversation.commit import Commit, OwnerChat
 from bot.store import Store

@@ -4,7 +4,7 @@ still the owner's latest direct chat after any sequence of chats."""
 
 from __future__ import annotations
 
-from bot import owner_route
+from bot.conversation import owner_route
 from bot.store import Store
 from channels.base import InboundMessage
 

@@ -1,5 +1,5 @@
 """/pair's answers (SPEC §17.4), fast tier: the listing (every channel, id, name, code,
-age), approve and deny by CODE or CHANNEL CODE through ``bot.pairing.decide`` (the
+age), approve and deny by CODE or CHANNEL CODE through ``bot.conversation.pairing_requests.decide`` (the
 notices published), unknown and expired codes, usage.  The refusals (a guest, a group)
 are the table's, tested in test_commands.py and end to end in tests/e2e/test_pair_e2e.py."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bot import pairing
+from bot.conversation import pairing_requests as pairing
 from bot.conversation.commands import CommandPorts
 from bot.conversation.commands.pair import listing
 from bot.reports.notices import Notices

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot import owner_route, pairing
+from bot.conversation import owner_route
+from bot.conversation import pairing_requests as pairing
 from bot.config import parse_config
 from bot.conversation.pairing import owner_notice
 from bot.reports.notices import Notices

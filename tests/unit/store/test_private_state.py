@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.private import private_dir, private_file, prune_older_than, write_private
+from bot.fs import private_dir, private_file, prune_older_than, write_private
 from bot.prompt.init import STATE_DIR, STATE_FILE, init_workspace
 from bot.store import Store
 

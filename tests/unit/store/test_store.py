@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from bot import pairing
+from bot.conversation import pairing_requests as pairing
 from bot.conversation.lanes import SessionLanes
 from bot.rules.keys import session_key_for
 from bot.store import Store
