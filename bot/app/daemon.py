@@ -23,6 +23,7 @@ from bot.app.timeouts import DEFAULT, Timeouts
 from bot.config import Config, ConfigError
 from bot.reports.notices import Notices
 from channels.base import Channel, ChannelError
+from channels.retry import Backoff
 
 if TYPE_CHECKING:
     from bot.agent.turn import Agent
@@ -260,26 +261,28 @@ class Daemon:
 
     async def _supervise(self, name: str, ch: Channel, started: asyncio.Event) -> None:
         """Start the channel, retrying with backoff; restart it if it later dies on its own."""
-        delay = 1.0
+        backoff = Backoff(1.0, self.timeouts.retry_max)
         while not self._stop.is_set():
-            if await self._start_once(name, ch, delay):
+            if await self._start_once(name, ch, backoff.peek()):
                 started.set()
                 up_since = time.monotonic()
                 err = await ch.wait_closed()
                 if self._stop.is_set():
                     return
                 if time.monotonic() - up_since > self.timeouts.retry_max:
-                    delay = 1.0  # it ran for a while: not a crash loop
+                    backoff.reset()  # it ran for a while: not a crash loop
                 reason = f"{type(err).__name__}: {err}" if err is not None else "closed"
                 log.error(
-                    "channel %s stopped unexpectedly (%s); restarting in %.0fs", name, reason, delay
+                    "channel %s stopped unexpectedly (%s); restarting in %.0fs",
+                    name,
+                    reason,
+                    backoff.peek(),
                 )
                 await self._stop_one(name, ch)
                 self._set_state(name, "retrying", reason)
             started.set()  # do not hold up start-up for a broken channel
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), delay)
-            delay = min(delay * 2, self.timeouts.retry_max)
+                await asyncio.wait_for(self._stop.wait(), backoff.next())
 
     async def _watch_pairing(self) -> None:
         """Act on pairing approvals made with ``chela pairing approve`` (another process):

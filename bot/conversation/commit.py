@@ -20,6 +20,7 @@ from bot.agent.turn import TurnRequest, TurnResult
 from bot.delivery.outbox import out_json
 from bot.store import OutboxRow, Store, storage_full
 from channels.base import InboundMessage, OutboundMessage
+from channels.retry import Backoff
 
 T = TypeVar("T")
 log = logging.getLogger("chela.conversation")
@@ -27,9 +28,9 @@ log = logging.getLogger("chela.conversation")
 STORE_RETRY_MAX = 30.0  # the longest wait between two tries of a store write on a full disk
 
 
-def next_delay(delay: float) -> float:
-    """The backoff between store retries on a full disk: doubling, capped."""
-    return min(delay * 2, STORE_RETRY_MAX)
+def store_backoff() -> Backoff:
+    """The waits between store retries on a full disk: from 1 s, doubling, capped."""
+    return Backoff(1.0, STORE_RETRY_MAX)
 
 
 class Commit:
@@ -45,7 +46,7 @@ class Commit:
         """Run a store write; while the disk is full, retry it with backoff (logged once)
         so the message is not lost and is answered once space is back.  Gives up (raises)
         only when the daemon stops."""
-        delay = 1.0
+        backoff = store_backoff()
         while True:
             try:
                 result = fn()
@@ -53,8 +54,7 @@ class Commit:
                 if not storage_full(e) or not self.accepting():
                     raise
                 self.storage.failed(e, what)
-                await asyncio.sleep(delay)
-                delay = next_delay(delay)
+                await asyncio.sleep(backoff.next())
                 continue
             self.storage.ok()
             return result

@@ -27,7 +27,7 @@ from bot.conversation.commands import controls
 from bot.conversation import api as api_turn
 from bot.conversation import failures, gating
 from bot.conversation import commit
-from bot.conversation.commit import Commit, next_delay
+from bot.conversation.commit import Commit, store_backoff
 from bot.conversation.events import TurnEvents
 from bot.conversation import pairing as pairing_stage
 from bot.conversation.intake import Approved, valid_text
@@ -487,10 +487,9 @@ class Conversation:
 
     async def _retry_later(self, inbound_id: int, msg: InboundMessage, key: str) -> None:
         """Process a message again after a full disk stopped its turn."""
-        delay = 1.0
+        backoff = store_backoff()
         while self.accepting and self.outbox.storage.down:
-            await asyncio.sleep(delay)
-            delay = next_delay(delay)
+            await asyncio.sleep(backoff.next())
             with contextlib.suppress(Exception):
                 self.store.put("storage:probe", time.time())
                 self.outbox.storage.ok()

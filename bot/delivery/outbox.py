@@ -35,6 +35,7 @@ from typing import Any
 from bot.delivery.failures import classify
 from bot.store import OUTBOX_PENDING, OutboxRow, Store, storage_full
 from channels.base import Channel, MediaItem, OutboundMessage
+from channels.retry import Backoff
 
 log = logging.getLogger("chela.outbox")
 
@@ -345,7 +346,7 @@ class Outbox:
     # ---------------------------------------------------------------------- workers
     async def _work(self, key: tuple[str, str, str]) -> None:
         q = self._queues[key]
-        delay = self.retry_initial
+        backoff = Backoff(self.retry_initial, self.retry_max)
         try:
             while q and not self._stopping.is_set():
                 item = q[0]
@@ -354,13 +355,12 @@ class Outbox:
                     self._retrying.add(key)
                     for waiting in q:
                         _settle(waiting.first, "queued")
-                    pause = max(delay, wait or 0.0)
-                    delay = min(delay * 2, self.retry_max)
+                    pause = max(backoff.next(), wait or 0.0)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stopping.wait(), pause)
                     continue
                 self._retrying.discard(key)
-                delay = self.retry_initial
+                backoff.reset()
                 q.popleft()
                 if item.id is not None:
                     self._known.discard(item.id)
@@ -465,11 +465,10 @@ class Outbox:
                 self._flusher = asyncio.create_task(self._flush_loop(), name="outbox:flush")
 
     async def _flush_loop(self) -> None:
-        delay = self.retry_initial
+        backoff = Backoff(self.retry_initial, self.retry_max)
         while self._unsaved and not self._stopping.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), delay)
-            delay = min(delay * 2, self.retry_max)
+                await asyncio.wait_for(self._stopping.wait(), backoff.next())
             self._flush_unsaved()
 
     def _flush_unsaved(self) -> None:

@@ -23,7 +23,6 @@ import contextlib
 import contextvars
 import inspect
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from bot.model.routing import (
 )
 from bot.model.stream import collect
 from channels.redact import scrub
+from channels.retry import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +97,7 @@ class LLMClient:
         self.fallback_count = len(fallbacks)  # targets past these: sessions' /model choices
         self.timeout = timeout
         self.max_retries = max(0, int(max_retries))
-        self.backoff_base = backoff_base
-        self.max_backoff = max_backoff
+        self.backoff = Backoff(backoff_base, max_backoff, jitter=0.2)
         self.max_retry_after = max_retry_after
         self.cooldown = max(0.0, float(cooldown))
         self.extra = dict(extra or {})
@@ -270,8 +269,7 @@ class LLMClient:
         ra = _retry_after(err.cause)
         if ra is not None:
             return min(self.max_retry_after, max(ra, 0.0))
-        backoff = min(self.max_backoff, self.backoff_base * (2**attempt))
-        return backoff * (0.8 + 0.4 * random.random())  # jitter
+        return self.backoff.delay(attempt)
 
     def _broke_off(self, t: ModelTarget, err: LLMError) -> LLMError:
         log.warning(

@@ -49,6 +49,7 @@ from channels.base import (
 from channels.signal import media, translate
 from channels.signal.rpc import RpcClient, RpcError
 from channels.signal.sse import SSEEvent, SSEParser
+from channels.retry import Backoff
 from channels.util import BoundedLRU
 
 log = logging.getLogger(__name__)
@@ -224,7 +225,7 @@ class SignalChannel(Channel):
         return resp
 
     async def _run(self, resp: aiohttp.ClientResponse | None) -> None:
-        delay = self.reconnect_initial
+        backoff = Backoff(self.reconnect_initial, self.reconnect_max)
         while self._running:
             if resp is None:
                 try:
@@ -236,10 +237,9 @@ class SignalChannel(Channel):
                         "signal: events stream connect to %s failed (%s); retrying in %.1fs",
                         self.http_url,
                         e,
-                        delay,
+                        backoff.peek(),
                     )
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, self.reconnect_max)
+                    await asyncio.sleep(backoff.next())
                     continue
                 self.connects += 1
                 self._resp = resp
@@ -265,10 +265,9 @@ class SignalChannel(Channel):
             if not self._running:
                 break
             if got_data:
-                delay = self.reconnect_initial
-            log.warning("signal: events stream %s; reconnecting in %.1fs", reason, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.reconnect_max)
+                backoff.reset()
+            log.warning("signal: events stream %s; reconnecting in %.1fs", reason, backoff.peek())
+            await asyncio.sleep(backoff.next())
 
     async def _read_stream(self, resp: aiohttp.ClientResponse) -> bool:
         parser = SSEParser()

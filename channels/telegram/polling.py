@@ -18,6 +18,7 @@ from channels.base import InboundMessage, InboundSink
 from channels.telegram import translate
 from channels.telegram.send import LeanBot, retry_seconds
 
+from channels.retry import Backoff
 log = logging.getLogger("chela.channels.telegram")
 
 
@@ -56,7 +57,7 @@ class Poller:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.album_wait = album_wait
-        self._delay = backoff_initial
+        self._backoff = Backoff(backoff_initial, backoff_max)  # between failed getUpdates
         self.polled = asyncio.Event()  # a getUpdates call has come back (or stalled)
         self._offset: int | None = None  # next offset to confirm (last handled update_id + 1)
         self._confirmed: int | None = None  # offset the server has last been told
@@ -122,7 +123,7 @@ class Poller:
         return result if isinstance(result, list) else []
 
     async def run(self) -> None:
-        self._delay = self.backoff_initial
+        self._backoff.reset()
         stopping = self._stopping
         if stopping is None:
             return
@@ -131,7 +132,7 @@ class Poller:
                 updates = await self._next_batch()
                 if updates is None:
                     continue
-                self._delay = self.backoff_initial
+                self._backoff.reset()
                 for raw in updates:
                     await self._handle_raw(raw)
                     if stopping.is_set():
@@ -170,10 +171,9 @@ class Poller:
                 self.account,
                 type(exc).__name__,
                 exc,
-                self._delay,
+                self._backoff.peek(),
             )
-            await self._sleep(self._delay)
-            self._delay = min(self._delay * 2, self.backoff_max)
+            await self._sleep(self._backoff.next())
             return None
         except _Stopped:
             raise
@@ -181,10 +181,9 @@ class Poller:
             log.exception(
                 "telegram[%s]: unexpected getUpdates error; retrying in %.1fs",
                 self.account,
-                self._delay,
+                self._backoff.peek(),
             )
-            await self._sleep(self._delay)
-            self._delay = min(self._delay * 2, self.backoff_max)
+            await self._sleep(self._backoff.next())
             return None
 
     async def _album_tick(self) -> None:
@@ -256,7 +255,7 @@ class Poller:
         sink = self._sink
         if sink is None:
             return
-        delay = self.backoff_initial
+        backoff = Backoff(self.backoff_initial, self.backoff_max)
         while True:
             try:
                 await sink(inbound)
@@ -268,8 +267,7 @@ class Poller:
                     "telegram[%s]: sink failed for update %s; retrying in %.1fs",
                     self.account,
                     update_id,
-                    delay,
+                    backoff.peek(),
                 )
-                await self._sleep(delay)  # raises _Stopped on stop: offset not advanced
-                delay = min(delay * 2, self.backoff_max)
+                await self._sleep(backoff.next())  # raises _Stopped on stop: offset not advanced
         self._offset = update_id + 1

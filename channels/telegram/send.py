@@ -25,6 +25,7 @@ from telegram.error import (
     RetryAfter,
     TimedOut,
 )
+from channels.retry import Backoff
 from telegram.request import RequestData
 from telegram.warnings import PTBDeprecationWarning
 
@@ -223,7 +224,7 @@ class Sender:
             except NetworkError as exc:
                 if attempt >= self.send_retries:
                     raise
-                wait = min(self.backoff_initial * (2 ** (attempt - 1)), self.backoff_max)
+                wait = Backoff(self.backoff_initial, self.backoff_max).delay(attempt - 1)
                 log.info(
                     "telegram[%s]: %s failed (%s); retrying in %.1fs", self.account, what, exc, wait
                 )

@@ -10,7 +10,7 @@ import pytest
 from bot.agent.turn import TurnRequest, TurnResult
 from bot.config import parse_config
 from bot.conversation import commit as commit_stage
-from bot.conversation.commit import Commit, next_delay
+from bot.conversation.commit import Commit, store_backoff
 from bot.conversation.reply import (
     chat_reply,
     plan_outbound,
@@ -155,7 +155,9 @@ async def test_a_full_disk_gives_up_when_stopping_and_other_errors_raise():
         await Commit(None, Health(), lambda: False).write("x", full)
     with pytest.raises(ZeroDivisionError):
         await Commit(None, Health(), lambda: True).write("x", lambda: 1 / 0)
-    assert next_delay(1.0) == 2.0 and next_delay(29.0) == commit_stage.STORE_RETRY_MAX
+    waits = store_backoff()
+    cap = commit_stage.STORE_RETRY_MAX
+    assert [waits.next() for _ in range(7)] == [1, 2, 4, 8, 16, cap, cap]
 
 
 def test_a_scheduled_turn_with_and_without_a_reply(store):
