@@ -29,6 +29,7 @@ from collections.abc import Callable
 from bot.agent.tools.base import Tool, ToolContext, ToolError
 from bot.config.env_values import expand
 from bot.rules.untrusted import clean_inline, untrusted_block
+from channels.retry import Backoff
 
 from .diagnose import (
     StderrCapture,
@@ -154,7 +155,7 @@ class McpServer:
         return self.session is not None
 
     async def _run(self) -> None:
-        delay = RETRY_MIN
+        backoff = Backoff(RETRY_MIN, RETRY_MAX)
         while not self._stop.is_set():
             self.status.attempts += 1
             self._up_since = 0.0
@@ -177,16 +178,16 @@ class McpServer:
             if self._stop.is_set():
                 break
             if self._up_since and time.time() - self._up_since > RETRY_MAX:
-                delay = RETRY_MIN
+                backoff.reset()
             if not self.status.error:
                 self.status.error = "the connection was lost"
             self.status.state = "reconnecting" if self.status.tools else "failed"
             self._connected.set()  # a waiter learns about the failure too
+            delay = backoff.next()
             log.error("mcp server %s: %s (retrying in %.0fs)", self.name, self.status.error, delay)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), delay)
             self._connected.clear()
-            delay = min(delay * 2, RETRY_MAX)
 
     async def _attempt(self, capture: StderrCapture | None) -> None:
         """One connection: open it, list the tools, then watch it until it breaks."""
