@@ -96,12 +96,9 @@ def ok(out: str) -> bool:
 # the probe and the argv
 
 
-def test_probe_is_cached(sandbox_ok):
-    t0 = time.perf_counter()
-    for _ in range(1000):
-        assert sandbox.probe().ok
-    assert time.perf_counter() - t0 < 0.5
-    assert sandbox.probe().backend == "bwrap"
+def test_probe_finds_bwrap(sandbox_ok):
+    status = sandbox.probe()
+    assert status.ok and status.backend == "bwrap"
 
 
 async def test_probe_async_matches_probe(sandbox_ok):
