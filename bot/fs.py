@@ -1,13 +1,13 @@
-"""The one way Chela touches the disk where it matters (SPEC §9.4, §9.5).
+"""The one way Chela touches the disk where it matters.
 
 Two halves:
 
-* **Private state** (SPEC §9.4): directories 0700, files 0600, whatever the umask
+* **Private state**: directories 0700, files 0600, whatever the umask
   (``private_dir``, ``private_file``, ``write_private``), atomic replacement
   (``write_at``) and retention pruning (``prune_older_than``).  Modes are always set
   explicitly with chmod/fchmod, so the umask can only make things *more* private
   during the moment before the chmod, never less.
-* **Guest roots** (SPEC §9.5 "Guest directories"): a directory somebody else can
+* **Guest roots**: a directory somebody else can
   write (a guest's own directory, through its file and exec tools) is never trusted
   by name.  Everything the daemon creates, reads or sends under it starts from an open
   handle on the root and walks each component with ``dir_fd=`` and ``O_NOFOLLOW``

@@ -31,7 +31,7 @@ class MediaItem:
     it (a Telegram file_id, a Slack private URL, a signal-cli attachment id) and
     ``target`` is empty.  The core admits the sender first and only then asks the
     adapter to fetch it (``Channel.fetch_media``), so a stranger's file never touches
-    the disk (SPEC §9.4).
+    the disk.
     """
 
     kind: MediaKind
@@ -77,7 +77,7 @@ class InboundMessage:
         "group"  # "group" (Telegram/Signal) or "channel" (Discord/Slack) for session keys
     )
     raw_id: str = ""  # platform-level unique id for de-duplication (update id, event id)
-    # a request/response API call (the OpenAI-compatible HTTP API, SPEC §13): the client's
+    # a request/response API call (the OpenAI-compatible HTTP API): the client's
     # instructions, messages, tools and model parameters, validated by the adapter; empty
     # for chat platforms
     api: dict[str, Any] = field(default_factory=dict)
@@ -113,16 +113,16 @@ class OutboundMessage:
     # the same for every attempt to send this message (retries, after a crash): adapters of
     # platforms with idempotent sends use it (Discord's nonce); the others ignore it
     idempotency_key: str = ""
-    # set on a reply that reports a failed turn (SPEC §12): "model" (the provider failed),
+    # set on a reply that reports a failed turn: "model" (the provider failed),
     # "config" (a misconfigured model) or "budget" (the daily cost limit); chat channels
     # show the text like any reply, the HTTP API answers with an error status
     error: str = ""
-    # the id of a live preview this reply replaces (SPEC §12): the first text chunk is
+    # the id of a live preview this reply replaces: the first text chunk is
     # edited into that message, the rest are sent as new messages (adapters with
     # ``capabilities.edit``; if the edit is refused, the preview is deleted and the chunk
     # sent as a new message)
     edit_id: str = ""
-    # the answer to a request/response API call (SPEC §13): ``usage`` (the turn's real
+    # the answer to a request/response API call: ``usage`` (the turn's real
     # token counts), ``tool_calls`` (calls of the client's own tools) and
     # ``finish_reason``; chat channels ignore it
     api: dict[str, Any] = field(default_factory=dict)
@@ -139,7 +139,7 @@ class Capabilities:
     proactive: bool = True  # can deliver a message nobody asked for (heartbeats, the message
     # tool); request/response channels (HTTP, terminal) cannot
     group_history: int = 50  # unanswered group messages kept as context (SPEC: 50, Discord 20)
-    edit: bool = False  # can edit and delete its own messages: live previews (SPEC §12)
+    edit: bool = False  # can edit and delete its own messages: live previews
 
     def names(self) -> list[str]:
         """Lower-case capability names for the Runtime line."""
@@ -236,7 +236,7 @@ class Channel(abc.ABC):
         not anything was sent (silent replies, skipped senders).  Request/response
         channels (HTTP, terminal) use it to complete the caller's wait.  Optional."""
 
-    # live previews (SPEC §12): channels with ``capabilities.edit`` implement these three
+    # live previews: channels with ``capabilities.edit`` implement these three
     async def send_preview(
         self,
         chat_id: str,

@@ -1,4 +1,4 @@
-"""Splitting Markdown into chunks a platform accepts (SPEC §3.5), and fence detection.
+"""Splitting Markdown into chunks a platform accepts, and fence detection.
 
 Pure functions shared by the core (``bot.rules.replies`` uses the fence helpers to leave code
 alone) and by the adapters, which chunk before rendering for their platform: they live
@@ -84,7 +84,7 @@ def _find_cut(s: str, window: int) -> tuple[int, int]:
 
 
 def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[str]:
-    """Split Markdown into chunks of at most ``limit`` characters (SPEC §3.5).
+    """Split Markdown into chunks of at most ``limit`` characters.
 
     Breaks at a paragraph break, else a line break, else a space, else a hard cut.  A code
     fence open at a cut is closed at the end of the chunk and reopened (same fence and info

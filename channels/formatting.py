@@ -1,4 +1,4 @@
-"""Markdown → platform text (pure functions, SPEC §3.5).
+"""Markdown → platform text (pure functions).
 
 The core hands adapters Markdown chunks (already split by ``bot.rules.replies.chunk_markdown``);
 each adapter renders a chunk with one of these:

@@ -155,7 +155,7 @@ class RedactingStream:
 @contextlib.contextmanager
 def redacted_stdio(secrets: Callable[[], Iterable[str]]) -> Iterator[None]:
     """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`RedactingStream`s:
-    a command line's one output path (SPEC §9.5: nothing it prints shows a secret)."""
+    a command line's one output path (nothing it prints shows a secret)."""
     saved = sys.stdout, sys.stderr
     sys.stdout = RedactingStream(saved[0], secrets)
     sys.stderr = RedactingStream(saved[1], secrets)

@@ -77,7 +77,7 @@ def zone_name(cfg: Config) -> str:
 
 def turn_model(cfg: Config) -> tuple[str, str]:
     """The model and thinking level the Runtime line names: the session's ``/model`` and
-    ``/think`` (SPEC §17.2, §17.3), set by the run stage around its turn, else the config's.
+    ``/think``, set by the run stage around its turn, else the config's.
     Part of the prompt cache's key, so a session on another model gets a prompt of its own
     and every session on the default keeps sharing one."""
     choice = CHOICE.get()
@@ -208,7 +208,7 @@ def format_user_turn(
 ) -> str:
     """The user turn: labelled, untrusted per-turn metadata, then the message.
 
-    Everything that did not come from the sender's own text is data (SPEC §9.2): names,
+    Everything that did not come from the sender's own text is data: names,
     titles and file names are quoted on one line, and each pending group message is one
     JSON line, so none of it can open a fake ``[Message]`` block or section.
     ``notes`` are Chela's own one-line remarks about the message (e.g. an attachment

@@ -45,7 +45,7 @@ class LoopResult:
     error_kind: str | None = None
     cost: float = 0.0  # USD of the turn's model calls
     # calls of the HTTP API client's own tools that ended the turn (OpenAI's tool_calls
-    # shape); the client runs them and continues the turn with their results (SPEC §13)
+    # shape); the client runs them and continues the turn with their results
     client_calls: list[dict] = field(default_factory=list)
     finish_reason: str = "stop"  # "stop" | "tool_calls" | "length", as OpenAI names them
 
@@ -114,7 +114,7 @@ def _decode_args(raw: str) -> tuple[dict | None, str | None]:
 
 
 def _over_budget(refused: BudgetRefused) -> LLMError:
-    """The model gate's refusal (SPEC §9.5) as the turn's error: told, 429 on the API."""
+    """The model gate's refusal as the turn's error: told, 429 on the API."""
     return LLMError(refused.message, status=429, kind="budget", reason="daily cost limit")
 
 
@@ -222,7 +222,7 @@ def _start(
     **rest,
 ) -> _Turn:
     tools = registry.openai_tools() if native_tools and len(registry) else None
-    # the HTTP API client's own tools (SPEC §13): offered beside Chela's, never run here;
+    # the HTTP API client's own tools: offered beside Chela's, never run here;
     # a call of one ends the loop so the client can run it
     client_names = {t["function"]["name"] for t in client_tools or ()}
     if client_tools and native_tools:
@@ -298,7 +298,7 @@ async def _after_model_error(t: _Turn, e: LLMError) -> LoopResult | None:
     compacting an overflowing context), else the failed turn's result."""
     media = t.media
     if media is not None and has_image_parts(t.sent) and is_image_rejection(e):
-        media.mark_blind()  # SPEC §11: the same turn again, without images
+        media.mark_blind()  # the same turn again, without images
         return None
     if t.fit is not None and t.overflow_retries < 2 and is_context_overflow(e):
         t.overflow_retries += 1
@@ -413,24 +413,24 @@ async def run_agent_loop(
 ) -> LoopResult:
     """Drive one turn.  Never raises for model or tool failures (cancellation propagates).
 
-    ``fit(messages, overflow)`` (compaction, SPEC §10) returns the messages to send: it is
+    ``fit(messages, overflow)`` (compaction) returns the messages to send: it is
     called before every model request, and after the provider reports a context overflow
     (then the request is retried; at most twice per turn).  ``media`` decides how stored
     image references become image parts (bot.media); when a provider rejects images, the
     request goes again without them.
 
     ``budget()`` runs before every model call and returns a refusal (the daily cost limit
-    was reached, SPEC §12) or None.  A failed turn's error text is returned as
+    was reached) or None.  A failed turn's error text is returned as
     ``text`` and ``error``, never as a message of ``new_messages``.
 
-    ``on_event`` streams the turn (SPEC §12, bot.delivery.previews): every model call is streamed
+    ``on_event`` streams the turn (bot.delivery.previews): every model call is streamed
     and its content reported as ``text`` events as it arrives; a ``step`` event says a new
     model call begins (the text before was an intermediate step), a ``usage`` event gives
     each call's token counts, ``tool_start``/``tool_end`` events frame each tool call (its
     arguments summarized with secrets scrubbed; its duration, ok False when it failed).
     The callback must not block; its errors are logged.
 
-    ``client_tools`` (an HTTP API client's own tools, SPEC §13) are offered beside the
+    ``client_tools`` (an HTTP API client's own tools) are offered beside the
     registry's; when the model calls one, Chela's own calls of that answer run and the
     loop ends with ``client_calls`` set.  ``params`` go to every model call (their
     ``tool_choice`` to the first only)."""

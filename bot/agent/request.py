@@ -27,10 +27,10 @@ class TurnRequest:
     after_user_system: str = ""  # e.g. Telegram delivery instructions (not stored)
     route: dict = field(default_factory=dict)  # where the turn came from (for tools)
     message_text: str = ""  # the raw user text (for hooks)
-    trust: Trust = "owner"  # decided by admission (SPEC §9), never by the model
+    trust: Trust = "owner"  # decided by admission, never by the model
     file_root: Path | None = None  # a guest's own directory; None = the workspace
     media: list[dict] = field(default_factory=list)  # image references of the user turn (bot.media)
-    # an HTTP API client's request (SPEC §13): its system/developer messages, added after
+    # an HTTP API client's request: its system/developer messages, added after
     # the (cached, unchanged) system prompt as a "## Client Instructions" block
     client_instructions: str = ""
     # the client's messages this server has not seen yet, before the user turn (model
@@ -48,7 +48,7 @@ class TurnResult:
     text: str  # final model text (before reply processing)
     to_store: list[dict]  # user + assistant/tool messages of the turn
     error: str | None = None
-    error_kind: str | None = None  # model | config | budget (SPEC §12), with error
+    error_kind: str | None = None  # model | config | budget, with error
     usage: dict = field(default_factory=dict)
     client_calls: list[dict] = field(default_factory=list)  # see LoopResult.client_calls
     finish_reason: str = "stop"

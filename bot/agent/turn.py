@@ -51,7 +51,7 @@ __all__ = [
 
 
 class McpTools(Protocol):
-    """The port to the MCP servers (SPEC §14): the tools they offer right now."""
+    """The port to the MCP servers: the tools they offer right now."""
 
     def tools(self) -> list[Tool]: ...
 
@@ -122,7 +122,7 @@ class Agent:
             )
 
         self.compactor = Compactor(cfg, store, llm_factory=llm_factory, main_llm=self.llm)
-        self.gate = self.compactor.gate  # every model call passes it (SPEC §9.5)
+        self.gate = self.compactor.gate  # every model call passes it
         self._hash_secret = cfg.secret(cfg.owner.hash_secret_env)
         # invisible to sandboxed commands besides $HOME: the state dir and the config file
         self._hidden = tuple(str(p) for p in (cfg.agent.state_dir, cfg.source) if p)
@@ -179,9 +179,8 @@ class Agent:
     async def run_turn(
         self, req: TurnRequest, *, on_event: Callable[[Any], None] | None = None
     ) -> TurnResult:
-        """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values, SPEC
-        §12): the conversation passes a live preview's callback; heartbeats and cron never do."""
-        # every model call of the turn is recorded with its session and turn (SPEC §12)
+        """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values): the conversation passes a live preview's callback; heartbeats and cron never do."""
+        # every model call of the turn is recorded with its session and turn
         turn_id = uuid.uuid4().hex
         token = ON_CALL.set(self.gate.bind(req.trust, req.session_key, turn_id).recorder(req.kind))
         try:
@@ -196,7 +195,7 @@ class Agent:
         token = ON_CALL.set(call.recorder("compaction"))
         try:
             return await self._compact_now(req, focus)
-        except BudgetRefused as e:  # a summary is a model call: over budget, none (SPEC §9.5)
+        except BudgetRefused as e:  # a summary is a model call: over budget, none
             return e.message
         finally:
             ON_CALL.reset(token)
@@ -267,7 +266,7 @@ class Agent:
             client_tools=req.client_tools,
             params=req.params,
         )
-        # an error text is told to the user, never stored as an assistant turn (SPEC §12)
+        # an error text is told to the user, never stored as an assistant turn
         to_store = [*turn_msgs, *result.new_messages]
         return TurnResult(
             text=result.text,
@@ -372,7 +371,7 @@ class Agent:
 
     def _sender_for(self, route: dict, *, owner: bool):
         """The message tool's sender; an empty channel or recipient means this chat.  A
-        guest turn may only write to its own chat (SPEC §9)."""
+        guest turn may only write to its own chat."""
         if self.send_message is None:
             return None
         send = self.send_message
@@ -387,7 +386,7 @@ class Agent:
         return sender
 
     def _approver_for(self, req: TurnRequest):
-        """exec security "ask": hold a command and ask the owner (SPEC §9.3)."""
+        """exec security "ask": hold a command and ask the owner."""
         if self.approvals is None:
             return None
         approvals = self.approvals

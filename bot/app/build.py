@@ -77,7 +77,7 @@ def open_store(cfg: Config, *, http_token: bool = True) -> Store:
         from bot.app.http_token import ensure_http_token
 
         ensure_http_token(cfg)  # before the agent reads the secrets it scrubs
-    # each stored message is counted once, with the model's tokenizer (SPEC §10)
+    # each stored message is counted once, with the model's tokenizer
     return Store(cfg.db_path, token_counter=message_counter(cfg))
 
 

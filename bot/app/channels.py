@@ -145,7 +145,7 @@ def _http(cfg: Config, h: Any, secret: dict[str, str], media: Path) -> dict[str,
     from channels.util import parse_listen
 
     host, port = parse_listen(h.listen)
-    # always a token (SPEC §9.4); an unset token_env raises ConfigError, which start() lets through
+    # always a token; an unset token_env raises ConfigError, which start() lets through
     token = ensure_http_token(cfg)
     hint = f"in ${h.token_env}" if h.token_env else f"in {cfg.http_token_path}"
     return {

@@ -47,7 +47,7 @@ class Components:
     conversation: Conversation
     scheduled: Scheduled
     cron: ScheduleService
-    notices: Notices  # the one notice stream (SPEC §16.5): channel states are published on it
+    notices: Notices  # the one notice stream: channel states are published on it
 
 
 def approvals_for(
@@ -80,7 +80,7 @@ def _mcp(cfg: Config, tools_changed: Callable[[], None]) -> McpManager | None:
 def _ui_mounts(
     cfg: Config, ctx: Callable[[], UiContext]
 ) -> Callable[[], list[tuple[str, Any]]] | None:
-    """The Control UI's sub-application, built afresh at each HTTP channel start (SPEC §16.1)."""
+    """The Control UI's sub-application, built afresh at each HTTP channel start."""
     if not (cfg.channels.http.enabled and cfg.ui.enabled):
         return None
     from bot.ui.app import not_served_reason, ui_mounts
@@ -107,7 +107,7 @@ def build_core(
 
     lanes = SessionLanes(cfg.session.max_concurrent_turns)
     hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
-    notices = notices or Notices()  # what the owner may act on, for the UI's stream (SPEC §16.5)
+    notices = notices or Notices()  # what the owner may act on, for the UI's stream
     if late:  # the UI's sub-application, built when the HTTP channel starts
         channels.update(configured_channels(cfg, _ui_mounts(cfg, lambda: ui), names=late))
     # everything that sends goes through the outbox: built before any of them

@@ -302,14 +302,14 @@ class Daemon:
                 await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
 
     def _set_state(self, name: str, state: str, error: str = "") -> None:
-        """Record a channel's state and publish ``channel.state`` when it changed (SPEC §16.5)."""
+        """Record a channel's state and publish ``channel.state`` when it changed."""
         before = self.states.get(name, {}).get("state")
         self.states[name] = {"state": state, "error": error}
         if state != before:
             self.notices.publish("channel.state", {"id": name, "state": state})
 
     def channel_states(self) -> dict[str, dict[str, str]]:
-        """Each channel's state for the Control UI (SPEC §16.4): starting, connected,
+        """Each channel's state for the Control UI: starting, connected,
         retrying or stopped, with its last error."""
         idle = {"state": "starting", "error": ""}
         return {name: self.states.get(name, idle) for name in self.channels}
@@ -365,7 +365,7 @@ class Daemon:
         pdf = sys.modules.get("bot.media.pdf")  # no document read without it
         if pdf is not None and (
             killed := pdf.stop_all()
-        ):  # bounded work never delays shutdown (SPEC §9.5)
+        ):  # bounded work never delays shutdown
             log.info("stopping: %d document read(s) cut short", killed)
         await self._stack.aclose()
         log.info("stopped")

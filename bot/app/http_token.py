@@ -1,4 +1,4 @@
-"""The bearer token of the HTTP channel (SPEC §9.4).
+"""The bearer token of the HTTP channel.
 
 The HTTP API always needs a token.  When ``channels.http.token_env`` names a variable, the
 token is its value, and an unset variable is a config error (never an open door).  When it

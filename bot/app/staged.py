@@ -83,7 +83,7 @@ def _load_core(cfg: Config, done: concurrent.futures.Future[ModuleType]) -> None
         from bot.agent import preload
         from bot.model import litellm_needed
 
-        if litellm_needed(cfg):  # an openai-compatible config never imports litellm (SPEC §12)
+        if litellm_needed(cfg):  # an openai-compatible config never imports litellm
             preload.start()
         for plugin in cfg.plugins:
             with contextlib.suppress(Exception):  # logged and skipped by load_plugins

@@ -1,4 +1,4 @@
-"""``chela dashboard``: a one-time link that logs a browser into the Control UI (SPEC §16.2).
+"""``chela dashboard``: a one-time link that logs a browser into the Control UI.
 
 The login code goes into the state database (as its hash), where the daemon finds it when
 the page posts it; so this works whether or not the daemon runs, and only for the account

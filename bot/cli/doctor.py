@@ -127,7 +127,7 @@ _PATH_NAMES = {"openai_compat": "light (Chela's own client)", "litellm": "litell
 
 
 def model_path_findings(cfg: Config) -> list[Finding]:
-    """One line per configured model naming the path that serves it (SPEC §12)."""
+    """One line per configured model naming the path that serves it."""
     from bot.model.openai_compat import model_paths
 
     return [

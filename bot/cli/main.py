@@ -1,4 +1,4 @@
-"""The ``chela`` command line (SPEC §1): the parser built from one module per subcommand,
+"""The ``chela`` command line: the parser built from one module per subcommand,
 the global options, and the one output path (:func:`main`)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``chela mcp list`` and ``chela mcp test NAME``: connect to the configured MCP servers
-from this process and show their state and tools (SPEC §14)."""
+from this process and show their state and tools."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``chela pairing list`` and ``chela pairing approve CHANNEL CODE``: the DM pairing requests
-(SPEC §9)."""
+."""
 
 from __future__ import annotations
 

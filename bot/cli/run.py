@@ -1,4 +1,4 @@
-"""``chela run``: the daemon, with every enabled channel (SPEC §1)."""
+"""``chela run``: the daemon, with every enabled channel."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for w in verdict.warnings:
         log.warning("%s", w)
-    os.umask(0o077)  # whatever Chela or its commands create is private (SPEC §9.4)
+    os.umask(0o077)  # whatever Chela or its commands create is private
     from bot.store import StoreError
 
     try:

@@ -1,4 +1,4 @@
-"""``chela sessions``: list the conversations, show or export one, reset one (SPEC §4.1).
+"""``chela sessions``: list the conversations, show or export one, reset one.
 
 Reads the state database next to a running daemon (SQLite allows it); ``reset`` starts the
 session afresh as ``/reset`` does in the chat: the old messages stay stored, out of view."""

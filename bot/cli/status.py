@@ -93,7 +93,7 @@ def _job_row(job, kept: tuple, row: dict | None, now: float, tz) -> list[str]:
 
 def cron_rows(cfg: Config, now: float) -> list[list[str]]:
     """Every job: schedule, source, state, next run and its last ledger result; one-shot
-    jobs that ended in the last 24 h with their result (SPEC §17.5)."""
+    jobs that ended in the last 24 h with their result."""
     from bot.agent.turn import zone
     from bot.schedule.views import result_text
 

@@ -1,4 +1,4 @@
-"""``chela usage``: tokens and cost of the model calls, per day and model (SPEC §12)."""
+"""``chela usage``: tokens and cost of the model calls, per day and model."""
 
 from __future__ import annotations
 

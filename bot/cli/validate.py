@@ -119,7 +119,7 @@ def routes_cheaply(model: str) -> bool:
 
 
 def model_errors(cfg: Config) -> list[str]:
-    """Model strings litellm cannot route (SPEC §12), one line each naming the TOML key."""
+    """Model strings litellm cannot route, one line each naming the TOML key."""
     out = []
     for key, model, base in model_strings(cfg):
         if routes_cheaply(model):

@@ -1,10 +1,10 @@
 """The TOML configuration: schema, validation and loading (the bottom of ``bot/``).
 
-This is the one place that knows the config keys (SPEC §1.1).  Every error names the
+This is the one place that knows the config keys.  Every error names the
 TOML key path, e.g. ``channels.telegram.dm_policy``.  Secrets are never read from the
 TOML itself: a key ending in ``_env`` names the environment variable that holds one.
 
-The package imports nothing of ``bot`` (ARCHITECTURE.md rule 2, checked by
+The package imports nothing of ``bot`` (docs/architecture.md rule 2, checked by
 tests/architecture/test_config_is_the_bottom.py); its modules, by job:
 
 * ``schema`` -- :class:`Config` and the smaller sections; ``agent``, ``tools`` and
@@ -12,7 +12,7 @@ tests/architecture/test_config_is_the_bottom.py); its modules, by job:
 * ``base`` -- the strict section base and the id-list checks;
 * ``durations`` -- ``"30m"`` to seconds; ``clock`` -- ``HH:MM`` and time zones;
 * ``load`` -- path, TOML, validation errors with the key path;
-* ``secrets`` -- the registry of every value taken from the environment (SPEC §9.5);
+* ``secrets`` -- the registry of every value taken from the environment;
 * ``describe`` -- the risky-but-valid settings ``chela check`` warns about.
 """
 

@@ -1,4 +1,4 @@
-"""``[agent]``: the model, the workspace and state dirs, prompts, limits, fallbacks (SPEC §1.1)."""
+"""``[agent]``: the model, the workspace and state dirs, prompts, limits, fallbacks."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def window_tokens(v: int) -> int:
 
 
 class CompactionConfig(Model):
-    """``[agent.compaction]``: token-budgeted history and summaries (SPEC §10)."""
+    """``[agent.compaction]``: token-budgeted history and summaries."""
 
     enabled: bool = True
     context_window: int = Field(0, ge=0)  # 0 = from the model's metadata, else 32000
@@ -43,7 +43,7 @@ class FallbackModel(Model):
     model: str
     api_base: str = ""
     api_key_env: str = ""
-    # the model's context window for compaction (SPEC §10) when a session uses it;
+    # the model's context window for compaction when a session uses it;
     # 0 = from the model's metadata, else agent.compaction.context_window, else 32000
     context_window: int = Field(0, ge=0)
 
@@ -86,13 +86,13 @@ class AgentConfig(Model):
     docs_path: str = ""
     llm_timeout_seconds: float = Field(120, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
-    # SPEC §12: tried in order when the model before fails after its retries
+    # tried in order when the model before fails after its retries
     # (each a "provider/model" string or a table with model, api_base, api_key_env)
     fallbacks: list[FallbackModel] = Field(default_factory=list)
     cooldown: str = "5m"  # a model that failed is skipped this long, then tried again
     daily_cost_limit_usd: float = Field(0, ge=0)  # all turns of a day; 0 = no limit
     guest_daily_cost_limit_usd: float = Field(0, ge=0)  # guests' turns together; 0 = no limit
-    # SPEC §17.2: aliases /model may switch a session to ("alias = provider/model" or a table
+    # aliases /model may switch a session to ("alias = provider/model" or a table
     # with model, api_base, api_key_env, like a fallback)
     models: dict[str, FallbackModel] = Field(default_factory=dict)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)

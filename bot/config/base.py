@@ -14,7 +14,7 @@ class Model(BaseModel):
 
 
 def ids_only(v: list[str], what: str) -> list[str]:
-    """Entries that name people or chats must be immutable platform ids (SPEC §9.1)."""
+    """Entries that name people or chats must be immutable platform ids."""
     for x in v:
         if x.strip().startswith("@"):
             raise ValueError(

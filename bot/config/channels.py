@@ -40,11 +40,11 @@ class ChannelPolicy(Model):
     # what the model is told about how the platform renders a reply (the prompt's Channel
     # Capabilities section; "" = the generic line)
     FORMAT: ClassVar[str] = ""
-    # a system message sent right after the user's message on this platform (SPEC §2.7)
+    # a system message sent right after the user's message on this platform
     AFTER_USER: ClassVar[tuple[str, ...]] = ()
     # how the platform addresses a user's direct chat by their id ("{}": the id itself)
     DIRECT_CHAT: ClassVar[str] = "{}"
-    # the owner's numbers (``owner.numbers``) are owner ids on this platform too (SPEC §17.4)
+    # the owner's numbers (``owner.numbers``) are owner ids on this platform too
     OWNER_NUMBERS: ClassVar[bool] = False
 
     enabled: bool = False
@@ -54,13 +54,13 @@ class ChannelPolicy(Model):
     groups: list[str] = Field(default_factory=list)
     owner_groups: list[str] = Field(
         default_factory=list
-    )  # groups whose turns run as the owner (§9)
+    )  # groups whose turns run as the owner
     require_mention: bool = True
     reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
     reply_to_mode: Literal["off", "first", "all"] = "off"
     text_chunk_limit: int = Field(4000, ge=100)
     # "partial": a live preview of the reply while the model writes it, one message edited
-    # at most once a second, replaced by the final reply (SPEC §12; Telegram, Discord, Slack)
+    # at most once a second, replaced by the final reply (Telegram, Discord, Slack)
     streaming: Literal["off", "partial"] = "off"
 
     @field_validator("allow_from", "groups", "owner_groups", mode="before")
@@ -180,7 +180,7 @@ class HttpConfig(Model):
     token_env: str = ""  # "" = a generated token in <state_dir>/http-token
     allowed_origins: list[str] = Field(
         default_factory=list
-    )  # browser origins allowed to call (§9.4)
+    )  # browser origins allowed to call
 
     @field_validator("listen")
     @classmethod

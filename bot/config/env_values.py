@@ -1,4 +1,4 @@
-"""The secrets registry (SPEC §9.5 "Secrets").
+"""The secrets registry.
 
 Every value the config takes from the environment is a secret: the variables named by
 ``*_env`` keys, the ``${VAR}`` references in an MCP server's ``env``, and every

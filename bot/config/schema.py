@@ -88,7 +88,7 @@ class OwnerConfig(Model):
 
 
 class DeliveryConfig(Model):
-    """``[delivery]`` (SPEC §4.5): how long the outbox keeps retrying a message the
+    """``[delivery]``: how long the outbox keeps retrying a message the
     platform did not accept (5xx, 429, a dropped connection, a timeout)."""
 
     max_age: str = "1h"  # a message not delivered within this is given up (logged)
@@ -106,14 +106,14 @@ class DeliveryConfig(Model):
 
 
 class MediaConfig(Model):
-    """``[media]`` (SPEC §11, §9.4): images, voice notes and files reaching the model."""
+    """``[media]``: images, voice notes and files reaching the model."""
 
     vision: Literal["auto", "on", "off"] = "auto"  # auto = litellm's supports_vision for the model
     image_max_px: int = Field(1568, ge=64, le=8192)  # long side of an image sent to the model
     images_in_history: int = Field(2, ge=0, le=50)  # user turns that still carry image bytes
     transcription_model: str = ""  # e.g. "openai/whisper-1"; "" = voice notes are not heard
     transcription_api_base: str = ""  # "" = agent.api_base
-    # the env var holding the transcription endpoint's own key (SPEC §9.5): "" = the
+    # the env var holding the transcription endpoint's own key: "" = the
     # agent's key only when the endpoint is the agent's; another base gets a placeholder
     transcription_api_key_env: str = ""
     tts_model: str = ""  # e.g. "openai/tts-1"; "" = no spoken replies
@@ -138,7 +138,7 @@ class PluginConfig(Model):
 
 
 class CronJob(Model):
-    """A ``[[cron]]`` job (SPEC §17.5): exactly one of ``at``, ``every``, ``schedule``."""
+    """A ``[[cron]]`` job: exactly one of ``at``, ``every``, ``schedule``."""
 
     name: str
     prompt: str

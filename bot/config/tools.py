@@ -1,4 +1,4 @@
-"""``[tools]`` (the built-in tools, exec, the web tools) and ``[mcp]`` (MCP servers, SPEC §14)."""
+"""``[tools]`` (the built-in tools, exec, the web tools) and ``[mcp]`` (MCP servers)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,12 @@ DEFAULT_TOOLS = [
 # Every built-in tool's name, for checking tools.enabled/guest without importing the tools
 # (`chela run` checks its config before the first poll); tests hold it equal to the registry's
 BUILTIN_TOOLS = (*DEFAULT_TOOLS, "sessions_spawn", "cron")
-# Tools a guest turn never gets, whatever tools.guest says (SPEC §9).
+# Tools a guest turn never gets, whatever tools.guest says.
 OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
 
 
 class WebConfig(Model):
-    """``[tools.web]``: web_fetch and web_search (SPEC §14)."""
+    """``[tools.web]``: web_fetch and web_search."""
 
     allow_private_hosts: list[str] = Field(
         default_factory=list
@@ -94,7 +94,7 @@ class ToolsConfig(Model):
 
 
 class McpServerConfig(Model):
-    """One ``[[mcp.servers]]`` entry (SPEC §14): stdio (``command``) or streamable HTTP (``url``)."""
+    """One ``[[mcp.servers]]`` entry: stdio (``command``) or streamable HTTP (``url``)."""
 
     name: str
     enabled: bool = True

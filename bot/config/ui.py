@@ -1,4 +1,4 @@
-"""``[ui]`` (SPEC §16.1): the Control UI served under ``/ui/`` by ``[channels.http]``."""
+"""``[ui]``: the Control UI served under ``/ui/`` by ``[channels.http]``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Turns of the OpenAI-compatible HTTP API (SPEC §13): which of a client's messages are
+"""Turns of the OpenAI-compatible HTTP API: which of a client's messages are
 new, what they become for the model, and what the answer tells the client.
 
 An OpenAI client sends the whole conversation with every request.  The HTTP adapter

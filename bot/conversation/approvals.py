@@ -1,4 +1,4 @@
-"""Held exec commands waiting for the owner's answer (SPEC §9.3, security "ask").
+"""Held exec commands waiting for the owner's answer (security "ask").
 
 A turn whose model wants to run a command that is not on the allow list calls
 ``Approvals.request``: the owner gets a direct message with the command and a short code,
@@ -7,7 +7,7 @@ answer within ``timeout`` (10 minutes) refuses it.  The conversation handles the
 as soon as they arrive, outside the session lanes: the turn that waits may hold the very
 lane the owner's answer would queue on.
 
-The Control UI's Inbox lists the held commands and decides them the same way (SPEC §16.4):
+The Control UI's Inbox lists the held commands and decides them the same way:
 every held command is published as ``approval.pending`` and its outcome as
 ``approval.resolved`` on the daemon's notices.  With the UI on (``inbox``), a command is held
 even when there is no owner chat to ask in: it waits for the Inbox, within the same limit.
@@ -88,7 +88,7 @@ class Approvals:
         return [(code, h.command) for code, h in self._held.items()]
 
     def listed(self) -> list[dict[str, Any]]:
-        """The commands waiting now, as the Inbox shows them (SPEC §16.4)."""
+        """The commands waiting now, as the Inbox shows them."""
         return [self._item(code, h) for code, h in self._held.items() if not h.future.done()]
 
     def _item(self, code: str, h: _Held) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Turn progress as events (ARCHITECTURE.md "How a message flows"; SPEC §16, §17).
+"""Turn progress as events (docs/architecture.md "How a message flows").
 
 The run stage publishes what a turn does while it runs: started, text as it arrives, tool
 calls started and finished, and how it ended (final, error or cancelled).  The Control UI,

@@ -1,4 +1,4 @@
-"""What a failed turn sends (ARCHITECTURE.md "failures"): the apology, the same for every
+"""What a failed turn sends (docs/architecture.md "failures"): the apology, the same for every
 failure, never depending on the store (the outbox sends it from memory if it must)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Group gating (ARCHITECTURE.md "dispatch"): is a group message addressed to the agent?
+"""Group gating (docs/architecture.md "dispatch"): is a group message addressed to the agent?
 
 Pure decisions: the session's stored activation or the channel's ``require_mention``, and
 whether the message mentions the agent (a platform mention, a reply to it, or its name as

@@ -1,4 +1,4 @@
-"""Per-session lanes (SPEC §4.5; ARCHITECTURE.md "the store is the bus": intake writes the
+"""Per-session lanes (docs/architecture.md "the store is the bus": intake writes the
 inbound row, lanes order the work per session).
 
 A lane runs the jobs of one session one at a time in submission order; different

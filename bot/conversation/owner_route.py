@@ -3,7 +3,7 @@
 Heartbeats with ``target = "last"`` (the daemon's and ``chela heartbeat``), cron jobs with
 ``target = "last"`` or a channel id without ``to``, exec approval requests and every other
 "reach the owner" path take their route from :func:`last`; only :func:`changes` decides
-what is written (SPEC §6; §9: "setting the heartbeat's `last` route: owner yes, guest
+what is written (§9: "setting the heartbeat's `last` route: owner yes, guest
 never"): a chat turn stores it in the turn's own commit, :func:`record` on its own.
 
 Recording is owner only: a direct message of an owner turn on a channel that can send on
@@ -142,7 +142,7 @@ def ask_route(
 
 def owner_ids(cfg: Config, channel: str) -> list[str]:
     """The channel's owner ids in config order: ``allow_from``, then ``owner.numbers`` on a
-    platform whose section says they are ids there (Signal; SPEC §17.4)."""
+    platform whose section says they are ids there (Signal)."""
     pol = channel_policy(cfg, channel)
     if pol is None:
         return []
@@ -153,7 +153,7 @@ def owner_ids(cfg: Config, channel: str) -> list[str]:
 
 
 def first_owner(cfg: Config, channel: str, account: str = "default") -> dict | None:
-    """The channel's owner route: the direct chat with its first owner id (SPEC §17.4),
+    """The channel's owner route: the direct chat with its first owner id,
     as a route (``channel``, ``chat_id``, ``account``); None when the channel has none.
     How a platform addresses a direct chat by a user id is its section's DIRECT_CHAT."""
     ids = owner_ids(cfg, channel)

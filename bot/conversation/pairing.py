@@ -1,4 +1,4 @@
-"""The pairing flow (ARCHITECTURE.md move 6, SPEC §9, §17.4): a stranger's direct message is
+"""The pairing flow (docs/architecture.md move 6): a stranger's direct message is
 held and answered with a pairing code; the owner is told once per request, on the
 channel's owner route; the owner's approval (``/pair approve``, ``chela pairing approve``
 or the Control UI) lets the held message through.  The codes and their limits are
@@ -25,7 +25,7 @@ FIRST_MESSAGE_CHARS = 200  # of the stranger's message, in the owner's notice
 
 def owner_notice(msg: InboundMessage, code: str) -> str:
     """What the owner is told of a new request.  The sender's name and message are theirs
-    (SPEC §9.2): one line each, quoted, capped, so they cannot pose as our own lines."""
+   : one line each, quoted, capped, so they cannot pose as our own lines."""
     name = quoted(msg.sender_name or msg.sender_username or "", 80)
     first = quoted(msg.text or "", FIRST_MESSAGE_CHARS)
     return (

@@ -1,4 +1,4 @@
-"""DM pairing (SPEC §4.3, §17.4): unknown senders get a short code the owner approves.
+"""DM pairing: unknown senders get a short code the owner approves.
 
 :func:`approve` is the one way a request is approved (``chela pairing approve``, the
 owner's ``/pair approve`` and the Control UI all call it); it stores the sender as a
@@ -37,7 +37,7 @@ class ExpiredCode(PairingError):
 
 
 class NoticesPort(Protocol):
-    """Where pairing notices go (``bot.reports.notices.Notices``, SPEC §16.5)."""
+    """Where pairing notices go (``bot.reports.notices.Notices``)."""
 
     def publish(self, name: str, data: dict[str, Any]) -> Any: ...
 
@@ -45,7 +45,7 @@ class NoticesPort(Protocol):
 @dataclass(frozen=True)
 class Created:
     """What :func:`request` did: the text for the sender (None: stay quiet), the request's
-    code, whether the request is new (only then is the owner told, SPEC §17.4) and whether
+    code, whether the request is new (only then is the owner told) and whether
     its code is new (a new request, or the hourly repeat of an expired one)."""
 
     reply: str | None
@@ -119,7 +119,7 @@ def _again(store: Store, mine: dict, sender_name: str, now: float) -> Created:
 
 
 def as_request(row: dict) -> dict:
-    """A stored request as the Control UI lists it (SPEC §16.4 ``GET /ui/api/pairing``)."""
+    """A stored request as the Control UI lists it ( ``GET /ui/api/pairing``)."""
     return {
         "channel": row["channel"],
         "code": row["code"],
@@ -189,7 +189,7 @@ def deny(
     *,
     notices: NoticesPort | None = None,
 ) -> dict:
-    """Drop the request holding ``code``; the sender is not told (SPEC §17.4).  Returns it."""
+    """Drop the request holding ``code``; the sender is not told.  Returns it."""
     return decide(store, channel, code, "deny", now, notices=notices)
 
 

@@ -1,4 +1,4 @@
-"""The conversation pipeline (ARCHITECTURE.md move 5): inbound messages → access policy,
+"""The conversation pipeline (docs/architecture.md move 5): inbound messages → access policy,
 group gating, commands, turns, delivery.
 
 ``Conversation.on_inbound`` is the sink every channel adapter calls.  It stores the message
@@ -85,7 +85,7 @@ class Conversation:
         self._queued: set[int] = set()  # inbound ids queued or running now
         self._recovered = False  # until recover() ran, intake only stores
         self._started = time.time()
-        # live previews (SPEC §12): the spacing of their edits, on an injectable clock
+        # live previews: the spacing of their edits, on an injectable clock
         self.preview_interval = PREVIEW_INTERVAL
         self.preview_clock: Callable[[], float] = time.monotonic
         self.preview_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
@@ -382,7 +382,7 @@ class Conversation:
         turn: str,
         api: api_turn.ApiTurn | None,
     ) -> None:
-        """Keep a stopped turn's user message (SPEC §17.1); an HTTP API caller gets its
+        """Keep a stopped turn's user message; an HTTP API caller gets its
         empty answer, and the client's messages count as seen (its next request lines up)."""
         key = req.session_key
         if msg.chat_type == "group":
@@ -403,7 +403,7 @@ class Conversation:
         return {api_turn.state_key(key): record}
 
     async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict) -> None:
-        api = self.prepare.api_plan(msg, key, verdict) if msg.api else None  # SPEC §13
+        api = self.prepare.api_plan(msg, key, verdict) if msg.api else None  #
         if api is not None and api.error:
             await self._api_refusal(inbound_id, msg, key, api.error)
             return
@@ -425,7 +425,7 @@ class Conversation:
             msg, key, turn.text, verdict, include_intro=True, media=turn.media, api=api
         )
         ch, pol = self.channels.get(msg.channel), self.policy(msg.channel)
-        model, effort = controls.session_choice(self.cfg, self.store, key)  # SPEC §17.2, §17.3
+        model, effort = controls.session_choice(self.cfg, self.store, key)  #
         outcome = await self.runner.run(
             req, msg, ch, pol, lambda: self._live_output(ch, pol, msg), model=model, effort=effort
         )

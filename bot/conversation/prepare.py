@@ -1,7 +1,7 @@
-"""The prepare stage (ARCHITECTURE.md move 8): an admitted message → the user turn.
+"""The prepare stage (docs/architecture.md move 8): an admitted message → the user turn.
 
 The attachments are fetched (capped in size; a guest's into its own directory, moved in
-through the root's handle, SPEC §9.5) and turned into model input (images, voice notes,
+through the root's handle) and turned into model input (images, voice notes,
 documents; never failing the turn), then the user turn is written: the metadata block, the
 group's pending history, notes about what could not be read."""
 
@@ -41,7 +41,7 @@ class Prepare:
         self.store = store
 
     def api_plan(self, msg: InboundMessage, key: str, verdict: Verdict) -> ApiTurn:
-        """What an HTTP API request adds to its session (SPEC §13; ``conversation.api``):
+        """What an HTTP API request adds to its session (``conversation.api``):
         a client that rewrote its conversation starts the session afresh."""
         stateless = bool(msg.api.get("stateless"))
         state = None if stateless else self.store.get(api.state_key(key))
@@ -112,7 +112,7 @@ class Prepare:
             )
             return UserTurn(text)
         notes = await self.fetch_media(msg, verdict, key)
-        # images, voice notes and documents → model input (SPEC §11)
+        # images, voice notes and documents → model input
         prep = await self.prepare_media(msg, verdict, key, addressed=was_mentioned is not False)
         text = format_user_turn(
             dataclasses.replace(msg, text=prep.text) if prep.text != msg.text else msg,
@@ -126,7 +126,7 @@ class Prepare:
     def unread_turn(
         self, msg: InboundMessage, *, pending: list[Any], was_mentioned: bool | None
     ) -> UserTurn:
-        """The user turn of a message whose preparation was stopped (SPEC §17.1 keeps the
+        """The user turn of a message whose preparation was stopped ( keeps the
         user message): its text, and a note for each attachment that was not read."""
         notes = [
             f"attachment not read: {m.name or m.kind} ({m.kind}); the turn was stopped"
@@ -142,7 +142,7 @@ class Prepare:
         return UserTurn(text)
 
     async def fetch_media(self, msg: InboundMessage, verdict: Verdict, key: str) -> list[str]:
-        """Download the attachments of an admitted message (SPEC §9.4): into the media dir
+        """Download the attachments of an admitted message: into the media dir
         for the owner, into the guest's own directory otherwise; capped in size.  Returns
         notes for the user turn about files that could not be fetched."""
         ch = self.channels.get(msg.channel)
@@ -151,7 +151,7 @@ class Prepare:
             return []
         root = file_root(self.cfg, key, verdict)
         # a guest's downloads land in a private dir first, then move into its media dir
-        # through the root's handle (bot.fs, SPEC §9.5)
+        # through the root's handle (bot.fs)
         dest = fs.private_dir(self.cfg.agent.state_dir / "incoming" if root else self.cfg.media_dir)
         cap_mb = self.cfg.media.max_download_mb
         max_bytes = int(cap_mb * 1024 * 1024)
@@ -196,7 +196,7 @@ class Prepare:
                 dest_dir=root / "media" if root is not None else self.cfg.media_dir,
                 addressed=addressed,
                 read_tool="read" in self.agent.tool_names(verdict.trust or "guest"),
-                call=self.agent.gate.bind(verdict.trust or "guest", key),  # SPEC §9.5
+                call=self.agent.gate.bind(verdict.trust or "guest", key),  #
             )
         except Exception:
             log.exception("attachments of %s/%s could not be prepared", msg.channel, msg.chat_id)

@@ -1,4 +1,4 @@
-"""The reply stage (ARCHITECTURE.md move 9): a finished turn → the messages to store and
+"""The reply stage (docs/architecture.md move 9): a finished turn → the messages to store and
 send.  Parse the reply (NO_REPLY, tags, markers; the heartbeat rules for a heartbeat), speak
 it when speech is on, check its media against the turn's roots, plan the outbound message,
 mark a failed turn's reply, add the HTTP API's part.  Chat, heartbeat and cron share it."""
@@ -67,7 +67,7 @@ async def chat_reply(
     speak: Speak | None = None,
 ) -> ChatReply:
     plan = parse_reply(result.text)
-    if speak is not None:  # spoken replies (SPEC §11)
+    if speak is not None:  # spoken replies
         plan = await speak(plan)
     outs = plan_outbound(cfg, ch, plan, msg, reply_mode, req)
     for o in outs if result.error else ():  # told, marked (the HTTP API answers 502/429)
@@ -82,7 +82,7 @@ async def chat_reply(
 
 
 def stopped_reply(msg: InboundMessage, api: api_turn.ApiTurn | None) -> ChatReply:
-    """A stopped turn's reply (SPEC §17.1: nothing is delivered for it).  An HTTP API
+    """A stopped turn's reply (nothing is delivered for it).  An HTTP API
     caller still waits for its request: it gets an empty assistant message with
     ``finish_reason`` "stop" (no partial text and no error, like every stopped turn; a
     status its SDK retries would run the stopped turn again)."""
@@ -94,7 +94,7 @@ def stopped_reply(msg: InboundMessage, api: api_turn.ApiTurn | None) -> ChatRepl
 
 
 def speaker(cfg: Any, agent: Any, req: TurnRequest, turn_id: str) -> Speak | None:
-    """Spoken replies (SPEC §11) when a speech model is set, else None: a guest's audio is
+    """Spoken replies when a speech model is set, else None: a guest's audio is
     written in its own directory."""
     if not cfg.media.tts_model:
         return None
@@ -108,7 +108,7 @@ def speaker(cfg: Any, agent: Any, req: TurnRequest, turn_id: str) -> Speak | Non
             plan,
             file_root=root if root is not None else cfg.agent.workspace,
             out_dir=root / "media" if root is not None else cfg.media_dir / "tts",
-            call=agent.gate.bind(req.trust, req.session_key, turn_id),  # SPEC §9.5
+            call=agent.gate.bind(req.trust, req.session_key, turn_id),  #
         )
 
     return speak

@@ -1,4 +1,4 @@
-"""THE ``TurnRequest`` builder (ARCHITECTURE.md "one way to do a thing"): chat turns,
+"""THE ``TurnRequest`` builder (docs/architecture.md "one way to do a thing"): chat turns,
 command turns (``/compact``), HTTP API turns and scheduled turns (heartbeat, cron) are all
 built here, from plain values the caller looked up (the channel's traits, the group
 context), so the builder reads nothing itself."""
@@ -74,7 +74,7 @@ def chat_request(
         file_root=ctx.file_root,
         media=list(ctx.media),
     )
-    if api is not None:  # SPEC §13: the client's part of the turn
+    if api is not None:  # the client's part of the turn
         req.client_instructions = api.instructions
         req.prior = api.prior
         req.user_turn = api.user_turn

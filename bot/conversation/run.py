@@ -1,4 +1,4 @@
-"""The run stage (ARCHITECTURE.md move 8): typing and the ack reaction, live output, and
+"""The run stage (docs/architecture.md move 8): typing and the ack reaction, live output, and
 ``agent.run_turn``; cancellable and observed.
 
 While a turn runs it is a task of its own, so ``Run.stop(key)`` can cancel it (the ``/stop``
@@ -49,7 +49,7 @@ def live_output(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[Any]],
 ) -> Live | None:
-    """What shows this turn while the model writes it (SPEC §12): a live preview in a
+    """What shows this turn while the model writes it: a live preview in a
     chat whose channel has ``streaming = "partial"`` and can edit, the caller's stream
     on a request/response channel that asked for one (HTTP ``stream: true``), else
     nothing."""
@@ -138,7 +138,7 @@ class Run:
             del self._running[key], self._senders[key]
 
     async def preparing(self, key: str, sender: str, work: Awaitable[T]) -> T:
-        """Run the turn's preparation (attachments fetched and read, SPEC §11) so that
+        """Run the turn's preparation (attachments fetched and read) so that
         ``stop(key)`` cancels it too: raises ``Stopped`` then (a daemon stop propagates)."""
         task = asyncio.ensure_future(work)
         self._claim(key, task, sender)
@@ -153,7 +153,7 @@ class Run:
             self._release(key, task)
 
     def _start(self, req: TurnRequest, on_event, model: str, effort: str) -> asyncio.Task:
-        """The turn's task, its model calls following the session's choices (SPEC §17)."""
+        """The turn's task, its model calls following the session's choices."""
         token = CHOICE.set(Choice(getattr(self.agent, "llm", None), model, effort))
         try:  # the task copies the context now: the choice is its own, not the lane's
             return asyncio.ensure_future(self.agent.run_turn(req, on_event=on_event))

@@ -1,4 +1,4 @@
-"""The frozen values the conversation stages hand to each other (ARCHITECTURE.md)."""
+"""The frozen values the conversation stages hand to each other (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from channels.base import InboundMessage
 
 @dataclass(frozen=True)
 class CommandCall:
-    """A chat command to answer (SPEC §4.4): ``/name@bot args`` from an admitted message.
+    """A chat command to answer: ``/name@bot args`` from an admitted message.
 
     ``owner``: the *sender* is the owner on this channel (by id, ``is_owner_sender``), which
     is what owner-only commands ask, whatever the trust of the turn.  ``on_arrival``: answered
@@ -56,7 +56,7 @@ class TurnOutcome:
 
 @dataclass
 class ApiTurn:
-    """What one HTTP API request does to its session (SPEC §13; ``conversation.api``
+    """What one HTTP API request does to its session (``conversation.api``
     plans it, the request builder carries it into the turn)."""
 
     error: str = ""  # the request cannot run: answered 400 with this message

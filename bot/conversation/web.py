@@ -1,4 +1,4 @@
-"""The Control UI's web turn (SPEC §16.5 "Turn rules"): a message typed in the browser is an
+"""The Control UI's web turn: a message typed in the browser is an
 inbound message of channel ``web`` with the owner's identity, in the session the page names.
 
 It is stored first (the inbound row's ``message_id`` is the page's ``client_msg_id``, so a
@@ -207,7 +207,7 @@ class WebTurns:
         outcome = await conv.runner.run(
             req, msg, None, None, lambda: live, model=model, effort=effort
         )
-        if outcome.result is None:  # stopped (§17.1): the user message stays, no answer
+        if outcome.result is None:  # stopped: the user message stays, no answer
             await self._stopped(inbound_id, msg, req, outcome.turn, live.shown, sink)
             return
         result = outcome.result

@@ -1,11 +1,11 @@
-"""Delivery (ARCHITECTURE.md "Folders", L4): everything on the way out to a platform.
+"""Delivery (docs/architecture.md "Folders", L4): everything on the way out to a platform.
 
 * :mod:`bot.delivery.outbox` — the durable outbox: every outbound message a stored row, sent
   once in order per chat, retried through outages, recovered after a crash; and the storage
   alarm.
 * :mod:`bot.delivery.failures` — why a send failed (``classify``): refused for good, or worth
   a retry (and after how long).
-* :mod:`bot.delivery.previews` — live output while the model writes (SPEC §12): chat
+* :mod:`bot.delivery.previews` — live output while the model writes: chat
   previews edited in place and the HTTP API's token stream.
 
 The daemon builds the :class:`Outbox` before anything that sends, and hands it to the conversation,

@@ -1,4 +1,4 @@
-"""Attachments a reply names (SPEC §3.4, §9.5): each local target checked against the turn's
+"""Attachments a reply names: each local target checked against the turn's
 roots and, for a guest, copied once into the daemon's staging dir, so what is sent is the
 bytes that were checked.  Does file I/O, so it lives beside delivery, not among the pure
 reply rules of bot/rules/replies.py."""
@@ -35,8 +35,7 @@ def resolve_media(
     one of ``roots``.  Anything else becomes a note ``[attachment unavailable: <basename>]``.
     Returned items have absolute targets, ``name`` and (when guessable) ``mime`` filled.
 
-    With ``stage`` (a guest's turn: ``roots[0]`` is a directory the guest can write, SPEC
-    §9.5) a local file is instead read once through the root's handle with no symbolic
+    With ``stage`` (a guest's turn: ``roots[0]`` is a directory the guest can write) a local file is instead read once through the root's handle with no symbolic
     link followed at any component (``bot.fs.copy_out``) and copied into ``stage``, a
     directory only the daemon writes; the returned target is that copy, so what the
     outbox sends later, retries included, is exactly the bytes checked here.

@@ -1,5 +1,5 @@
 """The outbox: every outbound message is a stored row, sent in order per chat, retried
-through platform outages, and sent again after a crash (SPEC §4.5).
+through platform outages, and sent again after a crash.
 
 A row's life: ``queued`` (stored with the turn that produced it, or on its own for
 heartbeats, cron, the ``message`` tool, pairing and approval notes) → ``sending`` (written
@@ -136,7 +136,7 @@ def out_from_json(d: dict) -> OutboundMessage:
 
 
 def failed_item(item: _Item, error: str | None) -> dict[str, Any]:
-    """A failed row as the Control UI's Inbox shows it (SPEC §16.4 outbox item)."""
+    """A failed row as the Control UI's Inbox shows it ( outbox item)."""
     text = (item.out.text or "").strip()
     return {
         "id": item.id,

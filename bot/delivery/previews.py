@@ -1,4 +1,4 @@
-"""Live output of a turn while the model writes it (SPEC §12).
+"""Live output of a turn while the model writes it.
 
 The agent loop reports what the model streams as :class:`StreamEvent` values: ``text``
 (a piece of the current model call's content), ``step`` (a new model call begins, after

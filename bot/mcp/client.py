@@ -1,4 +1,4 @@
-"""MCP client: tools from ``[[mcp.servers]]`` (SPEC §14), on the official ``mcp`` SDK.
+"""MCP client: tools from ``[[mcp.servers]]``, on the official ``mcp`` SDK.
 
 One long-lived task per server owns its connection (stdio child process or streamable
 HTTP session): it connects, lists the tools, then keeps the session open and checks it
@@ -295,7 +295,7 @@ class McpServer:
                 if not self._offered(t.name):
                     continue
                 schema = getattr(t, "input_schema", None) or getattr(t, "inputSchema", None) or {}
-                # the server's words: invisible and bidi characters removed (SPEC §9.5)
+                # the server's words: invisible and bidi characters removed
                 desc = clean_inline(t.description or t.title or "", 1024)
                 out.append(
                     RemoteTool(tool_name(self.name, t.name), t.name, desc, normalize_schema(schema))
@@ -384,7 +384,7 @@ class McpServer:
         text = render_result(res)
         source = f"MCP server {self.name}"
         if getattr(res, "is_error", None) or getattr(res, "isError", None):
-            # the error text is the server's too: data, fenced like a result (SPEC §9.5)
+            # the error text is the server's too: data, fenced like a result
             fenced = untrusted_block(f"Error text of MCP tool {tool.name}", source, text[:2000])
             raise ToolError(f"MCP tool {tool.name} failed.\n{fenced}")
         return untrusted_block(f"Result of MCP tool {tool.name}", source, text)

@@ -7,7 +7,7 @@ litellm talks to (OpenAI, Anthropic, Gemini, local servers).
   has no references); ``$schema``/``$id``/``$defs``/``title``... dropped; a type list
   such as ``["string", "null"]`` reduced to its first non-null type; arrays always carry
   ``items``; ``required`` only names properties that exist; invisible and bidirectional
-  formatting characters removed from descriptions (SPEC §9.5).
+  formatting characters removed from descriptions.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _clean_entry(
     out: dict[str, Any], key: str, value: Any, defs: dict[str, Any], depth: int
 ) -> None:
     if key == "description" and isinstance(value, str):
-        out[key] = strip_invisible(value)  # the server's words (SPEC §9.5)
+        out[key] = strip_invisible(value)  # the server's words
     elif key == "properties" and isinstance(value, dict):
         out[key] = {str(k): _clean(v, defs, depth + 1) for k, v in value.items()}
     elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):

@@ -1,4 +1,4 @@
-"""Images, voice notes and files reaching the model (SPEC §11).
+"""Images, voice notes and files reaching the model.
 
 Two halves:
 

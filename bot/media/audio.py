@@ -73,7 +73,7 @@ LOCAL_KEY = "sk-local"  # a placeholder, no secret: servers without keys want so
 
 
 def endpoint_key(cfg: Any, api_base: str, key_env: str, model: str) -> str:
-    """The key a media endpoint gets: only its own (SPEC §9.5 "Secrets").
+    """The key a media endpoint gets: only its own.
 
     ``key_env`` (``media.transcription_api_key_env`` / ``tts_api_key_env``) names the
     endpoint's own key.  Without one, the agent's key goes only where the agent's calls
@@ -155,7 +155,7 @@ async def transcribe(
 
     ``call`` (a ``bot.model.gate.GateCall``) is the model gate for whoever sent the audio:
     over its budget nothing is sent (``BudgetRefused``); the call's cost is recorded.
-    ``data`` is the file's bytes, read once by the caller through ``bot.fs`` (SPEC §9.5);
+    ``data`` is the file's bytes, read once by the caller through ``bot.fs``;
     without it ``path`` is read here, no link followed."""
     from bot.model.lite import _litellm, _load_litellm
 

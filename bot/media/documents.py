@@ -173,6 +173,6 @@ def _inbox_name(name: str) -> str:
 
 def save_to_inbox(root: Path, name: str, data: bytes) -> Path:
     """Write ``data`` as ``<root>/inbox/<name>`` (a fresh name when taken), 0600, through
-    ``root``'s handle with no symbolic link followed (``bot.fs``, SPEC §9.5): a guest's
+    ``root``'s handle with no symbolic link followed (``bot.fs``): a guest's
     ``inbox`` turned into a link makes the save fail (``OSError``), not write elsewhere."""
     return fs.write_under(root, Path("inbox") / _inbox_name(name), data, fresh=True)

@@ -1,4 +1,4 @@
-"""Intake: one message's fetched attachments turned into model input (SPEC §11)."""
+"""Intake: one message's fetched attachments turned into model input."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ async def prepare_inbound(
 async def _local_file(
     cfg: Any, item: Any, file_root: Path, dest_dir: Path, prep: Prepared
 ) -> tuple[Path, bytes] | None:
-    """The attachment's local file and its bytes, read ONCE (SPEC §9.5 "Guest
+    """The attachment's local file and its bytes, read ONCE ( "Guest
     directories"): under a guest's directory through a handle on its root with no link
     followed at any component, elsewhere (the daemon's own media dir) with no link followed
     at the file itself.  Every later step (decode, transcription, PDF child, inbox copy)

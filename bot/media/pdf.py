@@ -1,4 +1,4 @@
-"""A PDF's text layer, read in a child process that is bounded and killable (SPEC §9.5).
+"""A PDF's text layer, read in a child process that is bounded and killable.
 
 pypdf is pure Python: one small PDF can hold millions of text operators (200 pages that all
 name one compressed stream), and reading it in a thread of the daemon would hold the GIL for
@@ -36,7 +36,7 @@ MAX_PDF_BYTES = 256 * 1024 * 1024  # a file read here by path (intake passes the
 # what intake reads past media.max_document_chars: a long PDF's text is saved for the read
 # tool, up to this much more (~40 pages of dense text); the rest is not read
 PDF_MARGIN_CHARS = 100_000
-READ_TIMEOUT = 8.0  # seconds; below the daemon's 10 s shutdown grace (SPEC §9.5)
+READ_TIMEOUT = 8.0  # seconds; below the daemon's 10 s shutdown grace
 CPU_SECONDS = 10  # RLIMIT_CPU of the child: past the timeout, in case the kill is missed
 MEMORY_BYTES = 1024 * 1024 * 1024  # RLIMIT_AS of the child
 PDF_SLOTS = 2  # children at once (two CPUs)
@@ -114,7 +114,7 @@ async def pdf_text(
     timeout: float | None = None,
 ) -> tuple[str, int]:
     """(text layer, page count) of a PDF, read in a child process within the bounds.
-    ``src`` is the file's bytes, read once by the caller through ``bot.fs`` (SPEC §9.5),
+    ``src`` is the file's bytes, read once by the caller through ``bot.fs``,
     or a file read here with no link followed.  Raises ``ValueError`` when it cannot be
     read (broken, encrypted with a password, or ``PdfTooSlow``: nothing read within
     ``timeout``)."""

@@ -1,4 +1,4 @@
-"""The child process that reads a PDF's text layer for ``bot.media.pdf`` (SPEC §9.5).
+"""The child process that reads a PDF's text layer for ``bot.media.pdf``.
 
 Run as a script, never imported by the daemon::
 

@@ -1,4 +1,4 @@
-"""What request assembly needs (SPEC §11): which models see images, and the stored
+"""What request assembly needs: which models see images, and the stored
 image references turned into ``image_url`` parts per request."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ MAX_IMAGE_REF_BYTES = 32 * 1024 * 1024  # a resized copy is a few hundred KB
 
 def _data_url(path: str, mime: str, root: str = "") -> str | None:
     """The stored image ``path`` as a data URL, read through ``bot.fs`` with no link
-    followed below ``root`` (the guest's directory the copy was saved in, SPEC §9.5; a ref
+    followed below ``root`` (the guest's directory the copy was saved in,; a ref
     without one is the daemon's own: only the file itself is checked).  None when it is
     gone, a link, or cannot be read."""
     if not path:

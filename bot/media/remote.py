@@ -13,7 +13,7 @@ from bot.fs import private_dir, write_private
 
 async def fetch_image_url(cfg: Any, url: str, dest_dir: Path) -> Path:
     """Download an image URL (the HTTP API's ``image_url`` parts) into ``dest_dir`` through
-    ``bot.net`` (SPEC §9.5 "URLs": every hop's host read as the client reads it, its addresses
+    ``bot.net`` (every hop's host read as the client reads it, its addresses
     checked and pinned; ``tools.web.allow_private_hosts`` applies), at most
     ``media.max_download_mb``.  Raises ``ValueError`` with a short reason."""
     mb = cfg.media.max_download_mb

@@ -44,7 +44,7 @@ async def speak(
     ``call`` (``bot.model.gate.GateCall``) is the gate of the conversation it is for:
     over its budget nothing is sent (``BudgetRefused``); the cost is recorded.  With
     ``root`` (a guest's directory holding ``dest_dir``) the file is written through the
-    root's handle with no link followed (``bot.fs``, SPEC §9.5)."""
+    root's handle with no link followed (``bot.fs``)."""
     import uuid
 
     from bot.model.lite import _litellm, _load_litellm
@@ -76,7 +76,7 @@ async def speak(
 
 
 async def speak_plan(cfg: Any, plan: Any, *, file_root: Path, out_dir: Path, call: Any) -> Any:
-    """Spoken replies (SPEC §11) with ``media.tts_model`` set: a ``[VOICE:<text>]`` marker
+    """Spoken replies with ``media.tts_model`` set: a ``[VOICE:<text>]`` marker
     whose target is not a URL or an existing file is text to speak, and
     ``[[audio_as_voice]]`` on a reply without audio speaks the reply's text; the speech
     (Ogg/Opus, in ``out_dir``) goes out as a voice note after the text.  A failed

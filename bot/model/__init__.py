@@ -1,5 +1,5 @@
-"""The model layer (ARCHITECTURE.md, L3): one client over litellm and the gate every model
-call passes (SPEC §9.5, §12).
+"""The model layer (docs/architecture.md, L3): one client over litellm and the gate every model
+call passes.
 
 - ``lite``: litellm, imported only when needed (``warm_up`` pays for it early)
 - ``openai_compat``: Chela's own Chat Completions client (the light path, no litellm);

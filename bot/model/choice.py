@@ -1,4 +1,4 @@
-"""A session's choices for its model calls (SPEC §17.2, §17.3): the model it switched to
+"""A session's choices for its model calls: the model it switched to
 with ``/model`` and its thinking level (``/think``, sent as ``reasoning_effort``).
 
 The conversation's run stage sets :data:`CHOICE` around a turn; the turn's task inherits
@@ -41,7 +41,7 @@ def _mine(client: object) -> Choice | None:
 
 def chain(client: Any) -> list[int] | None:
     """The indices of ``client.targets`` to try for this call: the session's model first,
-    then ``agent.fallbacks`` (SPEC §17.2); None for the client's own chain.  A model that
+    then ``agent.fallbacks``; None for the client's own chain.  A model that
     is not in the chain yet (an ``agent.models`` alias) is added to it once, with the
     primary model's ``api_base`` and key."""
     choice = _mine(client)
@@ -74,7 +74,7 @@ def _takes_effort(t: ModelTarget, litellm: Any) -> bool:
 
 def apply_effort(client: object, t: ModelTarget, kw: dict[str, Any], litellm: Any) -> None:
     """Add the session's ``reasoning_effort`` to one call of model ``t`` when it takes it
-    (SPEC §17.3); a model that does not gets the call without it, and one log line."""
+   ; a model that does not gets the call without it, and one log line."""
     choice = _mine(client)
     if choice is None or not choice.reasoning_effort or "reasoning_effort" in kw:
         return

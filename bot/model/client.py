@@ -1,4 +1,4 @@
-"""The model client (SPEC §12): one ``complete()`` call over litellm, with our own retries,
+"""The model client: one ``complete()`` call over litellm, with our own retries,
 a fallback chain, cooldowns, honest errors, and usage and cost per call.
 
 litellm is imported lazily (``bot.model.lite``).  Errors reach callers only as
@@ -48,7 +48,7 @@ from channels.retry import Backoff
 
 log = logging.getLogger(__name__)
 
-# called with every Completion a model call returned (usage and cost, SPEC §12); the agent
+# called with every Completion a model call returned (usage and cost); the agent
 # sets it for the duration of a turn, so every call of the turn is recorded (the loop's,
 # a compaction summary's, a memory flush's) with the turn's session
 ON_CALL: contextvars.ContextVar[Callable[[Completion], None] | None] = contextvars.ContextVar(

@@ -1,4 +1,4 @@
-"""The one gate every model call passes (SPEC §9.5 "Model calls", §12).
+"""The one gate every model call passes.
 
 Turns, compaction summaries, memory flushes, sub-agents, transcription and speech all run
 for one trust level: before the call the gate says whether that level's daily budget

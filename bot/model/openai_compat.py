@@ -1,4 +1,4 @@
-"""Chela's own Chat Completions client over aiohttp (SPEC §12): the light path for models
+"""Chela's own Chat Completions client over aiohttp: the light path for models
 behind an OpenAI-compatible endpoint, without litellm.
 
 Which path a model takes (:func:`path_for`):

@@ -1,4 +1,4 @@
-"""Prices and context windows from litellm's bundled price table, read as data (SPEC §12).
+"""Prices and context windows from litellm's bundled price table, read as data.
 
 The table is the JSON file litellm ships (``model_prices_and_context_window_backup.json``
 inside the installed package); it is found with ``importlib.util.find_spec``, which locates

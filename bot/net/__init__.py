@@ -1,4 +1,4 @@
-"""SSRF-safe outbound HTTP (SPEC §9.5 "URLs"): the only way to fetch a URL someone else chose.
+"""SSRF-safe outbound HTTP: the only way to fetch a URL someone else chose.
 
 ``guard`` decides (the host as the HTTP client reads it, its addresses, the pinned resolver);
 ``fetch`` fetches (one guarded hop at a time, the body capped).  Nothing here imports the agent,

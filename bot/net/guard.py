@@ -1,4 +1,4 @@
-"""The URL guard (SPEC §9.5 "URLs"): which host a URL names, which addresses it may reach.
+"""The URL guard: which host a URL names, which addresses it may reach.
 
 The host is judged exactly as the HTTP client (aiohttp, whose URLs are yarl's) will connect to
 it: a non-ASCII host goes through UTS 46 mapping (the ``idna`` package, as yarl does), so a

@@ -1,4 +1,4 @@
-"""System-prompt engine (SPEC §2): pure builder, cache, hooks, reports and starter files.
+"""System-prompt engine: pure builder, cache, hooks, reports and starter files.
 
 from bot.prompt import PromptContext, build_prompt, PromptCache
 """

@@ -1,4 +1,4 @@
-"""The system-prompt builder (SPEC §2): ``build_prompt(ctx) -> PromptResult``.
+"""The system-prompt builder: ``build_prompt(ctx) -> PromptResult``.
 
 A pure function of the ``PromptContext`` and the workspace files it reads.  It never
 looks at the clock, the network or global state, so two builds from the same context and
@@ -97,7 +97,7 @@ class _Build:
 
 
 def build_prompt(ctx: PromptContext) -> PromptResult:
-    """The system prompt for ``ctx``: the sections of ``SECTIONS``, in order (SPEC §2.1)."""
+    """The system prompt for ``ctx``: the sections of ``SECTIONS``, in order."""
     mode = effective_mode(ctx)
     deps: Deps = {}
     tools = ordered_tools(ctx.tools)
@@ -448,7 +448,7 @@ def _runtime(b: _Build) -> None:
     b.add("Runtime", [runtime_line(b.ctx)], "## Runtime")
 
 
-# The prompt's sections, in their fixed order (SPEC §2.1): each adds itself when it applies.
+# The prompt's sections, in their fixed order: each adds itself when it applies.
 SECTIONS = (
     _identity,
     _tooling,

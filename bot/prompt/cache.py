@@ -1,4 +1,4 @@
-"""Per-runtime-context prompt cache (SPEC §2.6).
+"""Per-runtime-context prompt cache.
 
 ``PromptCache.get(ctx)`` builds the prompt once per distinct ``PromptContext`` and returns
 the *same* ``PromptResult`` object until one of the paths the build read or probed

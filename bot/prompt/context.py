@@ -76,7 +76,7 @@ class PromptContext:
     # heartbeats
     heartbeat_enabled: bool = False
     heartbeat_prompt: str = ""
-    # trust (SPEC §9): a guest turn gets only AGENTS/SOUL/TOOLS/IDENTITY, no skills, no
+    # trust: a guest turn gets only AGENTS/SOUL/TOOLS/IDENTITY, no skills, no
     # owner numbers and no project walk, and its Workspace section names its own directory
     trust: Literal["owner", "guest"] = "owner"
     file_root: Path | None = None  # the guest's directory; None = the workspace

@@ -1,4 +1,4 @@
-"""Per-channel delivery instructions that are sent *after* the user message (SPEC §2.7).
+"""Per-channel delivery instructions that are sent *after* the user message.
 
 They live outside the system prompt so the cached prompt stays identical across channels
 that share a runtime context and so the instruction is fresh right next to the request.

@@ -1,4 +1,4 @@
-"""Prompt plugin hooks (SPEC §2.9).
+"""Prompt plugin hooks.
 
 A plugin is an importable module defining ``before_prompt_build(event)`` and/or the
 legacy ``before_agent_start(event)``.  Either may be sync or async and may carry a

@@ -67,7 +67,7 @@ def _write_new(path: Path, text: str) -> bool:
 def init_workspace(path: Path) -> list[Path]:
     """Create missing starter files; return the files created (in creation order)."""
     workspace = Path(os.path.expanduser(str(path))).absolute()
-    private_dir(workspace)  # SPEC §9.4: 0700, as are any parents created for it
+    private_dir(workspace)  # 0700, as are any parents created for it
     state = read_state(workspace)
     brand_new = not any(os.path.lexists(workspace / n) for n in STARTER_FILES + _EXISTING_HINTS)
 

@@ -1,4 +1,4 @@
-"""The ``/context`` size report (SPEC §2.10), for the chat command and ``chela context``."""
+"""The ``/context`` size report, for the chat command and ``chela context``."""
 
 from __future__ import annotations
 

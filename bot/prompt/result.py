@@ -1,4 +1,4 @@
-"""What a prompt build returns: the text, and a report of what shaped it (SPEC §2.8, §2.10)."""
+"""What a prompt build returns: the text, and a report of what shaped it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Fixed prose used by the prompt builder.
 
 Everything here is Chela's own wording.  Only headings, tokens, tags and markers are
-dictated by the product contract (SPEC §2); the sentences around them are ours.  Keep
+dictated by the product contract; the sentences around them are ours.  Keep
 this module free of anything volatile: the prompt must be byte-identical between two
 builds from the same inputs.
 """

@@ -1,4 +1,4 @@
-"""Reading workspace bootstrap files and project context files (SPEC §2.3, §2.5).
+"""Reading workspace bootstrap files and project context files.
 
 Pure apart from reading the filesystem.  Every path that is read or probed is recorded
 in a ``deps`` mapping (path -> (st_size, st_mtime_ns) or None when absent) so that the
@@ -42,7 +42,7 @@ BOOTSTRAP_ORDER = (
     "MEMORY.md",
 )
 MINIMAL_FILES = BOOTSTRAP_ORDER[:5]  # sub-agent and cron sessions
-GUEST_FILES = BOOTSTRAP_ORDER[:4]  # guest turns (SPEC §9): no USER, HEARTBEAT, BOOTSTRAP, MEMORY
+GUEST_FILES = BOOTSTRAP_ORDER[:4]  # guest turns: no USER, HEARTBEAT, BOOTSTRAP, MEMORY
 MISSING_MARKED = frozenset({"AGENTS.md", "TOOLS.md", "IDENTITY.md", "USER.md"})
 PROJECT_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 

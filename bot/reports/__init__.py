@@ -1,2 +1,2 @@
 """Text for people: the tables of ``/usage``, ``chela usage``, ``chela status`` and
-``chela pairing list`` (ARCHITECTURE.md ``reports/``)."""
+``chela pairing list`` (docs/architecture.md ``reports/``)."""

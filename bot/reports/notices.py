@@ -1,4 +1,4 @@
-"""What changed in the daemon, as a numbered stream of notices (SPEC §16.5 "events").
+"""What changed in the daemon, as a numbered stream of notices.
 
 Approvals, pairing requests, failed deliveries, channel states and schedule runs each
 publish a notice when something the owner may act on happens; the Control UI's event
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-KEEP = 1000  # notices kept for replay (SPEC §16.5: the last 1,000 events)
+KEEP = 1000  # notices kept for replay (the last 1,000 events)
 QUEUE_LIMIT = 1000  # notices queued for one slow subscriber before the oldest go
 
 

@@ -1,4 +1,4 @@
-"""Usage and cost of model calls (SPEC §12): recording, the daily cost limits, ``/usage``
+"""Usage and cost of model calls: recording, the daily cost limits, ``/usage``
 and ``chela usage``.
 
 Every model call that answered is one row of the store's ``usage`` table (tokens and the

@@ -1,4 +1,4 @@
-"""Admission: who is served, and at which trust level (SPEC §4.2, §4.3, §9).
+"""Admission: who is served, and at which trust level.
 
 A pure function of the message, the config and the stored pairing approvals.  It runs
 once per inbound message, before anything else looks at it; the trust level it returns
@@ -96,10 +96,10 @@ def _admit_direct(
 
 
 def session_key(msg: InboundMessage, cfg: Config, trust: Trust | None) -> str:
-    """SPEC §4.1 with §9: an owner's DM follows ``session.dm_scope``; anyone else's DM is
+    """ with §9: an owner's DM follows ``session.dm_scope``; anyone else's DM is
     always their own ``agent:<id>:<channel>:direct:<peer>`` session."""
     if msg.api:
-        # the OpenAI-compatible API (SPEC §13): ``user`` names a server-side session; a
+        # the OpenAI-compatible API: ``user`` names a server-side session; a
         # request without it is stateless, in a throw-away session of its own (never
         # the owner's main conversation)
         if msg.api.get("stateless") or not msg.sender_id:

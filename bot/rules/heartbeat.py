@@ -1,4 +1,4 @@
-"""Pure decision rules for heartbeats (SPEC §6).
+"""Pure decision rules for heartbeats.
 
 Nothing in this module touches the file system, the clock or the network:
 callers pass in the HEARTBEAT.md text, the current time and the session

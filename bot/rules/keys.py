@@ -1,4 +1,4 @@
-"""Session keys (SPEC §4.1): which conversation a message, a cron job or a sub-agent
+"""Session keys: which conversation a message, a cron job or a sub-agent
 belongs to.  Pure: a key is built from plain values.
 
 - the owner's main conversation: ``agent:<id>:main``;

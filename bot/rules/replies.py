@@ -1,4 +1,4 @@
-"""The reply pipeline: what the model wrote → what gets delivered (SPEC §3).
+"""The reply pipeline: what the model wrote → what gets delivered.
 
 Everything here is pure (no I/O) except :func:`resolve_media`, which stats files.
 
@@ -141,7 +141,7 @@ def _map_prose(text: str, fn: Callable[[str], str]) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Silent replies (§3.1)
+# Silent replies
 
 # Markdown that may wrap the token (``**NO_REPLY**``, `` `NO_REPLY` ``) counts as part of it.
 _MD_WRAP = r"[*_~`]*"
@@ -168,7 +168,7 @@ def closes_span(text: str, wrap: str) -> bool:
 
 
 def is_silent(text: str) -> bool:
-    """True when the whole reply means "say nothing" (§3.1)."""
+    """True when the whole reply means "say nothing"."""
     if text is None:
         return True
     stripped = text.strip()
@@ -212,7 +212,7 @@ def strip_silent_token(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Heartbeat acks (§3.2)
+# Heartbeat acks
 
 # Markup that may wrap the token: HTML tags, &nbsp; and runs of * ` ~ _
 _WRAP = r"(?:<[^<>\n]*>|&nbsp;|[*`~_])"
@@ -234,7 +234,7 @@ def _collapse_whitespace(text: str) -> str:
 
 
 def strip_heartbeat_token(text: str) -> tuple[str, bool]:
-    """Strip ``HEARTBEAT_OK`` at the edges of ``text`` (§3.2); returns ``(rest, found)``.
+    """Strip ``HEARTBEAT_OK`` at the edges of ``text``; returns ``(rest, found)``.
 
     Case-sensitive.  Markup around the token (``**HEARTBEAT_OK**``, ``<b>HEARTBEAT_OK</b>``,
     ``&nbsp;``) counts as part of it.  At the end the token may be followed by at most 4
@@ -271,7 +271,7 @@ def strip_heartbeat_token(text: str) -> tuple[str, bool]:
 
 
 # --------------------------------------------------------------------------------------------
-# Directives: reply tags, [[audio_as_voice]], media markers (§3.3, §3.4)
+# Directives: reply tags, [[audio_as_voice]], media markers
 
 _REPLY_CURRENT_RE = r"\[\[\s*reply_to_current\s*\]\]"
 _REPLY_ID_RE = r"\[\[\s*reply_to\s*:\s*(?P<id>[^\[\]\s](?:[^\[\]\n]*?[^\[\]\s])?)\s*\]\]"
@@ -381,7 +381,7 @@ def _tidy(text: str) -> str:
 
 
 def parse_reply(text: str, *, heartbeat: bool = False, ack_max_chars: int = 300) -> ReplyPlan:
-    """Turn the model's final text into a :class:`ReplyPlan` (SPEC §3.1–§3.4).
+    """Turn the model's final text into a :class:`ReplyPlan` (–§3.4).
 
     Reply-tag precedence: an explicit ``[[reply_to:<id>]]`` wins over ``[[reply_to_current]]``
     wherever the two appear; among explicit ids the last one wins.

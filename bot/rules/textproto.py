@@ -149,7 +149,7 @@ def parse_tool_calls(text: str) -> tuple[str, list[ParsedCall]]:
 
 
 def _escape_body(content: str) -> str:
-    """Tool output is untrusted (SPEC §9.2): it can neither close its block early nor open
+    """Tool output is untrusted: it can neither close its block early nor open
     a block that looks like another tool's result or a tool call."""
     content = re.sub(r"</(tool_result|tool_call)\s*>", r"&lt;/\1&gt;", content, flags=re.IGNORECASE)
     return re.sub(r"<(/?)(tool_result|tool_call)\b", r"&lt;\1\2", content, flags=re.IGNORECASE)

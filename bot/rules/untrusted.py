@@ -1,4 +1,4 @@
-"""Text that did not come from the current sender, made safe to show the model (SPEC §9.2).
+"""Text that did not come from the current sender, made safe to show the model.
 
 Group titles, display names, pending group history and file names are data.  Rendered
 through these helpers they cannot imitate Chela's framing: no line breaks (so no fake
@@ -21,7 +21,7 @@ _INVISIBLE = {"Cf", "Co", "Cs"}
 
 def strip_invisible(text: str) -> str:
     """``text`` without invisible or bidirectional formatting characters (line breaks kept):
-    for names, titles and descriptions a server or sender chose (SPEC §9.5)."""
+    for names, titles and descriptions a server or sender chose."""
     return "".join(ch for ch in str(text) if unicodedata.category(ch) not in _INVISIBLE)
 
 

@@ -1,4 +1,4 @@
-"""Schedules (SPEC §6, §17.5): the heartbeat and jobs, their ledger, catch-ups after a
+"""Schedules: the heartbeat and jobs, their ledger, catch-ups after a
 downtime, and the scheduled turns that go through the conversation's run stage."""
 
 from bot.schedule.service import Conflict, ScheduleService

@@ -1,4 +1,4 @@
-"""What a scheduled job is and when it is due (SPEC §17.5): pure, no clock reads.
+"""What a scheduled job is and when it is due: pure, no clock reads.
 
 A job has exactly one of ``at`` (one ISO date-time), ``every`` (a duration, at least 10 s,
 on a grid from a stored anchor), ``schedule`` (crontab in ``agent.timezone``) or, for the

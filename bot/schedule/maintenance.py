@@ -1,5 +1,5 @@
 """Housekeeping the daemon does on its own, soon after start and then hourly: downloaded
-media past ``media.retention_days`` (SPEC §9.4) and the HTTP API's stateless sessions."""
+media past ``media.retention_days`` and the HTTP API's stateless sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The owner's note after a downtime (SPEC §17.5): one short message per start naming each
+"""The owner's note after a downtime: one short message per start naming each
 job whose occurrences were missed and their local due times.  Not a turn: no model call;
 stored in the owner's main session with its outbox row in one transaction, then sent."""
 
@@ -41,7 +41,7 @@ def note_text(missed: Mapping[str, list[float]], tz: tzinfo | None, now: float) 
 
 
 def first_owner_route(cfg: Config, channels: Mapping[str, Channel]) -> dict | None:
-    """The owner route (SPEC §17.4) of the first enabled channel that has one."""
+    """The owner route of the first enabled channel that has one."""
     for name, ch in channels.items():
         if channel_policy(cfg, name) is None or not ch.capabilities.proactive:
             continue

@@ -1,6 +1,6 @@
 """Which jobs exist: the heartbeat, ``[[cron]]`` jobs and the ``cron`` tool's jobs, each
 with its anchor (a config job's creation is the first start that saw it) and its kept
-state.  Adding checks a tool job (SPEC §17.5): a unique name, a valid schedule, no past
+state.  Adding checks a tool job: a unique name, a valid schedule, no past
 ``at``."""
 
 from __future__ import annotations

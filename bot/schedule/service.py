@@ -1,4 +1,4 @@
-"""The scheduler (SPEC §6, §17.5): the heartbeat and every job, on an injectable clock.
+"""The scheduler: the heartbeat and every job, on an injectable clock.
 
 One small asyncio task per job sleeps until its next occurrence; every due occurrence ends
 as exactly one ledger row (ran, skipped with a reason, missed).  A run first writes a
@@ -306,7 +306,7 @@ class ScheduleService:
         return removed
 
     def jobs(self) -> list[dict[str, Any]]:
-        """The jobs as ``GET /ui/api/schedule`` lists them (SPEC §16.4)."""
+        """The jobs as ``GET /ui/api/schedule`` lists them."""
         from bot.schedule.views import heartbeat_off, ui_job
 
         rows = [ui_job(self, job) for job in self.registry.jobs()]

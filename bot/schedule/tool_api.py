@@ -1,4 +1,4 @@
-"""The ``cron`` tool's view of the scheduler for one turn (SPEC §17.5): ``add`` resolves
+"""The ``cron`` tool's view of the scheduler for one turn: ``add`` resolves
 ``in`` against the server clock and answers the next run as a local date-time with its zone;
 a job delivers by default to the chat it was created from."""
 

@@ -1,4 +1,4 @@
-"""Scheduled turns: heartbeats (SPEC §6) and cron jobs.
+"""Scheduled turns: heartbeats and cron jobs.
 
 Both enter like a channel does: they build a ``TurnRequest`` for a session, run it on the
 session's lane (so they never overlap a user's turn) through the conversation's run stage

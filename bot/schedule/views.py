@@ -1,5 +1,5 @@
 """How jobs and their last ledger rows are shown: the Control UI's schedule list
-(SPEC §16.4), ``/cron list`` and ``chela status`` (SPEC §17.5)."""
+, ``/cron list`` and ``chela status``."""
 
 from __future__ import annotations
 

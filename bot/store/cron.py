@@ -1,4 +1,4 @@
-"""Jobs added with the ``cron`` tool (SPEC §17.5), kept across restarts.
+"""Jobs added with the ``cron`` tool, kept across restarts.
 
 Rows of ``cron_jobs`` (crontab only, from before schedules had kinds) are moved into
 ``schedule_jobs`` the first time the jobs are read."""
@@ -51,7 +51,7 @@ class CronMixin(Database):
         anchor: float = 0.0,
         route: dict[str, Any] | None = None,
     ) -> bool:
-        """False when a job of that name exists (the name is refused, SPEC §17.5)."""
+        """False when a job of that name exists (the name is refused)."""
         cur = self.db.execute(
             "INSERT OR IGNORE INTO schedule_jobs"
             "(name, kind, spec, prompt, target, to_, catch_up, anchor, route, created)"

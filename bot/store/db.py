@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS messages (
 );
 CREATE INDEX IF NOT EXISTS messages_session ON messages(session_key, epoch, id);
 
--- compaction (SPEC §10): a summary replaces a session's messages up to upto_id; those
+-- compaction: a summary replaces a session's messages up to upto_id; those
 -- messages stay (summary_id set) for audit, out of the model's view
 CREATE TABLE IF NOT EXISTS summaries (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -144,7 +144,7 @@ CREATE TABLE IF NOT EXISTS cron_jobs (
     created  REAL NOT NULL
 );
 
--- the Control UI (SPEC §16.2): login codes and browser sessions, only as SHA-256 hashes
+-- the Control UI: login codes and browser sessions, only as SHA-256 hashes
 CREATE TABLE IF NOT EXISTS ui_login_codes (
     hash     TEXT PRIMARY KEY,
     created  REAL NOT NULL,
@@ -159,7 +159,7 @@ CREATE TABLE IF NOT EXISTS ui_sessions (
     user_agent  TEXT NOT NULL DEFAULT ''
 );
 
--- schedules (SPEC §17.5): tool jobs, each job's kept state, and the ledger of occurrences
+-- schedules: tool jobs, each job's kept state, and the ledger of occurrences
 CREATE TABLE IF NOT EXISTS schedule_jobs (
     name     TEXT PRIMARY KEY,
     kind     TEXT NOT NULL,                        -- at | every | schedule
@@ -197,7 +197,7 @@ CREATE INDEX IF NOT EXISTS schedule_ledger_job ON schedule_ledger(job, id);
 """
 
 
-# SPEC §12: one row per model call (tokens and cost), for /usage, `chela usage` and the
+# one row per model call (tokens and cost), for /usage, `chela usage` and the
 # daily cost limits
 USAGE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -367,7 +367,7 @@ class Database:
     def _open(self) -> None:
         on_disk = self.path not in (":memory:", "") and not self.path.startswith("file:")
         if on_disk:
-            # SPEC §9.4: the state dir 0700, the database 0600.  SQLite gives the -wal,
+            # the state dir 0700, the database 0600.  SQLite gives the -wal,
             # -shm and -journal files the mode of the database file, so creating (or
             # fixing) the database as 0600 before connecting keeps them private too.
             private_dir(Path(self.path).parent)

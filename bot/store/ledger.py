@@ -1,4 +1,4 @@
-"""The schedule ledger (SPEC §17.5): one row per due occurrence of every job and of the
+"""The schedule ledger: one row per due occurrence of every job and of the
 heartbeat (ran, skipped with its reason, missed), plus each job's kept state (paused, the
 anchor of its grid, when a one-shot ended)."""
 

@@ -125,7 +125,7 @@ class OutboxMixin(Database):
         }
 
     def outbox_items(self, state: str | None) -> list[dict]:
-        """The rows the Control UI's Inbox lists (SPEC §16.4): one state, or every row not
+        """The rows the Control UI's Inbox lists: one state, or every row not
         yet sent, newest first, each with the first line of its text."""
         q = "SELECT id, channel, chat_id, kind, payload, state, error, attempts, created FROM outbox"
         args: list[str] = []

@@ -1,6 +1,6 @@
 """DM pairing: pending requests, approved senders, approvals not acted on yet.
 
-A request's first message (what the owner is shown, SPEC §17.4) is kept in the key/value
+A request's first message (what the owner is shown) is kept in the key/value
 table under ``pairing:first:<channel>:<sender id>`` and goes with its request."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def schedule_states(db: Path) -> dict[str, tuple]:
 
 
 def last_ledger_rows(db: Path) -> dict[str, dict]:
-    """The newest ledger row of every job (SPEC §17.5), as a dict per job."""
+    """The newest ledger row of every job, as a dict per job."""
     q = (
         "SELECT job, due, status, reason, detail, manual, catch_up, ended FROM schedule_ledger"
         " WHERE id IN (SELECT MAX(id) FROM schedule_ledger GROUP BY job)"

@@ -1,4 +1,4 @@
-"""Compaction (SPEC §10): summaries and the model's window after the current one."""
+"""Compaction: summaries and the model's window after the current one."""
 
 from __future__ import annotations
 

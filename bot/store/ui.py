@@ -1,4 +1,4 @@
-"""The Control UI's login codes and browser sessions (SPEC §16.2).
+"""The Control UI's login codes and browser sessions.
 
 Nothing here can be used if read: a login code and a session's cookie and CSRF token are
 stored only as their SHA-256 (the values exist only in the owner's terminal and browser).

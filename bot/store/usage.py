@@ -1,4 +1,4 @@
-"""Usage rows (SPEC §12): one per model call, for /usage, `chela usage` and the cost limits."""
+"""Usage rows: one per model call, for /usage, `chela usage` and the cost limits."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class UsageMixin(Database):
         trust: str = "owner",
         created: float | None = None,
     ) -> None:
-        """Record one model call (SPEC §12)."""
+        """Record one model call."""
         self.db.execute(
             "INSERT INTO usage(session_key, turn, kind, trust, model, prompt_tokens,"
             " completion_tokens, cached_tokens, cost_usd, created) VALUES (?,?,?,?,?,?,?,?,?,?)",

@@ -1,4 +1,4 @@
-"""Read-only queries the Control UI shows (SPEC §16.4): a session's transcript, a turn's
+"""Read-only queries the Control UI shows: a session's transcript, a turn's
 answer and cost, the session search, cost per session, each channel's last traffic and
 unsent outbox rows, and which sessions moved since the UI last looked.
 

@@ -1,4 +1,4 @@
-"""The Control UI's sub-application (SPEC §16): the guard, login and sessions, the API and
+"""The Control UI's sub-application: the guard, login and sessions, the API and
 the files.  ``ui_mounts`` is what the app hands the HTTP channel to mount under ``/ui``."""
 
 from __future__ import annotations

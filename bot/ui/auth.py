@@ -1,4 +1,4 @@
-"""Login, logout, bootstrap and the browser sessions (SPEC §16.2, §16.4).
+"""Login, logout, bootstrap and the browser sessions.
 
 A login code is minted by ``chela dashboard`` (:func:`mint_code`) into the state database
 and traded once, by ``POST /ui/api/login``, for the two halves of a session: the HttpOnly

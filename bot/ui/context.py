@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class Schedule(Protocol):
-    """The heartbeat and cron jobs as the Schedule page drives them (SPEC §16.4)."""
+    """The heartbeat and cron jobs as the Schedule page drives them."""
 
     def jobs(self) -> list[dict[str, Any]]: ...
 

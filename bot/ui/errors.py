@@ -1,4 +1,4 @@
-"""The one error answer under ``/ui/`` (SPEC §16.4): ``{"error": {"code", "message"}}``."""
+"""The one error answer under ``/ui/``: ``{"error": {"code", "message"}}``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The door of every ``/ui/`` request (SPEC §16.3), before any route runs, in this order:
+"""The door of every ``/ui/`` request, before any route runs, in this order:
 
 1. ``Host`` is loopback, the listen host (any port) or ``public_origin``'s host (DNS rebinding)
 2. an ``Origin``, when present, is the UI's own: ``http://<Host>`` or ``public_origin``

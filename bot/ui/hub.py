@@ -1,6 +1,6 @@
 """What the Control UI watches besides the notices: the daemon's recent log lines (scrubbed,
 for ``GET /ui/api/logs`` and the events stream's ``log.line``), and the sessions that changed
-(``session.updated``), both built while the UI app runs (SPEC §16.4–16.5)."""
+(``session.updated``), both built while the UI app runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The UI's files (SPEC §16.1): ``bot/ui/static/`` as installed (package data), served under
+"""The UI's files: ``bot/ui/static/`` as installed (package data), served under
 ``/ui/``; ``/ui/`` itself is ``index.html``.  Only files inside that folder are served: no
 path with a ``..`` or hidden part, no symbolic link out of it."""
 

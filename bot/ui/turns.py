@@ -1,4 +1,4 @@
-"""The web turns the Control UI started, each as the log of its stream (SPEC §16.5).
+"""The web turns the Control UI started, each as the log of its stream.
 
 A :class:`TurnLog` is the :class:`~bot.conversation.web.WebSink` of one web turn: it keeps
 every event the turn's stream carries (``turn.started``, ``delta``, ``tool.started``,

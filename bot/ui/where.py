@@ -1,4 +1,4 @@
-"""Where the Control UI is served, and why not (SPEC §16.1): light enough for ``chela run``'s
+"""Where the Control UI is served, and why not: light enough for ``chela run``'s
 first lines and ``chela dashboard`` (no aiohttp import)."""
 
 from __future__ import annotations

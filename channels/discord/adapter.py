@@ -291,7 +291,7 @@ class DiscordChannel(Channel):
         self._remember(message.id, message.channel.id)
         # discord.py runs each on_message in its own task, in gateway order.  Taking this
         # FIFO lock before the first await keeps delivery to the sink in arrival order even
-        # when translating one message needs a REST lookup (SPEC §4.5).
+        # when translating one message needs a REST lookup.
         async with self._inbound_lock:
             await self._deliver(message, payload, bot_id)
 
@@ -392,7 +392,7 @@ class DiscordChannel(Channel):
         message it leaves."""
         params = call.params
         if call.method == translate.EDIT:
-            # a live preview the first text chunk replaces (SPEC §12)
+            # a live preview the first text chunk replaces
             if await self._replace_preview(channel, params["message_id"], params["content"]):
                 return str(params["message_id"])
             send = call.fallback[-1]

@@ -13,7 +13,7 @@ it can be, see ``reply_to_bot``) and the channel's title.
 Translation rules (no policy lives here):
 
 * Other bots' messages are passed on with ``sender_is_bot=True``; the core never answers
-  them (SPEC §4.2) but may keep them as group history.
+  them but may keep them as group history.
 * DMs: ``chat_type="direct"``, ``chat_id`` = the DM channel id.  Guild channels:
   ``chat_type="group"``, ``group_kind="channel"``, ``chat_id`` = the channel id.  A message
   in a thread has ``chat_id`` = the parent channel id and ``thread_id`` = the thread id.
@@ -168,8 +168,7 @@ def media_kind(attachment: Mapping[str, Any]) -> MediaKind:
 
 
 def attachment_refs(attachments: object) -> list[MediaItem]:
-    """Attachments as not-downloaded ``MediaItem``s (the sender has not been admitted yet,
-    SPEC §9.4); entries that are not attachments are skipped."""
+    """Attachments as not-downloaded ``MediaItem``s (the sender has not been admitted yet); entries that are not attachments are skipped."""
     items: list[MediaItem] = []
     for att in attachments if isinstance(attachments, list) else ():
         if not isinstance(att, dict):
@@ -308,7 +307,7 @@ def plan_send(
     text.  The reply reference goes on the first message (every one with
     ``reply_mode="all"``).  Each message carries the nonce ``<key>.<index>`` (the key cut to
     20 characters): the same on every attempt, so Discord answers a retry with the message
-    it already created.  With ``edit_id`` (a live preview, SPEC §12) the first text chunk is
+    it already created.  With ``edit_id`` (a live preview) the first text chunk is
     an edit of the preview, falling back to deleting it and sending the chunk anew (a
     non-numeric ``edit_id`` names no message: the chunk is simply sent)."""
     limit = min(int(chunk_limit), MAX_TEXT)

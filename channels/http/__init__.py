@@ -1,5 +1,5 @@
 """The OpenAI-compatible HTTP API: ``POST /v1/chat/completions``, ``GET /v1/models``,
-``GET /v1/models/{id}`` and ``GET /healthz`` (SPEC §13).
+``GET /v1/models/{id}`` and ``GET /healthz``.
 
 ``adapter.py`` is ``HttpChannel`` (the routes and the requests waiting for their reply),
 ``guard.py`` the door every request passes first (Host, Origin, token, content type, size),

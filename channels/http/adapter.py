@@ -252,7 +252,7 @@ class HttpChannel(Channel):
             self._pending.pop(msg.chat_id, None)
             failed = self._failed.pop(msg.chat_id, "")
             answer = self._answers.pop(msg.chat_id, {})
-        if failed:  # never a 200 whose content is an error message (SPEC §13)
+        if failed:  # never a 200 whose content is an error message
             return failure(failed, content)
         return web.json_response(self._completion(body, msg.message_id, content, answer))
 

@@ -1,4 +1,4 @@
-"""The HTTP API's door (SPEC §9.4): only the owner may drive it.  Before any route runs,
+"""The HTTP API's door: only the owner may drive it.  Before any route runs,
 ``Guard.middleware`` refuses:
 
 * a ``Host`` header that is neither loopback nor the configured listen host (DNS rebinding);

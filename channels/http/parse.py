@@ -1,4 +1,4 @@
-"""Chat completions request validation (SPEC §13), pure: a request body in, the text, images
+"""Chat completions request validation, pure: a request body in, the text, images
 and ``InboundMessage.api`` data out, or the error message a 400 carries.
 
 Each message role has its own reader (``_READERS``); the model parameters and the client's
@@ -181,7 +181,7 @@ _PARAM_CHECKS: tuple[Callable[[dict, dict[str, Any]], str | None], ...] = (
 
 
 def parse_params(body: dict) -> dict[str, Any] | str:
-    """The model parameters a request passes on (SPEC §13), checked; or an error."""
+    """The model parameters a request passes on, checked; or an error."""
     out: dict[str, Any] = {}
     for check in _PARAM_CHECKS:
         error = check(body, out)

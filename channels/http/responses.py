@@ -1,5 +1,5 @@
 """The HTTP API's error answers, all in OpenAI's JSON shape
-``{"error": {"message", "type", "code"}}`` (SPEC §13), and the body limit they quote."""
+``{"error": {"message", "type", "code"}}``, and the body limit they quote."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from aiohttp import web
 
 from channels.base import ChannelError
 
-# a photo of media.max_download_mb (20 MB) as a base64 data URL is ~27 MB (SPEC §11); the body
+# a photo of media.max_download_mb (20 MB) as a base64 data URL is ~27 MB; the body
 # is read only after the token check
 MAX_BODY = 32 * 1024 * 1024
 
@@ -44,7 +44,7 @@ def error(status: int, message: str, code: str, kind: str = "") -> web.Response:
 
 
 def failure(kind: str, content: str) -> web.Response:
-    """The answer to a turn that failed, by ``OutboundMessage.error`` kind (SPEC §13)."""
+    """The answer to a turn that failed, by ``OutboundMessage.error`` kind."""
     if kind == "budget":
         return error(429, content, "daily_cost_limit")
     if kind == "invalid_request":

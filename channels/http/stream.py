@@ -1,4 +1,4 @@
-"""``stream: true`` (SPEC §12, §13): a chat completion as server-sent events, written as the
+"""``stream: true``: a chat completion as server-sent events, written as the
 model writes its text.
 
 ``LiveReply`` is one streamed answer.  The core feeds the adapter's live sink with visible
@@ -81,7 +81,7 @@ class LiveReply:
         return self.resp
 
     async def failed(self, kind: str, content: str) -> web.StreamResponse:
-        """A failed turn: never a 200 whose content is an error message (SPEC §13)."""
+        """A failed turn: never a 200 whose content is an error message."""
         if kind == INTERRUPTED:  # the daemon stops: the answer so far is cut, not finished
             if self.resp is None:
                 return shutting_down()

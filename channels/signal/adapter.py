@@ -20,7 +20,7 @@ accepts text styles, the de-duplication set and the event stream's reconnects.
 
 Inbound attachments: signal-cli has already stored them in its attachments directory.  At
 intake an attachment only carries that location as ``ref`` (nothing is read or copied); the
-core calls ``fetch_media`` once the sender is admitted (SPEC §9.4), which copies the file into
+core calls ``fetch_media`` once the sender is admitted, which copies the file into
 the core's media directory with a size cap (``media.py``).
 """
 

@@ -13,7 +13,7 @@ the bot is (``auth.test``), the threads the bot posted in and its own top-level 
   in-flight table for the two events racing each other) drops the duplicates;
 * the handler awaits the sink before bolt acknowledges (see ``transport.py``).  Inbound files
   are NOT downloaded here: each attachment carries its private URL as ``ref`` and the core
-  calls ``fetch_media`` once the sender is admitted (SPEC §9.4), which streams it with the
+  calls ``fetch_media`` once the sender is admitted, which streams it with the
   bot token and a size cap;
 * ``send`` runs the calls ``translate.plan_send`` lists: mrkdwn chunks via
   ``chat.postMessage`` (the first one a ``chat.update`` of a live preview), local files via

@@ -347,7 +347,7 @@ def plan_send(
     """The calls that deliver one outbound message, in order.
 
     The Markdown is chunked so each mrkdwn post fits ``chunk_limit``; with ``edit_id`` (a
-    live preview, SPEC §12) the first chunk is a ``chat.update`` of the preview, falling back
+    live preview) the first chunk is a ``chat.update`` of the preview, falling back
     to deleting it and posting anew.  Attachments follow the text: ``local_files`` are the
     targets the caller found to be files on disk, uploaded (a note if the upload fails);
     URLs are posted as ``<url|name>`` links, other targets as a note.  Everything goes to

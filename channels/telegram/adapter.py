@@ -57,7 +57,7 @@ class TelegramChannel(Channel):
     ``api_base`` points at the Bot API server (``https://api.telegram.org``, a self-hosted
     server, or ``FakeTelegram.api_base`` in tests).  Inbound media is not downloaded at
     intake: attachments carry their ``file_id`` as ``ref`` and the core calls
-    ``fetch_media`` once the sender is admitted (SPEC §9.4).  ``media_dir`` is accepted
+    ``fetch_media`` once the sender is admitted.  ``media_dir`` is accepted
     for symmetry with the other adapters and unused.  A getUpdates taking longer than
     ``stall_timeout`` (default ``poll_timeout + 15``) is cancelled and restarted.
     """

@@ -146,7 +146,7 @@ def _file(obj: object) -> tuple[str, int] | None:
 
 
 def _attachment(kind: MediaKind, obj: object, name: str, mime: str) -> MediaItem | None:
-    """A not-yet-fetched item (SPEC §9.4: the sender has not been admitted yet) whose
+    """A not-yet-fetched item (the sender has not been admitted yet) whose
     ``ref`` is the file_id; ``None`` without one."""
     found = _file(obj)
     if found is None:

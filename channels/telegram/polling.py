@@ -1,7 +1,7 @@
 """Inbound: ``Poller`` is the long-poll loop of one started ``TelegramChannel``.
 
 Our own loop, not PTB's ``Updater``: the update offset advances only after the sink has
-persisted a message (SPEC §4.5), updates that cannot be parsed are skipped one at a time
+persisted a message, updates that cannot be parsed are skipped one at a time
 (getUpdates answers raw JSON, ``LeanBot.raw_updates``, so one bad update cannot fail the
 batch), a stalled long poll is restarted, network errors back off, and an album (one update
 per photo) is held and handed on as one message."""

@@ -122,7 +122,7 @@ class TextSend:
 
 @dataclass(frozen=True)
 class PreviewEdit:
-    """The first chunk edited into the live preview ``message_id`` (SPEC §12): ``html``,
+    """The first chunk edited into the live preview ``message_id``: ``html``,
     else ``plain``; when Telegram refuses the edit (the message is gone, too old), ``delete``
     the preview and send ``fallback`` instead: one reply either way."""
 

@@ -1,5 +1,5 @@
 """Long conversations: a token budget for history, and compaction that cannot get stuck
-(SPEC §10).
+.
 
 The budget of a request is the model's context window minus the system prompt, the tool
 schemas and a reserve for the answer.  Each stored message is counted once (the count is

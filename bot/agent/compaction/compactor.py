@@ -1,5 +1,5 @@
 """The compaction engine: the per-turn history fit, the memory flush and the summary call
-(SPEC §10; the plan of it: ``bot.agent.compaction.plan``)."""
+(the plan of it: ``bot.agent.compaction.plan``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Compactor(Counting):
         self, cfg: Config, store: Store, *, llm_factory: Callable[..., Any], main_llm: Any
     ):
         super().__init__(cfg, store, main_llm)
-        self.gate = ModelGate(cfg, store)  # every call's budget and usage (SPEC §9.5)
+        self.gate = ModelGate(cfg, store)  # every call's budget and usage
         self.summary_model = self.c.model or cfg.agent.model
         self._llm_factory = llm_factory  # builds an LLMClient (model, timeout, retries, extra)
 

@@ -1,5 +1,5 @@
-"""Counting for the compaction plan (SPEC §10): the window and tokenizer of the model the
-session's next turn uses (its ``/model`` choice, SPEC §17.2), stored counts used as they
+"""Counting for the compaction plan: the window and tokenizer of the model the
+session's next turn uses (its ``/model`` choice), stored counts used as they
 are, and only what is new counted.
 
 Stored messages carry their token count, made with ``agent.model``'s tokenizer (the
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 def message_counter(cfg: Config, model: str = "") -> Callable[[dict], int]:
-    """How a stored message's tokens are counted (SPEC §10), given to the Store when the app
+    """How a stored message's tokens are counted, given to the Store when the app
     builds it: litellm's tokenizer for the configured model (or ``model``) when this config
     counts with litellm (never for a light-path-only config, so counts do not depend on
     whether something else imported litellm), else the estimate."""
@@ -79,7 +79,7 @@ class Counting:
     # ------------------------------------------------------------------- counting
     async def ready(self) -> None:
         """litellm's token counter when litellm is loaded or needed; a config whose models
-        all take the light path counts by estimate and never imports it (SPEC §12)."""
+        all take the light path counts by estimate and never imports it."""
         if lite._litellm is None and self._litellm_needed:
             from bot.agent import preload
 
@@ -95,7 +95,7 @@ class Counting:
         return lite._litellm if self._litellm_needed else None
 
     def session_model(self) -> str:
-        """The model this turn's calls use: the session's ``/model`` choice (SPEC §17.2),
+        """The model this turn's calls use: the session's ``/model`` choice,
         set by the run stage around the turn for the main client, else ``agent.model``."""
         choice = CHOICE.get()
         if choice is not None and choice.client is self.main_llm and choice.model:

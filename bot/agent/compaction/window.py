@@ -1,4 +1,4 @@
-"""The messages in a session's view, kept decoded between turns (SPEC §10's per-turn plan).
+"""The messages in a session's view, kept decoded between turns (the per-turn plan).
 
 A turn's plan needs every message after the session's summary with its stored token
 count.  Reading them all from the database decodes every message's JSON on every turn,

@@ -1,4 +1,4 @@
-"""Tool registry and the built-in tools (SPEC §5).
+"""Tool registry and the built-in tools.
 
 registry = build_registry(config.tools.enabled)
 ctx = ToolContext(file_root=..., session_key=..., exec_policy=ExecPolicy(...), ...)

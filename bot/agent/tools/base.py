@@ -26,7 +26,7 @@ class ExecPolicy:
     allow: tuple[str, ...] | list[str] = ()
     timeout_seconds: float = 60.0
     max_output: int = 40000
-    # OS sandbox (SPEC §9.3): only the turn's file root is writable, $HOME and the
+    # OS sandbox: only the turn's file root is writable, $HOME and the
     # ``hidden`` paths (the state dir) are invisible, /proc is private, no network
     # unless ``network``.  ``sandbox=False`` is the owner's explicit opt-out.
     sandbox: bool = True
@@ -39,7 +39,7 @@ class ToolContext:
     """Everything a tool may use during one turn.  Built per turn; never shared mutable state.
 
     ``file_root`` is where this turn's file tools, exec and media markers work: the
-    owner's workspace, or a guest's own directory under the state dir (SPEC §9).
+    owner's workspace, or a guest's own directory under the state dir.
     """
 
     file_root: Path

@@ -1,4 +1,4 @@
-"""exec: run a command in the turn's file root under the configured policy (SPEC §9.3).
+"""exec: run a command in the turn's file root under the configured policy.
 
 * ``deny``      - never runs anything.
 * ``allowlist`` - no shell: the command is split with shlex, shell operators are refused and
@@ -76,7 +76,7 @@ def check_allowlisted(command: str, allow: list[str] | tuple[str, ...]) -> list[
 
 
 def child_env(secrets: Iterable[str]) -> dict[str, str]:
-    """The daemon's environment without the secrets (SPEC §9.5): no variable the config names
+    """The daemon's environment without the secrets: no variable the config names
     (``*_env`` keys, ``${VAR}`` references, ``*_API_KEY``), none whose value is a secret.
 
     Output is scrubbed of secret values anyway, but a command could still send one
@@ -231,7 +231,7 @@ async def _admit(ctx: ToolContext, command: str) -> tuple[list[str] | None, str 
 def _sandboxed(
     policy, argv: list[str] | None, shell_cmd: str | None, root: str
 ) -> tuple[list[str] | None, str | None]:
-    """The command inside the OS sandbox (SPEC §9.3) when the policy asks for it."""
+    """The command inside the OS sandbox when the policy asks for it."""
     if not policy.sandbox:
         return argv, shell_cmd
     try:

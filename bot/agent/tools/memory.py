@@ -1,6 +1,6 @@
 """memory_search / memory_get over MEMORY.md (or memory.md) and memory/*.md.
 
-Search is SQLite FTS5 with BM25 ranking (SPEC §10); hits carry path, line range and a snippet."""
+Search is SQLite FTS5 with BM25 ranking; hits carry path, line range and a snippet."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The OS sandbox the ``exec`` tool runs commands in (SPEC §9.3), built on bubblewrap.
+"""The OS sandbox the ``exec`` tool runs commands in, built on bubblewrap.
 
     status = await probe_async()          # cached; status.ok, status.detail, status.fix
     argv = wrap(["ls", "-l"], file_root=ws, hidden=(state_dir,), network=False)

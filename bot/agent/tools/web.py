@@ -1,6 +1,6 @@
-"""``web_fetch`` and ``web_search`` (SPEC §14).
+"""``web_fetch`` and ``web_search``.
 
-web_fetch fetches through ``bot.net`` (SPEC §9.5 "URLs"): the host judged as the HTTP client
+web_fetch fetches through ``bot.net``: the host judged as the HTTP client
 connects to it, resolved once, every address checked against ``tools.web.allow_private_hosts``,
 the connection pinned to the checked addresses, at every redirect hop.  Only text is read.
 

@@ -1,4 +1,4 @@
-"""The command table (ARCHITECTURE.md, stage ``commands``: ``CommandCall → Replies``)."""
+"""The command table (docs/architecture.md, stage ``commands``: ``CommandCall → Replies``)."""
 
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.commands.runner import command_call, parse_command, refusal, run_command

@@ -1,4 +1,4 @@
-"""Control from the chat (SPEC §17): /stop, /model and /think.
+"""Control from the chat: /stop, /model and /think.
 
 A session's model and thinking level are settings, not conversation: they live in the
 store's key/value table under ``controls:<session key>`` (so they survive restarts, and
@@ -149,7 +149,7 @@ def as_the_session(
 ) -> Iterator[None]:
     """Work as the session's turn would: its model and thinking level in the Runtime line
     (/context), and with ``client`` (the agent's main model client) its window for the
-    context figures and its model for /compact's calls (SPEC §10, §17.2).  Without a
+    context figures and its model for /compact's calls.  Without a
     client the choice names none, so no model call follows it."""
     token = CHOICE.set(Choice(client, *session_choice(cfg, store, session)))
     try:

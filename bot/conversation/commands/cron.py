@@ -1,4 +1,4 @@
-"""``/cron`` (SPEC §17.5): the owner's schedules from any chat, handled on arrival.
+"""``/cron``: the owner's schedules from any chat, handled on arrival.
 
 ``/cron`` or ``/cron list`` lists the jobs with their state, next run and last ledger
 result; ``/cron pause|resume|run|remove NAME`` act on one.  The schedule service is the

@@ -1,4 +1,4 @@
-"""/pair: the owner's pairing desk in the chat (SPEC §17.4).
+"""/pair: the owner's pairing desk in the chat.
 
 ``/pair`` lists the pending requests of every channel; ``/pair approve CODE`` and
 ``/pair deny CODE`` (or ``CHANNEL CODE``) decide one through ``bot.conversation.pairing_requests.decide``, the

@@ -1,4 +1,4 @@
-"""What command handlers may reach (ARCHITECTURE.md rule 4: ports, not the conversation)."""
+"""What command handlers may reach (docs/architecture.md rule 4: ports, not the conversation)."""
 
 from __future__ import annotations
 

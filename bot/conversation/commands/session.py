@@ -42,7 +42,7 @@ async def compact(call: CommandCall, ports: CommandPorts) -> str:
 
 
 def main_client(ports: CommandPorts) -> object:
-    """The client the session's ``/model`` choice applies to (the run stage's, SPEC §17.2)."""
+    """The client the session's ``/model`` choice applies to (the run stage's)."""
     return getattr(ports.agent, "llm", None)
 
 

@@ -1,4 +1,4 @@
-"""The chat commands (SPEC §4.4): answered by the core, never by the model.
+"""The chat commands: answered by the core, never by the model.
 
 One row per command; the conversation's parser, the refusals (``runner``), /help and the Telegram
 command menu are all read from this table, in its order."""

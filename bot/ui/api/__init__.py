@@ -1,4 +1,4 @@
-"""The Control UI's JSON routes and streams (SPEC §16.4–16.5), under ``/ui/api/``.
+"""The Control UI's JSON routes and streams, under ``/ui/api/``.
 
 ``register`` adds them to the UI sub-application; the guard (bot/ui/guard.py) has already
 checked Host, Origin, the session and its CSRF token when a handler runs, and the session

@@ -1,4 +1,4 @@
-"""``GET /ui/api/channels`` (SPEC §16.4): each channel's state, identity, last traffic and
+"""``GET /ui/api/channels``: each channel's state, identity, last traffic and
 outbox counts, and the MCP servers."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Writing in a session from the Control UI (SPEC §16.4–16.5): ``POST …/messages`` (a web
-turn, answered as its stream), ``…/stop`` (§17.1), ``…/reset`` and ``…/compact`` (as ``/new``
+"""Writing in a session from the Control UI: ``POST …/messages`` (a web
+turn, answered as its stream), ``…/stop``, ``…/reset`` and ``…/compact`` (as ``/new``
 and ``/compact``), and ``POST /ui/api/uploads``."""
 
 from __future__ import annotations

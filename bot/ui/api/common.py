@@ -142,7 +142,7 @@ def int_query(request: web.Request, name: str, default: int, lo: int, hi: int) -
 
 
 def session_trust(cfg: Any, key: str) -> str:
-    """The trust a session's turns run at, from its key (SPEC §4.1, §9): a direct session
+    """The trust a session's turns run at, from its key: a direct session
     of a sender who is not an owner id, and a group that is not an owner group, are guest."""
     parts = key.split(":")
     if len(parts) < 5 or parts[3] not in ("direct", "group", "channel"):

@@ -1,4 +1,4 @@
-"""``POST /ui/api/events`` (SPEC §16.5): ``hello``, then the notices that followed ``after``
+"""``POST /ui/api/events``: ``hello``, then the notices that followed ``after``
 (replayed from the last 1,000 kept), then live ones as they are published; with
 ``"logs": true`` also every new log line (``log.line``, scrubbed).  A comment line every
 15 s keeps the connection open.  Every event is scrubbed of secret values (a platform error

@@ -1,4 +1,4 @@
-"""The images of a stored message as the Control UI names them (SPEC §16.6): ids, never
+"""The images of a stored message as the Control UI names them: ids, never
 paths.  Pure (no I/O): ``bot.ui.api.transcript`` gives each listed message its ``images``
 from here, and ``bot.ui.api.media`` serves the bytes behind an id."""
 

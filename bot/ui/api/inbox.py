@@ -1,4 +1,4 @@
-"""What waits on the owner (SPEC §16.4): held exec commands (``/approve``/``/deny``), pairing
+"""What waits on the owner: held exec commands (``/approve``/``/deny``), pairing
 requests (``chela pairing approve``) and the outbox's failed deliveries (retry, discard)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GET /ui/api/logs?level=&since=&limit=`` (SPEC §16.4): the daemon's recent log lines,
+"""``GET /ui/api/logs?level=&since=&limit=``: the daemon's recent log lines,
 scrubbed of every secret value (bot/ui/hub.py keeps them)."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """``GET /ui/api/sessions/{key}/media/{id}``: an image of one session's own stored messages
-(SPEC §16.6 "images come only from the session's own media through an authenticated
+( "images come only from the session's own media through an authenticated
 ``/ui/api/`` route").
 
 An image id is ``<message row id>-<n>``: the n-th image of that stored message, never a
 path.  A user message's images are the references intake stored with it (the resized copy
 in the media dir, or in a guest's own directory); an assistant message's are the image
-markers of its reply (§3.4), resolved as delivery resolves them (the workspace or the media
+markers of its reply, resolved as delivery resolves them (the workspace or the media
 dir for an owner session, the guest's directory for a guest's).  What is served:
 
 - only a file a message of *that* session references (another session's id: 404);

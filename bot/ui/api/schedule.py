@@ -1,4 +1,4 @@
-"""``GET /ui/api/schedule`` and ``POST /ui/api/schedule/{name}/run|pause|resume`` (SPEC §16.4):
+"""``GET /ui/api/schedule`` and ``POST /ui/api/schedule/{name}/run|pause|resume``:
 the heartbeat and the cron jobs, through the scheduler's own port (``ctx.schedule``).  Until
 the scheduler offers one, the heartbeat's row is told from the config."""
 

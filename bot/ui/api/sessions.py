@@ -1,4 +1,4 @@
-"""``GET /ui/api/sessions`` and ``GET /ui/api/sessions/{key}/messages`` (SPEC §16.4)."""
+"""``GET /ui/api/sessions`` and ``GET /ui/api/sessions/{key}/messages``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``GET /ui/api/system`` (SPEC §16.4): version, process, uptime, memory, where things are."""
+"""``GET /ui/api/system``: version, process, uptime, memory, where things are."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stored messages as the Control UI shows them (SPEC §16.4's message object), read through
+"""Stored messages as the Control UI shows them (the message object), read through
 the store's views (bot/store/views.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``GET /ui/api/usage?days=N&by=day|model|session|source`` (SPEC §16.4): the model calls of
+"""``GET /ui/api/usage?days=N&by=day|model|session|source``: the model calls of
 the last N days; ``total`` is ``chela usage --days N --json``'s (the same report)."""
 
 from __future__ import annotations

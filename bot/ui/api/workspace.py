@@ -1,4 +1,4 @@
-"""``GET /ui/api/workspace``, ``/workspace/{name}``, ``/context`` and ``/config`` (SPEC §16.4):
+"""``GET /ui/api/workspace``, ``/workspace/{name}``, ``/context`` and ``/config``:
 the eight prompt files, the ``/context`` report of the main session, and the effective
 config with every secret shown as its variable's name and whether it is set."""
 
@@ -25,7 +25,7 @@ MAX_FILE = 2_000_000  # bytes read of one prompt file
 
 
 def context_object(ctx: UiContext) -> dict[str, Any]:
-    """The object of ``chela context json`` (SPEC §2.10), for the main session."""
+    """The object of ``chela context json``, for the main session."""
     agent = ctx.conversation.agent
     req = TurnRequest(session_key="", user_text="", session_kind="main", channel="")
     pctx = agent.prompt_context(req)

@@ -1,6 +1,6 @@
 // Entry point. It has no imports, so the first thing that runs is this: a login code in the
 // fragment (#login=<code>, from `chela dashboard`) is taken out of the address bar with
-// history.replaceState before any request to the API is made (SPEC §16.2). A link opened
+// history.replaceState before any request to the API is made. A link opened
 // in a tab that already shows the UI only changes the fragment: the same happens then.
 // Without a code, the first API reads (bootstrap, then the chat transcript) start here, while
 // the other modules load.

@@ -1,4 +1,4 @@
-// The login page (SPEC §16.2): heading "Log in", textbox "Login code", button "Log in"; a
+// The login page: heading "Log in", textbox "Login code", button "Log in"; a
 // refused code shows an alert.
 import { clear, h } from "./dom.js";
 

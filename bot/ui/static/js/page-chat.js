@@ -1,7 +1,7 @@
 // Chat: the transcript of a session (main_session by default) as the log "Conversation",
 // streaming replies (POST …/messages read with fetch), tool activity, Stop, attachments.
 // The id of an unanswered message is kept in localStorage and sent again after a reload, so
-// the owner sees exactly one reply (SPEC §16.5).
+// the owner sees exactly one reply.
 import { ApiError, call, get, post, seg, stream } from "./api.js";
 import { debounce, h, toast } from "./dom.js";
 import { addImages, fillLog, isStep, messageArticle, setBody, toolArticle, toolStatus } from "./messages.js";
