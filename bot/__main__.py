@@ -7,6 +7,7 @@ which is most of a start.  The daemon's event loop installs its own handlers onc
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import sys
 
@@ -24,7 +25,18 @@ def entry() -> None:
         gc.disable()
     from bot.cli import entry as command_line
 
-    command_line()
+    try:
+        try:
+            command_line()
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can be caught, not at exit
+    except BrokenPipeError:
+        # the reader went away (`chela --help | head -1`): the Python docs' recipe (the
+        # "Note on SIGPIPE" of the signal module): stdout to devnull, so the interpreter's
+        # last flush does not fail again, and a quiet exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)  # 128 + SIGPIPE, as bot.cli.main says for a pipe closed earlier
 
 
 if __name__ == "__main__":
