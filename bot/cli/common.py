@@ -7,12 +7,11 @@ import argparse
 import contextlib
 import logging
 import os
+from logging.handlers import RotatingFileHandler
 import sys
 from pathlib import Path
 from typing import NoReturn
 
-from bot.app.staged import not_gate_closed
-from bot.cli.log_lines import LineOnce, LogFile
 from channels.redact import RedactSecrets
 from bot.config import Config, ConfigError, load_config
 
@@ -77,19 +76,12 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
         handler: logging.Handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
     else:
         handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LineOnce("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    # a stop during start-up is no channel fault (before RedactSecrets, which turns a record's
-    # exception into text)
-    handler.addFilter(not_gate_closed)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     if cfg is not None:
         handler.addFilter(RedactSecrets(cfg.secret_values()))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # the line names no source file, thread or process: the logging HOWTO's "Optimization"
-    # switches spare every record the stack walk and the lookups that would fill them in
-    logging._srcfile = None
-    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     for noisy in _CHATTY.split():
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -109,7 +101,9 @@ def add_log_file(cfg: Config) -> Path:
 
     path = log_file(cfg)
     private_dir(path.parent)
-    handler = LogFile(path, LOG_MAX_BYTES, LOG_BACKUPS)
+    handler = RotatingFileHandler(
+        path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8"
+    )
     # 0600 before the first line (the directory is 0700 too, which also covers a rotated file)
     private_file(path)
     root = logging.getLogger()
