@@ -1,39 +1,62 @@
-"""One descriptor per channel: its config section, its adapter and how the adapter is built
-from the section.  The rest of the core asks this table instead of spelling channel names, so
-adding a channel is one adapter package, one config section and one entry here.
+"""The channel registry: one row per channel, naming its config section, its adapter class and
+the typed function from the section to the adapter's Settings.  The rest of the core asks this
+table instead of spelling channel names.
+
+Adding a channel is one package under ``channels/`` (adapter + a frozen ``Settings`` whose
+``open()`` builds the adapter), one section class in ``bot/config/channels.py`` and one row
+here; ``tests/architecture/test_channel_checklist.py`` names any step left out (see
+CONTRIBUTING.md, "Add a channel").
 
 What is pure data about a channel lives with its section in the config (bot/config/channels.py:
 the channel names, which are messaging channels, titles, the secrets a section needs, whether
 the platform edits messages, the prompt's formatting hint, how a direct chat is addressed:
-``bot.config.channels.platform(name)``, which the layers below the app read) and is imported
-from there; this table adds the adapters.
+``bot.config.channels.platform(name)``, which the layers below the app read).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from bot.app import probes
-from bot.config.channels import CONFIGURED, MESSAGING, env_fields, title
+from bot.config.base import Model
+from bot.config.channels import (
+    CONFIGURED,
+    MESSAGING,
+    DiscordConfig,
+    HttpConfig,
+    SignalConfig,
+    SlackConfig,
+    TelegramConfig,
+    env_fields,
+    title,
+)
 
 if TYPE_CHECKING:
     from bot.config import Config
     from channels.base import Channel
+    from channels.discord.settings import DiscordSettings
+    from channels.http.settings import HttpSettings, Mounts
+    from channels.signal.settings import SignalSettings
+    from channels.slack.settings import SlackSettings
+    from channels.telegram.settings import TelegramSettings
 
 __all__ = [
     "CONFIGURED",
     "MESSAGING",
     "SPECS",
     "TERMINAL_ADAPTER",
+    "AdapterSettings",
     "ChannelSpec",
+    "Given",
     "Setting",
     "env_fields",
     "title",
 ]
+
+SectionT = TypeVar("SectionT", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -52,11 +75,30 @@ class Setting:
 
 
 @dataclass(frozen=True)
-class ChannelSpec:
+class Given(Generic[SectionT]):
+    """What a row's ``make_settings`` reads: the config, the channel's own section, its
+    secrets by key (each checked non-empty), the media dir, and what the app adds."""
+
+    cfg: Config
+    section: SectionT
+    secrets: Mapping[str, str]
+    media_dir: Path
+    mounts: Mounts | None = None  # the HTTP channel's sub-applications (the Control UI)
+
+
+class AdapterSettings(Protocol):
+    """An adapter's Settings (``channels/<name>/settings.py``): a frozen value whose
+    ``open()`` builds the adapter from it."""
+
+    def open(self) -> Channel: ...
+
+
+@dataclass(frozen=True)
+class ChannelSpec(Generic[SectionT]):
     name: str  # the channel id, its config member (`[channels.<name>]`) and session-key part
-    adapter: str  # "module:Class", imported only when the channel is built (SDKs are heavy)
-    # adapter keyword arguments from (config, its section, secrets by key, media dir)
-    kwargs: Callable[[Config, Any, dict[str, str], Path], dict[str, Any]]
+    section: type[SectionT]  # its section class in bot/config/channels.py
+    adapter: Callable[[], type[Channel]]  # its adapter class, imported when asked (SDKs are heavy)
+    make_settings: Callable[[Given[SectionT]], AdapterSettings]  # section → adapter Settings
     owner_id_hint: str = ""  # what `chela onboard` asks for as the owner's id
     settings: tuple[Setting, ...] = ()  # what `chela onboard` asks for besides
     # `chela doctor`'s authenticated request (bot.app.probes)
@@ -75,17 +117,35 @@ class ChannelSpec:
         """A chat platform (heartbeat/cron target, pairing, group rules)."""
         return self.name in MESSAGING
 
-    def section(self, cfg: Config) -> Any:
-        return getattr(cfg.channels, self.name)
+    def section_of(self, cfg: Config) -> SectionT:
+        """This channel's section of ``cfg`` (``cfg.channels.<name>``)."""
+        section = getattr(cfg.channels, self.name)
+        if not isinstance(section, self.section):
+            raise TypeError(f"channels.{self.name} is not a {self.section.__name__}")
+        return section
 
     def secrets(self, cfg: Config) -> dict[str, str]:
         """The secrets this channel cannot start without, as ``{key: env var}``."""
         return cfg.channel_secrets(self.name)
 
     def adapter_class(self) -> type[Channel]:
-        module, _, attr = self.adapter.partition(":")
-        cls: type[Channel] = getattr(importlib.import_module(module), attr)
-        return cls
+        return self.adapter()
+
+    def build(self, cfg: Config, mounts: Mounts | None = None) -> Channel:
+        """The adapter from its section.  Raises ``SecretMissing`` naming the env var."""
+        secret: dict[str, str] = {}
+        for key, env in self.secrets(cfg).items():
+            secret[key] = cfg.secret(env)
+            if not secret[key]:
+                raise SecretMissing(
+                    f"channels.{self.name}.{key}: environment variable {env or '(unset)'} is empty"
+                )
+        given = Given(cfg, self.section_of(cfg), secret, cfg.media_dir, mounts)
+        return self.make_settings(given).open()
+
+
+class SecretMissing(Exception):
+    pass
 
 
 # ------------------------------------------------------------------------- the adapters
@@ -97,151 +157,189 @@ def telegram_menu() -> list[tuple[str, str]]:
     return menu()
 
 
-def _telegram(cfg: Config, t: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "token": secret["token_env"],
-        "api_base": t.api_base,
-        "media_dir": media,
-        "poll_timeout": t.poll_timeout,
-        "chunk_limit": t.text_chunk_limit,
-        "commands": telegram_menu,  # the chat's command menu
-    }
+def _telegram_adapter() -> type[Channel]:
+    from channels.telegram import TelegramChannel
+
+    return TelegramChannel
 
 
-def _discord(cfg: Config, d: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "token": secret["token_env"],
-        "api_base": d.api_base,
-        "gateway_url": d.gateway_url,
-        "media_dir": media,
-        "chunk_limit": d.text_chunk_limit,
-    }
+def _telegram(g: Given[TelegramConfig]) -> TelegramSettings:
+    from channels.telegram.settings import TelegramSettings
+
+    return TelegramSettings(
+        token=g.secrets["token_env"],
+        api_base=g.section.api_base,
+        media_dir=g.media_dir,
+        poll_timeout=g.section.poll_timeout,
+        chunk_limit=g.section.text_chunk_limit,
+        commands=telegram_menu,
+    )
 
 
-def _slack(cfg: Config, s: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "mode": s.mode,
-        "bot_token": secret["bot_token_env"],
-        "app_token": secret.get("app_token_env", ""),
-        "signing_secret": secret.get("signing_secret_env", ""),
-        "api_base": s.api_base,
-        "listen": s.listen,
-        "media_dir": media,
-        "chunk_limit": s.text_chunk_limit,
-    }
+def _discord_adapter() -> type[Channel]:
+    from channels.discord import DiscordChannel
+
+    return DiscordChannel
 
 
-def _signal(cfg: Config, g: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
-    return {
-        "account": g.account,
-        "http_url": g.api_base or g.http_url,
-        "media_dir": media,
-        "chunk_limit": g.text_chunk_limit,
-    }
+def _discord(g: Given[DiscordConfig]) -> DiscordSettings:
+    from channels.discord.settings import DiscordSettings
+
+    return DiscordSettings(
+        token=g.secrets["token_env"],
+        api_base=g.section.api_base,
+        gateway_url=g.section.gateway_url,
+        media_dir=g.media_dir,
+        chunk_limit=g.section.text_chunk_limit,
+    )
 
 
-def _http(cfg: Config, h: Any, secret: dict[str, str], media: Path) -> dict[str, Any]:
+def _slack_adapter() -> type[Channel]:
+    from channels.slack import SlackChannel
+
+    return SlackChannel
+
+
+def _slack(g: Given[SlackConfig]) -> SlackSettings:
+    from channels.slack.settings import SlackSettings
+
+    return SlackSettings(
+        mode=g.section.mode,
+        bot_token=g.secrets["bot_token_env"],
+        app_token=g.secrets.get("app_token_env", ""),
+        signing_secret=g.secrets.get("signing_secret_env", ""),
+        api_base=g.section.api_base,
+        listen=g.section.listen,
+        media_dir=g.media_dir,
+        chunk_limit=g.section.text_chunk_limit,
+    )
+
+
+def _signal_adapter() -> type[Channel]:
+    from channels.signal import SignalChannel
+
+    return SignalChannel
+
+
+def _signal(g: Given[SignalConfig]) -> SignalSettings:
+    from channels.signal.settings import SignalSettings
+
+    return SignalSettings(
+        account=g.section.account,
+        http_url=g.section.api_base or g.section.http_url,
+        media_dir=g.media_dir,
+        chunk_limit=g.section.text_chunk_limit,
+    )
+
+
+def _http_adapter() -> type[Channel]:
+    from channels.http import HttpChannel
+
+    return HttpChannel
+
+
+def _http(g: Given[HttpConfig]) -> HttpSettings:
     from bot.app.http_token import ensure_http_token
+    from channels.http.settings import HttpSettings
     from channels.util import parse_listen
 
+    h = g.section
     host, port = parse_listen(h.listen)
     # always a token; an unset token_env raises ConfigError, which start() lets through
-    token = ensure_http_token(cfg)
-    hint = f"in ${h.token_env}" if h.token_env else f"in {cfg.http_token_path}"
-    return {
-        "host": host,
-        "port": port,
-        "token": token,
-        "model_name": f"chela/{cfg.agent.id}",
-        "allowed_origins": h.allowed_origins,
-        "token_hint": hint,
-    }
-
-
-SPECS: dict[str, ChannelSpec] = {
-    s.name: s
-    for s in (
-        ChannelSpec(
-            "telegram",
-            "channels.telegram:TelegramChannel",
-            _telegram,
-            owner_id_hint="your numeric Telegram user id",
-            settings=(Setting("api_base", "telegram_api_base", always=False),),
-            probe=probes.telegram,
-        ),
-        ChannelSpec(
-            "discord",
-            "channels.discord:DiscordChannel",
-            _discord,
-            owner_id_hint="your numeric Discord user id (Developer Mode > Copy User ID)",
-            probe=probes.discord,
-        ),
-        ChannelSpec(
-            "slack",
-            "channels.slack:SlackChannel",
-            _slack,
-            owner_id_hint="your Slack member id (U...)",
-            probe=probes.slack,
-        ),
-        ChannelSpec(
-            "signal",
-            "channels.signal:SignalChannel",
-            _signal,
-            owner_id_hint="your phone number (+...) or Signal UUID",
-            settings=(
-                Setting(
-                    "account",
-                    "signal_account",
-                    "the bot's Signal number (+...)",
-                    needed="the bot's Signal number",
-                ),
-                Setting(
-                    "http_url",
-                    "signal_url",
-                    "signal-cli daemon --http URL",
-                    default="http://127.0.0.1:8080",
-                ),
-            ),
-            probe=probes.signal,
-            after_core=True,  # signal-cli hands each envelope over once
-        ),
-        ChannelSpec("http", "channels.http:HttpChannel", _http, after_core=True),  # the UI
+    token = ensure_http_token(g.cfg)
+    hint = f"in ${h.token_env}" if h.token_env else f"in {g.cfg.http_token_path}"
+    return HttpSettings(
+        host=host,
+        port=port,
+        token=token,
+        model_name=f"chela/{g.cfg.agent.id}",
+        allowed_origins=tuple(h.allowed_origins),
+        token_hint=hint,
+        mounts=g.mounts,
     )
-}
-
-TERMINAL_ADAPTER = "channels.terminal:TerminalChannel"  # `chela chat`: no config section
 
 
-class SecretMissing(Exception):
-    pass
+def _rows(*specs: ChannelSpec[Any]) -> dict[str, ChannelSpec[Any]]:
+    return {s.name: s for s in specs}
+
+
+SPECS: dict[str, ChannelSpec[Any]] = _rows(
+    ChannelSpec(
+        "telegram",
+        TelegramConfig,
+        _telegram_adapter,
+        _telegram,
+        owner_id_hint="your numeric Telegram user id",
+        settings=(Setting("api_base", "telegram_api_base", always=False),),
+        probe=probes.telegram,
+    ),
+    ChannelSpec(
+        "discord",
+        DiscordConfig,
+        _discord_adapter,
+        _discord,
+        owner_id_hint="your numeric Discord user id (Developer Mode > Copy User ID)",
+        probe=probes.discord,
+    ),
+    ChannelSpec(
+        "slack",
+        SlackConfig,
+        _slack_adapter,
+        _slack,
+        owner_id_hint="your Slack member id (U...)",
+        probe=probes.slack,
+    ),
+    ChannelSpec(
+        "signal",
+        SignalConfig,
+        _signal_adapter,
+        _signal,
+        owner_id_hint="your phone number (+...) or Signal UUID",
+        settings=(
+            Setting(
+                "account",
+                "signal_account",
+                "the bot's Signal number (+...)",
+                needed="the bot's Signal number",
+            ),
+            Setting(
+                "http_url",
+                "signal_url",
+                "signal-cli daemon --http URL",
+                default="http://127.0.0.1:8080",
+            ),
+        ),
+        probe=probes.signal,
+        after_core=True,  # signal-cli hands each envelope over once
+    ),
+    ChannelSpec("http", HttpConfig, _http_adapter, _http, after_core=True),  # serves the UI
+)
+
+
+def _terminal_adapter() -> type[Channel]:
+    from channels.terminal import TerminalChannel
+
+    return TerminalChannel
+
+
+TERMINAL_ADAPTER = _terminal_adapter  # `chela chat`: no config section
 
 
 def channel_class(name: str) -> type[Channel]:
     """The adapter class of a channel id (imported on demand: platform SDKs are heavy)."""
     if name == "terminal":
-        module, _, attr = TERMINAL_ADAPTER.partition(":")
-        cls: type[Channel] = getattr(importlib.import_module(module), attr)
-        return cls
+        return TERMINAL_ADAPTER()
     return SPECS[name].adapter_class()
 
 
-def build_channel(cfg: Config, name: str, **ports: Any) -> Channel:
-    """One adapter from its config section (``ports``: what the app adds, e.g. the HTTP
-    channel's sub-applications).  Raises ``SecretMissing`` naming the env var."""
+def build_channel(cfg: Config, name: str, *, mounts: Mounts | None = None) -> Channel:
+    """One adapter from its config section (``mounts``: the sub-applications the HTTP
+    channel serves beside its API).  Raises ``SecretMissing`` naming the env var."""
     spec = SPECS.get(name)
     if spec is None:
         raise ValueError(f"channel {name} is not built from the config")
-    secret: dict[str, str] = {}
-    for key, env in spec.secrets(cfg).items():
-        secret[key] = cfg.secret(env)
-        if not secret[key]:
-            raise SecretMissing(
-                f"channels.{name}.{key}: environment variable {env or '(unset)'} is empty"
-            )
-    # each adapter takes its own keyword arguments; the base class declares none of them
-    cls: Any = spec.adapter_class()
-    return cls(**spec.kwargs(cfg, spec.section(cfg), secret, cfg.media_dir), **ports)
+    return spec.build(cfg, mounts)
 
 
 def enabled_channels(cfg: Config) -> list[str]:
-    return [name for name, spec in SPECS.items() if spec.section(cfg).enabled]
+    return [name for name, spec in SPECS.items() if spec.section_of(cfg).enabled]
