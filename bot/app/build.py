@@ -62,8 +62,7 @@ def configured_channels(
         if names is not None and name not in names:
             continue
         try:
-            ports = {"mounts": mounts} if name == "http" and mounts is not None else {}
-            built[name] = build_channel(cfg, name, **ports)
+            built[name] = build_channel(cfg, name, mounts=mounts)  # only the HTTP row reads it
         except SecretMissing as e:
             log.error("channel %s not started: %s", name, e)
     return built
