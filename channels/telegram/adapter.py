@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import logging
 import tempfile
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,19 +32,13 @@ from channels.base import (
     wait_task_end,
 )
 from channels.redact import RedactSecrets
+from channels.best_effort import best_effort
 from channels.telegram import media, translate
 from channels.telegram.polling import Poller
 from channels.telegram.request import AiohttpRequest
-from channels.telegram.send import LeanBot, Sender
+from channels.telegram.send import Sender
 
 log = logging.getLogger("chela.channels.telegram")
-
-# getUpdates answers raw JSON (LeanBot.raw_updates, what Bot.do_api_request gives), so that one
-# malformed update cannot fail Update.de_list for the whole batch (each update is translated on
-# its own).  do_api_request would warn on every poll that Bot.get_updates exists; the filter
-# stays for any other caller of it.  (PTB attributes the warning to the event loop's frame, so
-# the filter matches the message only)
-warnings.filterwarnings("ignore", message=r"Please use 'Bot\.getUpdates' instead")
 
 # PTB logs its API URLs, which contain the bot token, at DEBUG on this logger.
 _PTB_LOGGER = "telegram.Bot"
@@ -127,7 +120,7 @@ class TelegramChannel(Channel):
         self._menu: asyncio.Task[None] | None = None
         self.capabilities = dataclasses.replace(type(self).capabilities, max_text=self.chunk_limit)
 
-        self._bot: LeanBot | None = None
+        self._bot: Bot | None = None
         self._requests: list[AiohttpRequest] = []
         self._sink: InboundSink | None = None
         self._task: asyncio.Task[None] | None = None
@@ -157,7 +150,7 @@ class TelegramChannel(Channel):
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def _make_bot(self) -> LeanBot:
+    def _make_bot(self) -> Bot:
         general = AiohttpRequest(
             connection_pool_size=8,
             read_timeout=self.request_timeout,
@@ -173,7 +166,7 @@ class TelegramChannel(Channel):
             pool_timeout=self.request_timeout,
         )
         self._requests = [general, polling]
-        return LeanBot(
+        return Bot(
             self.token,
             base_url=f"{self.api_base}/bot",
             base_file_url=f"{self.api_base}/file/bot",
@@ -303,7 +296,7 @@ class TelegramChannel(Channel):
 
     async def _close_requests(self, bot: Bot) -> None:
         for request in self._requests:
-            with contextlib.suppress(Exception):
+            with best_effort(log, "closing an HTTP session"):
                 await request.shutdown()
 
     # ------------------------------------------------------------------ attachments

@@ -6,30 +6,26 @@ bounded retries on 429 and connection failures (never on a timeout: it may have 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import warnings
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from telegram import Bot, InputFile, ReactionTypeEmoji, ReplyParameters
+from telegram import Bot, InputFile, Message, ReactionTypeEmoji, ReplyParameters
 from telegram.error import (
     BadRequest,
-    EndPointNotFound,
     Forbidden,
     InvalidToken,
     NetworkError,
     RetryAfter,
     TimedOut,
 )
-from channels.retry import Backoff
-from telegram.request import RequestData
 from telegram.warnings import PTBDeprecationWarning
 
 from channels.base import ChannelError, OutboundMessage
+from channels.best_effort import best_effort
+from channels.retry import Backoff
 from channels.telegram import translate
 from channels.telegram.translate import ApiCall, LocalFile, MediaSend, PreviewEdit, TextSend
 
@@ -50,116 +46,9 @@ _PTB_METHOD = {
 }
 
 
-# the answers of the calls made under ``_raw_answers`` (see ``LeanBot``)
-_RAW: ContextVar[list[Any] | None] = ContextVar("telegram_raw_answers", default=None)
-
-
-class LeanBot(Bot):
-    """PTB's ``Bot`` whose typed methods, when called by ``Sender``, skip building the
-    answer's objects: every call still goes through PTB's parameter encoding, request and
-    error mapping (``_post``), but its answer JSON is handed to the sender as it came
-    instead of becoming a ``Message`` (``Message.de_json`` of a sendMessage answer cost
-    as much CPU as the HTTP call itself; the sender reads only ``message_id``)."""
-
-    __slots__ = ()
-
-    async def _do_post(self, endpoint: str, data: Any, **timeouts: Any) -> Any:
-        """PTB's ``_do_post`` (after its defaults and None filtering), except that parameters
-        that are all plain (str, int, bool, lists of str/int) are encoded here, as PTB's
-        ``RequestData.json_parameters`` would encode them, without a ``RequestParameter`` per
-        value (PTB's conversion cost ~35 µs per call).  Anything else goes to PTB as before."""
-        form = plain_form(data)
-        if form is None:
-            return await super()._do_post(endpoint, data, **timeouts)
-        request = self._request[0] if endpoint == "getUpdates" else self._request[1]
-        self._LOGGER.debug("Calling Bot API endpoint `%s` with parameters `%s`", endpoint, data)
-        result = await request.post(
-            url=f"{self._base_url}/{endpoint}", request_data=form, **timeouts
-        )
-        self._LOGGER.debug(
-            "Call to Bot API endpoint `%s` finished with return value `%s`", endpoint, result
-        )
-        return result
-
-    async def raw_updates(self, data: dict[str, Any], read_timeout: float) -> Any:
-        """getUpdates' answer as raw JSON: what ``do_api_request("getUpdates", data)`` gives
-        (its errors too: a rejected call after ``initialize`` is ``EndPointNotFound``) without
-        its per-call warning and name conversion (~13 µs a poll)."""
-        try:
-            return await self._post("getUpdates", data, read_timeout=read_timeout)
-        except InvalidToken as exc:
-            if self._bot_initialized:
-                raise EndPointNotFound("Endpoint 'getUpdates' not found in Bot API") from exc
-            raise InvalidToken(
-                "Either the bot token was rejected by Telegram or the endpoint "
-                "'getUpdates' does not exist."
-            ) from exc
-
-    async def _post(self, endpoint: str, data: Any = None, **kwargs: Any) -> Any:
-        result = await super()._post(endpoint, data, **kwargs)
-        answers = _RAW.get()
-        if answers is None:
-            return result
-        answers.append(result)
-        return True  # what PTB's typed methods return without parsing anything
-
-
-class PlainForm(RequestData):  # type: ignore[misc]  # PTB marks it final; see below
-    """A call's parameters already encoded as PTB's ``RequestData`` encodes them: strings as
-    they are, everything else as JSON; no files.  A subclass (not a look-alike) so that any
-    ``BaseRequest`` reads it through RequestData's own API (``json_parameters``,
-    ``multipart_data``, ``contains_files``); tests/unit/channels/test_telegram_plain_form.py
-    holds its encoding equal to PTB's."""
-
-    __slots__ = ("_fields", "_values")
-
-    def __init__(self, values: dict[str, Any], fields: dict[str, str]) -> None:
-        super().__init__()
-        self._values = values
-        self._fields = fields
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return dict(self._values)
-
-    @property
-    def json_parameters(self) -> dict[str, str]:
-        return dict(self._fields)
-
-    @property
-    def multipart_data(self) -> dict[str, Any]:
-        return {}
-
-
-def _plain(value: Any) -> str | None:
-    """``value`` as PTB's ``RequestParameter.json_value`` gives it, for the exact types whose
-    encoding is plain (``str`` as is, else ``json.dumps``); None for anything else."""
-    kind = type(value)
-    if kind is str:
-        return value  # type: ignore[no-any-return]
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is int:
-        return str(value)
-    if kind is list and all(type(v) is str or type(v) is int for v in value):
-        return json.dumps(value)
-    return None
-
-
-def plain_form(data: dict[str, Any]) -> PlainForm | None:
-    """The encoded form of a call's parameters when every value is plain, else None."""
-    fields: dict[str, str] = {}
-    for key, value in data.items():
-        encoded = _plain(value)
-        if encoded is None:
-            return None
-        fields[key] = encoded
-    return PlainForm(data, fields)
-
-
-def message_id(answer: Any) -> str:
-    """The id of the message a Bot API call made (its raw answer)."""
-    return str(answer["message_id"])
+def message_id(answer: Message) -> str:
+    """The id of the message a Bot API call made."""
+    return str(answer.message_id)
 
 
 def retry_seconds(exc: RetryAfter) -> float:
@@ -233,7 +122,7 @@ class Sender:
     async def _invoke(self, call: ApiCall, upload: bytes | None = None, **options: Any) -> Any:
         """Make one planned call, once, through PTB's typed method for it; ``upload`` is the
         content of the call's ``LocalFile``, ``options`` PTB's per-call request options.
-        Returns the call's answer JSON, unparsed (a message dict, or True)."""
+        Returns what PTB's method returns (a ``Message``, or True)."""
         bot = self.require_bot()
         kwargs = dict(call.params)
         reply = kwargs.get("reply_parameters")
@@ -244,16 +133,10 @@ class Sender:
         for key, value in call.params.items():
             if isinstance(value, LocalFile):
                 kwargs[key] = InputFile(upload or b"", filename=value.filename)
-        answers: list[Any] = []
-        token = _RAW.set(answers)
-        try:
-            result = await getattr(bot, _PTB_METHOD[call.method])(**kwargs, **options)
-        finally:
-            _RAW.reset(token)
-        return answers[-1] if answers else result  # the call's own answer comes last
+        return await getattr(bot, _PTB_METHOD[call.method])(**kwargs, **options)
 
     async def _send(self, call: ApiCall, what: str = "") -> Any:
-        """One planned call with ``_call``'s retries: its answer JSON."""
+        """One planned call with ``_call``'s retries: its answer."""
         return await self._call(what or call.method, lambda: self._invoke(call))
 
     async def _send_plain(self, calls: tuple[ApiCall, ...]) -> list[Any]:
@@ -397,7 +280,7 @@ class Sender:
                 step.message_id,
                 exc,
             )
-            with contextlib.suppress(Exception):
+            with best_effort(log, "deleting the preview"):
                 await self.delete_message(str(step.delete.params["chat_id"]), str(step.message_id))
             sent = await self._send_text(step.fallback)
             return [message_id(m) for m in sent]
