@@ -1,4 +1,4 @@
-"""The commit stage (docs/architecture.md move 9): ONE transaction per turn.  The turn's
+"""The commit stage (docs/architecture.md "How a message flows"): ONE transaction per turn.  The turn's
 messages, its reply's outbox rows, the inbound row's status and any state values (the HTTP
 API's record of what its client has seen, the heartbeat's last alert) are stored together by
 ``Store.commit_turn``; the outbox then sends the rows.  A crash before the commit answers the

@@ -1,4 +1,4 @@
-"""The dispatch stage (docs/architecture.md move 6): an admitted message → what happens to it.
+"""The dispatch stage (docs/architecture.md "How a message flows"): an admitted message → what happens to it.
 
 ``Skipped`` (its sender is not served), a ``CommandCall`` (a chat command of the table),
 ``HistoryOnly`` (a group message not addressed to the agent) or a ``TurnCall``.  "Addressed"

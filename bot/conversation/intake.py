@@ -1,4 +1,4 @@
-"""The intake stage (docs/architecture.md move 6), first part: what an inbound message is before
+"""The intake stage (docs/architecture.md "How a message flows"), first part: what an inbound message is before
 it is stored.  Text fields made valid UTF-8 (SQLite cannot store lone surrogates), and the
 stored pairing approvals as the container ``admit`` looks in.  (The store-first sink itself,
 ``on_inbound``, is still sequenced in ``pipeline.py``.)"""

@@ -1,4 +1,4 @@
-"""The pairing flow (docs/architecture.md move 6): a stranger's direct message is
+"""The pairing flow (docs/architecture.md "How a message flows"): a stranger's direct message is
 held and answered with a pairing code; the owner is told once per request, on the
 channel's owner route; the owner's approval (``/pair approve``, ``chela pairing approve``
 or the Control UI) lets the held message through.  The codes and their limits are

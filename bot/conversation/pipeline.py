@@ -1,4 +1,4 @@
-"""The conversation pipeline (docs/architecture.md move 5): inbound messages → access policy,
+"""The conversation pipeline (docs/architecture.md "How a message flows"): inbound messages → access policy,
 group gating, commands, turns, delivery.
 
 ``Conversation.on_inbound`` is the sink every channel adapter calls.  It stores the message
@@ -403,7 +403,7 @@ class Conversation:
         return {api_turn.state_key(key): record}
 
     async def _turn(self, inbound_id: int, msg: InboundMessage, key: str, verdict: Verdict) -> None:
-        api = self.prepare.api_plan(msg, key, verdict) if msg.api else None  #
+        api = self.prepare.api_plan(msg, key, verdict) if msg.api else None
         if api is not None and api.error:
             await self._api_refusal(inbound_id, msg, key, api.error)
             return
@@ -425,7 +425,7 @@ class Conversation:
             msg, key, turn.text, verdict, include_intro=True, media=turn.media, api=api
         )
         ch, pol = self.channels.get(msg.channel), self.policy(msg.channel)
-        model, effort = controls.session_choice(self.cfg, self.store, key)  #
+        model, effort = controls.session_choice(self.cfg, self.store, key)
         outcome = await self.runner.run(
             req, msg, ch, pol, lambda: self._live_output(ch, pol, msg), model=model, effort=effort
         )

@@ -1,4 +1,4 @@
-"""The prepare stage (docs/architecture.md move 8): an admitted message → the user turn.
+"""The prepare stage (docs/architecture.md "How a message flows"): an admitted message → the user turn.
 
 The attachments are fetched (capped in size; a guest's into its own directory, moved in
 through the root's handle) and turned into model input (images, voice notes,
@@ -196,7 +196,7 @@ class Prepare:
                 dest_dir=root / "media" if root is not None else self.cfg.media_dir,
                 addressed=addressed,
                 read_tool="read" in self.agent.tool_names(verdict.trust or "guest"),
-                call=self.agent.gate.bind(verdict.trust or "guest", key),  #
+                call=self.agent.gate.bind(verdict.trust or "guest", key),
             )
         except Exception:
             log.exception("attachments of %s/%s could not be prepared", msg.channel, msg.chat_id)

@@ -1,4 +1,4 @@
-"""The reply stage (docs/architecture.md move 9): a finished turn → the messages to store and
+"""The reply stage (docs/architecture.md "How a message flows"): a finished turn → the messages to store and
 send.  Parse the reply (NO_REPLY, tags, markers; the heartbeat rules for a heartbeat), speak
 it when speech is on, check its media against the turn's roots, plan the outbound message,
 mark a failed turn's reply, add the HTTP API's part.  Chat, heartbeat and cron share it."""
@@ -108,7 +108,7 @@ def speaker(cfg: Any, agent: Any, req: TurnRequest, turn_id: str) -> Speak | Non
             plan,
             file_root=root if root is not None else cfg.agent.workspace,
             out_dir=root / "media" if root is not None else cfg.media_dir / "tts",
-            call=agent.gate.bind(req.trust, req.session_key, turn_id),  #
+            call=agent.gate.bind(req.trust, req.session_key, turn_id),
         )
 
     return speak

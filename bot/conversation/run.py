@@ -1,4 +1,4 @@
-"""The run stage (docs/architecture.md move 8): typing and the ack reaction, live output, and
+"""The run stage (docs/architecture.md "How a message flows"): typing and the ack reaction, live output, and
 ``agent.run_turn``; cancellable and observed.
 
 While a turn runs it is a task of its own, so ``Run.stop(key)`` can cancel it (the ``/stop``

@@ -1,4 +1,4 @@
-"""Delivery (docs/architecture.md "Folders", L4): everything on the way out to a platform.
+"""Delivery (docs/architecture.md "Layers", L4): everything on the way out to a platform.
 
 * :mod:`bot.delivery.outbox` — the durable outbox: every outbound message a stored row, sent
   once in order per chat, retried through outages, recovered after a crash; and the storage
