@@ -4,7 +4,6 @@ twin: the owner's (or the guest's own) legitimate use."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
@@ -60,14 +59,14 @@ async def test_stop_kills_the_running_exec(tmp_path, llm, tg):
     tools = {"enabled": ["exec"], "exec": {"security": "full", "sandbox": "off"}}
     cfg = cfg_for(tmp_path, llm, tg, tools=tools)
     pid_file = Path(cfg.agent.workspace) / "pid.txt"
-    async with running(cfg):
+    async with running(cfg) as d:
         tg.inject_message(OWNER, "run the long job", from_id=OWNER)
         await eventually(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=15)
         pid = int(pid_file.read_text())
         assert alive(pid)
         assert await _say(tg, 1, OWNER, "/stop") == "Stopped."
         assert not alive(pid)  # gone by the time the answer went out
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
         assert sent_texts(tg) == ["Stopped."] and len(llm.requests) == 1
 
 
@@ -91,11 +90,11 @@ async def test_a_guests_stop_never_touches_the_owners_turn(tmp_path, llm, tg):
 async def test_a_guest_stops_its_own_turn(tmp_path, llm, tg):
     # the twin: the guest's /stop stops the turn of the guest's own session
     llm.script(delay(SLOW, then=text("too late")))
-    async with running(cfg_for(tmp_path, llm, tg)):
+    async with running(cfg_for(tmp_path, llm, tg)) as d:
         tg.inject_message(GUEST, "a long question", from_id=GUEST)
         await llm.wait_for_requests(1, timeout=15)
         assert await _say(tg, 1, GUEST, "/stop") == "Stopped."
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
     assert sent_texts(tg) == ["Stopped."]
 
 
