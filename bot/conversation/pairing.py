@@ -6,7 +6,6 @@ or the Control UI) lets the held message through.  The codes and their limits ar
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 from bot.conversation import owner_route
@@ -17,6 +16,7 @@ from bot.delivery.outbox import Outbox
 from bot.rules.untrusted import clean_inline, quoted
 from bot.store import Store
 from channels.base import InboundMessage, OutboundMessage
+from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.conversation")
 
@@ -48,7 +48,7 @@ async def _tell_owner(cfg: Config, outbox: Outbox, msg: InboundMessage, code: st
             code,
         )
         return
-    with contextlib.suppress(Exception):
+    with best_effort(log, "telling the owner about a pairing request", level=logging.WARNING):
         await send.deliver(
             outbox,
             msg.channel,
@@ -80,7 +80,7 @@ async def reply(
         made.code,
     )
     if made.reply:
-        with contextlib.suppress(Exception):
+        with best_effort(log, "sending a pairing code", level=logging.WARNING):
             await send.deliver(
                 outbox,
                 msg.channel,

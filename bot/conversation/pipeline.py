@@ -9,7 +9,6 @@ the lane runs one turn at a time per session, in arrival order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -54,6 +53,7 @@ from channels.base import (
     InboundMessage,
     OutboundMessage,
 )
+from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.conversation")  # the name operators grep for
 
@@ -229,7 +229,7 @@ class Conversation:
             return False
         key = self.session_key(msg, verdict)
         self.store.requeue_inbound(last.id, key)
-        with contextlib.suppress(Exception):
+        with best_effort(log, "telling an approved sender", level=logging.WARNING):
             await send.deliver(
                 self.outbox,
                 msg.channel,
@@ -284,7 +284,7 @@ class Conversation:
             log.exception("turn failed channel=%s session=%s", msg.channel, key)
             # the apology first: it must not depend on the store (the outbox sends it from
             # memory when it cannot be stored)
-            with contextlib.suppress(Exception):
+            with best_effort(log, "sending the apology for a failed turn", level=logging.WARNING):
                 await send.deliver(self.outbox, msg.channel, failures.apology(msg), kind="apology")
             try:
                 self.store.set_inbound_status(inbound_id, "failed")
@@ -295,7 +295,7 @@ class Conversation:
         finally:
             ch = self.channels.get(msg.channel)
             if ch is not None and not later:
-                with contextlib.suppress(Exception):
+                with best_effort(log, "the channel's end-of-turn signal"):
                     await ch.turn_done(msg.chat_id, msg.message_id)
 
     async def _settle(self, inbound_id: int, step: Dispatched) -> None:
@@ -340,7 +340,7 @@ class Conversation:
         await self._command(inbound_id, call)
         ch = self.channels.get(call.msg.channel)
         if ch is not None:
-            with contextlib.suppress(Exception):
+            with best_effort(log, "the channel's end-of-turn signal"):
                 await ch.turn_done(call.msg.chat_id, call.msg.message_id)
 
     async def _answer(
@@ -490,7 +490,7 @@ class Conversation:
         backoff = store_backoff()
         while self.accepting and self.outbox.storage.down:
             await asyncio.sleep(backoff.next())
-            with contextlib.suppress(Exception):
+            with best_effort(log, "probing whether the disk has room again"):
                 self.store.put("storage:probe", time.time())
                 self.outbox.storage.ok()
         if self.accepting:

@@ -25,6 +25,7 @@ from bot.conversation.types import TurnOutcome
 from bot.delivery.previews import Preview, StreamEvent, StreamText
 from bot.model.choice import CHOICE, Choice
 from channels.base import Channel, InboundMessage
+from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.run")
 
@@ -77,7 +78,7 @@ def live_output(
 async def keep_typing(ch: Channel, msg: InboundMessage) -> None:
     with contextlib.suppress(asyncio.CancelledError):
         while True:
-            with contextlib.suppress(Exception):
+            with best_effort(log, "showing typing"):
                 # never cancel a platform call in flight: a cancelled HTTP request can
                 # leak a connection-pool slot (PTB's stock httpx request does;
                 # bench/typing_cancel_leak.py)
@@ -87,7 +88,7 @@ async def keep_typing(ch: Channel, msg: InboundMessage) -> None:
 
 async def _ack(ch: Channel | None, pol: ChannelPolicy | None, msg: InboundMessage) -> None:
     if ch and pol and pol.reactions == "ack" and msg.message_id:
-        with contextlib.suppress(Exception):
+        with best_effort(log, "the acknowledgement reaction"):
             await ch.react(msg.chat_id, msg.message_id, ACK_EMOJI)
 
 

@@ -6,7 +6,7 @@ on as it arrives), tool-call deltas assembled by their index, usage from the fin
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +20,9 @@ from bot.model.response import (
     usage_numbers,
 )
 from bot.rules.untrusted import valid_utf8
+from channels.best_effort import best_effort
+
+log = logging.getLogger(__name__)
 
 
 class _Collector:
@@ -102,6 +105,6 @@ async def _close_stream(stream: Any) -> None:
     for target in (stream, getattr(stream, "completion_stream", None)):
         close = getattr(target, "aclose", None)
         if close is not None:
-            with contextlib.suppress(Exception):
+            with best_effort(log, "closing a model stream"):
                 await close()
             return

@@ -3,11 +3,12 @@ the upload of a planned message's files, and a live preview edited into a reply.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 
 import discord
+
+from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.channels.discord")
 
@@ -42,7 +43,7 @@ async def send_files(
         return None
     finally:
         for f in files:
-            with contextlib.suppress(Exception):
+            with best_effort(log, "closing an upload"):
                 f.close()
 
 
@@ -67,6 +68,6 @@ async def replace_preview(
         if exc.status >= 500 or exc.status == 429:
             raise
         log.info("discord[%s]: editing the preview failed (%s)", account, exc)
-    with contextlib.suppress(Exception):
+    with best_effort(log, "deleting the preview"):
         await message.delete()
     return False

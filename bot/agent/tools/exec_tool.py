@@ -23,6 +23,7 @@ daemon's without the secrets: no variable the config names, none holding a secre
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shlex
 import shutil
@@ -35,7 +36,10 @@ from bot.config.env_values import Secrets
 
 from . import sandbox
 from .base import Tool, ToolContext, ToolError, arg_str, schema
+from channels.best_effort import best_effort
 import contextlib
+
+log = logging.getLogger(__name__)
 
 # Operators and expansions a shell would interpret; refused in allowlist mode.
 _META = (";", "|", "&", "`", "$(", "${", ">", "<", "\n", "\r")
@@ -119,7 +123,7 @@ async def _spawn(
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
-        with contextlib.suppress(Exception):
+        with best_effort(log, "stopping a command cancelled while it started"):
             proc = await starting
             _kill_group(proc)
             await asyncio.wait_for(proc.wait(), 2.0)

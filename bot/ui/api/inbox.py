@@ -3,7 +3,6 @@ requests (``chela pairing approve``) and the outbox's failed deliveries (retry, 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
@@ -21,6 +20,7 @@ from bot.ui.api.common import (
     row_id,
     state,
 )
+from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.ui")
 
@@ -59,7 +59,9 @@ async def decide_pairing(request: web.Request) -> web.Response:
     except pairing.PairingError as e:
         return not_found(str(e))
     if decision == "approve":  # as the daemon does for `chela pairing approve`, now
-        with contextlib.suppress(Exception):
+        with best_effort(
+            log, "answering the approved sender's waiting message", level=logging.WARNING
+        ):
             await ctx.conversation.pairing_approved(row["channel"], row["sender_id"])
     return web.json_response({"channel": channel, "code": code, "decision": decision})
 
