@@ -18,6 +18,7 @@ from bot.agent.tools.sandbox import probe
 from bot.cli import main as cli_main
 from bot.store import Store
 from tests.e2e import config_file, eventually, make_config, running, telegram_section
+from tests.e2e.harness import settled, tg_taken
 from tests.fakes.llm import text, tool_calls
 from tests.e2e.test_trust_e2e import FRIEND, OWNER, approve_friend
 
@@ -106,7 +107,6 @@ async def test_heartbeat_command_never_goes_to_a_friend_taken_off_allow_from(
     llm.default = lambda req: text(SECRET)
     rc, _ = await asyncio.to_thread(heartbeat_cli, tmp_path, llm, cfg, tg)
     out = capsys.readouterr().out
-    await asyncio.sleep(0.3)
     assert rc == 0
     assert all("4711" not in t for t in sent_to(tg, FRIEND)), sent_to(tg, FRIEND)
     assert len(sent_to(tg, FRIEND)) == before
@@ -128,7 +128,6 @@ async def test_heartbeat_command_ignores_a_friends_route_stored_by_an_older_vers
     before = len(sent_to(tg, FRIEND))
     llm.default = lambda req: text(SECRET)
     rc, _ = await asyncio.to_thread(heartbeat_cli, tmp_path, llm, cfg, tg)
-    await asyncio.sleep(0.3)
     assert rc == 0 and len(sent_to(tg, FRIEND)) == before
     assert "no-target" in capsys.readouterr().out
 
@@ -161,7 +160,6 @@ async def test_heartbeat_command_with_only_a_friends_history_goes_nowhere(
     before = len(tg.sent)
     llm.default = lambda req: text(SECRET)
     rc, _ = await asyncio.to_thread(heartbeat_cli, tmp_path, llm, cfg, tg)
-    await asyncio.sleep(0.3)
     assert rc == 0 and len(tg.sent) == before
     out = capsys.readouterr().out
     assert out.startswith("no-target") and "owner" in out, out
@@ -185,7 +183,7 @@ async def test_daemon_heartbeat_never_goes_to_a_friend_taken_off_allow_from(
         llm.default = lambda req: text(SECRET + " Also: the plants.")
         out = await d.scheduled.heartbeat()
         assert out.status == "delivered" and out.target["chat_id"] == str(OWNER), out
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
     assert len(sent_to(tg, FRIEND)) == before
 
 
@@ -235,7 +233,7 @@ async def test_cron_jobs_never_go_to_a_friend_taken_off_allow_from(tmp_path, llm
         llm.default = lambda req: text(SECRET)
         assert (await fire(d, "brief"))["status"] == "delivered"
         assert (await fire(d, "tg"))["status"] == "delivered"
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
     assert len(sent_to(tg, FRIEND)) == before
     assert len([t for t in sent_to(tg, OWNER) if "4711" in t]) == 2
 

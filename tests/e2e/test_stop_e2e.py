@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from tests.e2e import eventually, make_config, running, telegram_section
+from tests.e2e.harness import settled, tg_taken
 from tests.fakes.llm import streamed, text, tool_calls
 
 
@@ -48,7 +49,7 @@ async def test_stop_mid_turn_keeps_the_user_message_and_sends_nothing(tmp_path, 
         assert "write me an essay" in msgs[0]["content"]
         # the preview was deleted, and nothing else was sent
         await tg.wait_for_call("deleteMessage", 1, timeout=5)
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
         assert len(tg.sent) == 1 and not tg.calls_of("editMessageText")[1:]
         assert await conv.stop(key) is False  # nothing runs now
         gate.set()
@@ -125,6 +126,6 @@ async def test_stop_kills_the_command_the_turn_is_running(tmp_path, llm, tg):
             assert alive(pid)
             assert await d.conversation.stop(key) is True
         await eventually(lambda: not alive(pid), timeout=5)
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
         assert tg.sent == [] and len(llm.requests) == 1
     assert os.path.exists(pid_file)
