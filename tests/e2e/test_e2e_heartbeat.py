@@ -8,6 +8,7 @@ from datetime import datetime, UTC
 
 from bot.cli import main as cli_main
 from tests.e2e import config_file, eventually, make_config, running, telegram_section
+from tests.e2e.harness import settled, tg_taken
 from tests.fakes.llm import last_user_text, text, tool_calls
 
 
@@ -70,7 +71,7 @@ async def test_alert_reaches_last_dm_once_within_24h(tmp_path, llm, tg):
         llm.script(text(alert))
         out = await d.scheduled.heartbeat()
         assert out.status == "duplicate"
-        await asyncio.sleep(0.3)
+        await settled(d, tg_taken(tg))
     assert len(tg.sent) == 2
 
 
