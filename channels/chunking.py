@@ -55,6 +55,10 @@ def _open_fence_at_end(text: str) -> tuple[str, str, int, str] | None:
     return fence
 
 
+# blank lines (empty or spaces only) at the start of what is left after a cut
+_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+
+
 def _line_count(text: str) -> int:
     return text.count("\n") + 1
 
@@ -107,7 +111,7 @@ def chunk_markdown(text: str, limit: int, max_lines: int | None = None) -> list[
         chunk, nxt, fence = _next_chunk(rest, prefix, limit, max_lines)
         if chunk.strip():
             chunks.append(chunk)
-        rest = rest[nxt:].lstrip("\n")
+        rest = _BLANK_LINES.sub("", rest[nxt:])  # a chunk never starts with blank lines
         prefix = ""
         if fence is not None:
             first, _, after = rest.partition("\n")

@@ -33,13 +33,22 @@ from discord.http import HTTPClient, Route
 log = logging.getLogger("chela.channels.discord")
 
 
+class _NoVoiceWarning(logging.Filter):
+    """Chela never uses voice: discord.py's "PyNaCl/davey is not installed, voice will NOT be
+    supported" start-up warnings say nothing to its owner, so they are dropped (through
+    logging's own filter API; discord.py itself is left as it is)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "voice will NOT be supported" not in record.getMessage()
+
+
+_NO_VOICE = _NoVoiceWarning()
+
+
 def make_client(
     *, account: str, guild_ready_timeout: float, api_base: str = "", gateway_url: str = ""
 ) -> discord.Client:
-    # Chela never uses voice: silence discord.py's "PyNaCl/davey is not installed" warnings.
-    discord.VoiceClient.warn_nacl = False
-    if hasattr(discord.VoiceClient, "warn_dave"):
-        discord.VoiceClient.warn_dave = False
+    logging.getLogger("discord.client").addFilter(_NO_VOICE)  # once: the same filter object
     intents = discord.Intents.default()
     intents.message_content = True
     intents.dm_messages = True
@@ -69,8 +78,9 @@ def tolerate_bad_events(client: discord.Client, account: str) -> None:
     and ``on_socket_event_type`` only observe, and ``on_error`` covers event handlers, not
     parsers.  So this wraps each parser of *this* client (``client._connection.parsers``, a
     private attribute, but a dict built per client: nothing global is patched): a parser
-    that raises logs and skips its event.  This and ``_Client._get_state`` are the only
-    private APIs the adapter uses."""
+    that raises logs and skips its event.  One of the two private members the channels use
+    (with ``_Client._get_state`` below), both because discord.py has no public option; see
+    docs/channels.md."""
     parsers: dict[str, Callable[[Any], Any]] = client._connection.parsers
 
     def tolerant(event: str, parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -134,7 +144,11 @@ class _Client(discord.Client):
     """A ``discord.Client`` whose HTTP client is a ``RoutedHTTPClient``.  ``_get_state`` is
     where discord.py hands ``self.http`` to the connection state, right after building it in
     ``Client.__init__``: the routed client takes its place there, before anything holds the
-    stock one (Chela passes none of the connector/proxy options it would carry)."""
+    stock one (Chela passes none of the connector/proxy options it would carry).
+
+    The accepted exception to the rule against a library's private members (CONTRIBUTING.md):
+    discord.py has no public option for its API base or gateway URL, and without one the
+    channel cannot be pointed at a wire fake or a proxy."""
 
     def __init__(self, *, api_base: str, gateway_url: str, **options: Any) -> None:
         self._bases = (api_base, gateway_url)

@@ -125,7 +125,7 @@ class HttpChannel(Channel):
             if e.errno == errno.EADDRINUSE:  # never retried: another process holds it
                 raise AddressInUse(self.host, self.port) from e
             raise ChannelError(f"cannot listen on {self.host}:{self.port}: {e.strerror}") from e
-        self.bound_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.bound_port = self._runner.addresses[0][1]  # (host, port, ...) of the bound socket
         log.info("http channel listening on %s", self._base_url())
 
     async def stop(self) -> None:

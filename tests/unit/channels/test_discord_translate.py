@@ -418,3 +418,18 @@ def test_translate_is_pure() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert not imported & {"asyncio", "discord", "aiohttp", "os", "socket", "requests", "bot"}
+
+
+def test_chunk_cuts_keep_indentation_and_drop_trailing_spaces() -> None:
+    """docs/channels.md, "Discord chunk whitespace": the break is consumed, the next chunk's
+    indentation is kept (inside a code block it is content), no chunk ends in spaces, and
+    chunks of whitespace only are never sent."""
+    code = "```py\n" + "".join(f"    x{i} = {i}   \n" for i in range(30)) + "```"
+    parts = translate.chunks(code, 2000, 17)
+    assert len(parts) == 2
+    assert all(line.startswith("    x") for p in parts for line in p.splitlines()[1:-1])
+    assert not any(p != p.rstrip() for p in parts)
+    assert [p.splitlines()[0] for p in parts] == ["```py", "```py"]
+    prose = "first paragraph   \n\n \n\n   \n\nsecond"
+    assert translate.chunks(prose, 20, 17) == ["first paragraph", "second"]
+    assert translate.chunks(" \n\t\n ", 2000, 17) == []

@@ -698,3 +698,11 @@ def test_pure_modules_import_no_io(module: str) -> None:
             names.add(node.module)
     assert names, "the walk must see the module's imports"
     assert names <= ALLOWED_IMPORTS, names - ALLOWED_IMPORTS
+
+
+def test_a_link_shows_its_url_after_the_label_and_once_when_they_are_the_same() -> None:
+    """docs/channels.md, "Signal shows a link's URL": Signal has no link markup."""
+    from channels.formatting import markdown_to_signal
+
+    assert markdown_to_signal("[docs](https://c.d/x)") == ("docs (https://c.d/x)", [])
+    assert markdown_to_signal("[https://a.b](https://a.b)") == ("https://a.b", [])

@@ -724,3 +724,13 @@ def test_translate_imports_no_io() -> None:
             names.add(node.module)
     assert names, "the walk must see the module's imports"
     assert names <= ALLOWED_IMPORTS, names - ALLOWED_IMPORTS
+
+
+def test_bare_urls_are_sent_as_slack_links_ending_where_the_url_ends() -> None:
+    """docs/channels.md, "Slack wraps bare URLs": the brackets fix the link's extent (the
+    trailing comma and parenthesis stay text) and ``&`` is escaped inside as everywhere."""
+    from channels.formatting import markdown_to_slack_mrkdwn
+
+    got = markdown_to_slack_mrkdwn("see https://x.org/?a=1&b=2, (https://y.org/p) ok")
+    assert got == "see <https://x.org/?a=1&amp;b=2>, (<https://y.org/p>) ok"
+    assert markdown_to_slack_mrkdwn("[docs](https://e.org/d)") == "<https://e.org/d|docs>"
