@@ -64,7 +64,8 @@ class Setting:
     """A key of the channel's section that ``chela onboard`` asks for, besides its secrets
     and the owner's id: ``flag`` is the onboard flag's name (``--signal-account`` is
     ``signal_account``), ``question`` what is asked ("" = a flag only), ``needed`` why the
-    channel cannot go without it ("" = optional), ``always``: written even when empty."""
+    channel cannot go without it ("" = optional), ``always``: written even when empty,
+    ``help``: the flag's help when it is not the question."""
 
     key: str
     flag: str
@@ -72,6 +73,14 @@ class Setting:
     default: str = ""
     needed: str = ""
     always: bool = True
+    help: str = ""
+
+    def flag_help(self, channel: str) -> str:
+        """The onboard flag's ``--help`` line."""
+        text = self.help or self.question
+        if self.default:
+            text += f" (default {self.default})"
+        return text + (f" (needed for {channel})" if self.needed else "")
 
 
 @dataclass(frozen=True)
@@ -270,7 +279,14 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
         _telegram_adapter,
         _telegram,
         owner_id_hint="your numeric Telegram user id",
-        settings=(Setting("api_base", "telegram_api_base", always=False),),
+        settings=(
+            Setting(
+                "api_base",
+                "telegram_api_base",
+                always=False,
+                help="a self-hosted Telegram Bot API server (default https://api.telegram.org)",
+            ),
+        ),
         probe=probes.telegram,
     ),
     ChannelSpec(

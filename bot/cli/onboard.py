@@ -290,39 +290,17 @@ def _add_channel_flags(sp: argparse.ArgumentParser) -> None:
         help=f"enable a channel: {', '.join(CHANNELS[:-1])} or {CHANNELS[-1]} "
         "(repeat, or comma separated)",
     )
-    sp.add_argument(
-        "--telegram-token-env",
-        metavar="VAR",
-        help="variable with the Telegram bot token (default TELEGRAM_BOT_TOKEN)",
-    )
-    sp.add_argument(
-        "--telegram-api-base",
-        metavar="URL",
-        help="a self-hosted Telegram Bot API server (default https://api.telegram.org)",
-    )
-    sp.add_argument(
-        "--discord-token-env",
-        metavar="VAR",
-        help="variable with the Discord bot token (default DISCORD_BOT_TOKEN)",
-    )
-    sp.add_argument(
-        "--slack-bot-token-env",
-        metavar="VAR",
-        help="variable with the Slack xoxb- token (default SLACK_BOT_TOKEN)",
-    )
-    sp.add_argument(
-        "--slack-app-token-env",
-        metavar="VAR",
-        help="variable with the Slack xapp- token (default SLACK_APP_TOKEN)",
-    )
-    sp.add_argument(
-        "--signal-account", metavar="NUMBER", help="the bot's Signal number (needed for signal)"
-    )
-    sp.add_argument(
-        "--signal-url",
-        metavar="URL",
-        help="signal-cli daemon --http address (default http://127.0.0.1:8080)",
-    )
+    for name, spec in SPECS.items():  # each channel's secrets and settings, from its row
+        for key, env in TOKEN_VARS.get(name, {}).items():
+            what = key.removesuffix("_env").replace("_", " ")
+            sp.add_argument(
+                f"--{name}-{key.replace('_', '-')}",
+                metavar="VAR",
+                help=f"variable with the {spec.title} {what} (default {env})",
+            )
+        for st in spec.settings:
+            flag = "--" + st.flag.replace("_", "-")
+            sp.add_argument(flag, metavar=st.key.upper(), help=st.flag_help(name))
     sp.add_argument(
         "--owner",
         action="append",
