@@ -77,7 +77,7 @@ class Commit:
         outbound = [out_json(o) for o in outs]
 
         def store_turn() -> list[OutboxRow]:
-            route = owner.changes(self.store) if owner is not None else {}
+            route = owner.changes() if owner is not None else {}
             rows = self.store.commit_turn_rows(
                 key,
                 result.turn_id,
@@ -88,8 +88,6 @@ class Commit:
                 channel=channel,
                 state={**(state or {}), **route},
             )
-            if owner is not None and route:
-                owner.stored(self.store, route)
             return rows
 
         return await self.write("storing a turn", store_turn)
@@ -158,16 +156,13 @@ class OwnerChat:
     trust: str | None
     proactive: bool
 
-    def changes(self, store: Store) -> dict[str, Any]:
+    def changes(self) -> dict[str, Any]:
         """The kv values to store with the turn; a failure here never fails the turn."""
         try:
-            return owner_route.changes(store, self.msg, trust=self.trust, proactive=self.proactive)
+            return owner_route.changes(self.msg, trust=self.trust, proactive=self.proactive)
         except Exception as e:
             log.warning("could not record the last route: %s", e)
             return {}
-
-    def stored(self, store: Store, values: dict[str, Any]) -> None:
-        owner_route.recorded(store, self.msg, values)
 
 
 def scheduled(

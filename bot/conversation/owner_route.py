@@ -3,8 +3,8 @@
 Heartbeats with ``target = "last"`` (the daemon's and ``chela heartbeat``), cron jobs with
 ``target = "last"`` or a channel id without ``to``, exec approval requests and every other
 "reach the owner" path take their route from :func:`last`; only :func:`changes` decides
-what is written (§9: "setting the heartbeat's `last` route: owner yes, guest
-never"): a chat turn stores it in the turn's own commit, :func:`record` on its own.
+what is written (owner yes, guest never), and a chat turn stores it in the turn's own
+commit.
 
 Recording is owner only: a direct message of an owner turn on a channel that can send on
 its own.  Reading checks again, so a stored route that is not the owner's *now* is never
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Mapping
 
 from bot.rules.admission import channel_policy, is_owner_sender
@@ -34,34 +33,16 @@ KEY = "route:last"
 NO_ROUTE = "the owner has not written in a direct chat yet"
 
 
-# per store, what this process last wrote under each key (the route without its time):
-# the owner writes from the same chat message after message, and a row that would not
-# change is not written again ("at" is when the route last changed; nothing reads it as
-# the time of the last message).  Only the values of changes() are written under these
-# keys while the daemon runs (by record(), or with a chat turn), then told to recorded().
-_written: weakref.WeakKeyDictionary[Store, dict[str, tuple]] = weakref.WeakKeyDictionary()
-
-
 def _key(channel: str | None) -> str:
     return KEY if channel is None else f"{KEY}:{channel}"
 
 
-def _where(msg: InboundMessage) -> tuple:
-    return (msg.channel, msg.chat_id, msg.account, msg.thread_id, msg.sender_id)
-
-
-def changes(store: Store, msg: InboundMessage, *, trust: str | None, proactive: bool) -> dict:
-    """What :func:`record` would write now, as kv values: ``msg``'s chat under each key
-    (overall, its channel) that does not name it yet; {} when ``msg`` is not the owner's
-    direct chat on a channel that can send on its own, or when both keys name it already.
-    Stored with the turn (``Store.commit_turn``'s state), then told to :func:`recorded`."""
+def changes(msg: InboundMessage, *, trust: str | None, proactive: bool) -> dict:
+    """The kv values that record ``msg``'s chat as the owner's last direct chat (overall
+    and for its channel), stored with the turn (``Store.commit_turn``'s state); {} when
+    ``msg`` is not the owner's direct chat on a channel that can send on its own."""
     if trust != "owner" or msg.chat_type != "direct" or not proactive:
         return {}
-    where = _where(msg)
-    written = _written.get(store) or {}
-    keys = [k for k in (KEY, _key(msg.channel)) if written.get(k) != where]
-    if not keys:
-        return {}  # both already name this chat (this process wrote them)
     route = {
         "channel": msg.channel,
         "chat_id": msg.chat_id,
@@ -71,26 +52,7 @@ def changes(store: Store, msg: InboundMessage, *, trust: str | None, proactive: 
         "trust": "owner",
         "at": time.time(),
     }
-    return dict.fromkeys(keys, route)
-
-
-def recorded(store: Store, msg: InboundMessage, values: dict) -> None:
-    """``values`` (from :func:`changes` for ``msg``) are stored now."""
-    written = _written.setdefault(store, {})
-    for k in values:
-        written[k] = _where(msg)
-
-
-def record(store: Store, msg: InboundMessage, *, trust: str | None, proactive: bool) -> bool:
-    """Remember ``msg``'s chat as the owner's last direct chat (overall and for its channel)
-    when it is one: an owner turn, a direct message, a channel that can send on its own."""
-    if trust != "owner" or msg.chat_type != "direct" or not proactive:
-        return False
-    values = changes(store, msg, trust=trust, proactive=proactive)
-    if values:
-        store.put_many(values)  # one statement, one transaction
-        recorded(store, msg, values)
-    return True
+    return dict.fromkeys((KEY, _key(msg.channel)), route)
 
 
 def is_owner_route(route: object, cfg: Config) -> bool:

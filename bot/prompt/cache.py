@@ -221,9 +221,6 @@ class PromptCache:
         self._build = builder
         self._max_entries = max(1, max_entries)
         self._slots: dict[PromptContext, _Slot] = {}
-        # id(key object) -> slot: skips hashing the (large) context when the caller
-        # passes the very object that was used as the key.
-        self._by_id: dict[int, _Slot] = {}
         self._lock = threading.RLock()
         self._want_watch = watch is not False
         self._ino: _Inotify | None = None
@@ -241,9 +238,7 @@ class PromptCache:
 
     def get(self, ctx: PromptContext) -> PromptResult:
         with self._lock:
-            slot = self._by_id.get(id(ctx))
-            if slot is None or slot.ctx is not ctx:
-                slot = self._slots.get(ctx)
+            slot = self._slots.get(ctx)
             if slot is not None and slot.result is not None:
                 ino = self._ino
                 if ino is not None:
@@ -260,13 +255,11 @@ class PromptCache:
         """Forget every cached prompt (config reload)."""
         with self._lock:
             self._slots.clear()
-            self._by_id.clear()
             self._reset_watches()
 
     def close(self) -> None:
         with self._lock:
             self._slots.clear()
-            self._by_id.clear()
             if self._ino is not None:
                 self._ino.close()
                 self._ino = None
@@ -354,10 +347,8 @@ class PromptCache:
         """Store a new slot, evicting the oldest ones beyond ``max_entries``."""
         while len(self._slots) >= self._max_entries:
             # evict the oldest context (dicts keep insertion order)
-            victim = self._slots.pop(next(iter(self._slots)))
-            self._by_id.pop(id(victim.ctx), None)
+            self._slots.pop(next(iter(self._slots)))
         self._slots[slot.ctx] = slot
-        self._by_id[id(slot.ctx)] = slot
 
     def _register(self, ctx: PromptContext, result: PromptResult) -> bool:
         """Watch everything ``result`` depends on.  False when watching had to be given up."""

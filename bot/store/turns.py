@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import sqlite3
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from bot.store.kv import kv_params, kv_upsert
+from bot.store.kv import KV_PUT
 from bot.store.outbox import OutboxMixin, queued_rows
 from bot.store.rows import OutboxRow
 from bot.store.sessions import SessionsMixin
 
-# UPDATE ... RETURNING (SQLite 3.35): the session's epoch comes back from the write that
-# counts the turn's usage, instead of a SELECT of its row before the transaction
-RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
-
 _TOUCH = "UPDATE sessions SET updated=?, usage_in=usage_in+?, usage_out=usage_out+? WHERE key=?"
-
-
-# a turn's messages go in ONE statement (multi-row VALUES), up to this many rows each
-# (9 parameters a row, far below SQLite's limit on bound parameters)
-_ROWS_PER_INSERT = 100
-
-
-@functools.cache
-def _insert_messages(n: int) -> str:
-    return (
-        "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
-        " VALUES " + ",".join(["(?,?,?,?,?,?,?,?,?)"] * n)
-    )
+_INSERT = (
+    "INSERT INTO messages(session_key, epoch, turn, kind, role, data, chars, tokens, created)"
+    " VALUES (?,?,?,?,?,?,?,?,?)"
+)
 
 
 class TurnsMixin(SessionsMixin, OutboxMixin):
@@ -63,7 +48,7 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         A caller that knows the inbound row's channel passes it (it is not looked up)."""
         now = time.time()
         rows = [
-            (m.get("role", ""), s, len(s), self._count_json(m, s))
+            (m.get("role", ""), s, len(s), self._count(m))
             for m in messages
             for s in (json.dumps(m, ensure_ascii=False),)
         ]
@@ -75,13 +60,9 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
             key,
         )
         with self._tx():
-            epoch = self._touch_session(touch)
-            for at in range(0, len(rows), _ROWS_PER_INSERT):
-                chunk = rows[at : at + _ROWS_PER_INSERT]
-                self.db.execute(
-                    _insert_messages(len(chunk)),
-                    [x for r in chunk for x in (key, epoch, turn, kind, *r, now)],
-                )
+            epoch = int(self.session(key)["epoch"])  # creates the row when missing
+            self.db.execute(_TOUCH, touch)
+            self.db.executemany(_INSERT, [(key, epoch, turn, kind, *r, now) for r in rows])
             made: list[tuple[int, str, str]] = []
             if outbound and channel is None and inbound_id is not None:
                 channel = self._inbound_channel(inbound_id)
@@ -92,20 +73,8 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
                     "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)
                 )
             if state:
-                self.db.execute(kv_upsert(len(state)), kv_params(state))
+                self.db.executemany(KV_PUT, [(k, json.dumps(v)) for k, v in state.items()])
         return queued_rows(channel, outbox_kind, now, made) if channel is not None else []
-
-    def _touch_session(self, touch: tuple) -> int:
-        """Count the turn's usage on its session row and return the session's epoch, inside
-        the turn's transaction (the row is created first when missing, as ``session``
-        does): one UPDATE ... RETURNING, or on an older SQLite the read and the UPDATE."""
-        if RETURNING:
-            got = self.db.execute(_TOUCH + " RETURNING epoch", touch).fetchall()
-            if got:
-                return int(got[0][0])
-        epoch = int(self.session(touch[-1])["epoch"])
-        self.db.execute(_TOUCH, touch)
-        return epoch
 
     def _inbound_channel(self, inbound_id: int) -> str | None:
         row = self.db.execute("SELECT channel FROM inbound WHERE id=?", (inbound_id,)).fetchone()

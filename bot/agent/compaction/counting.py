@@ -67,9 +67,9 @@ class Counting:
         self.main_llm = main_llm
         self._windows: dict[str, int] = {}  # model -> window, once its metadata is known
         self._litellm_needed = litellm_needed(cfg)
-        self._text_tokens: dict[Any, int] = {}
-        self._tools_tokens: dict[tuple[int, str], tuple[object, int, int]] = {}
-        self._budgets: dict[tuple[int, int, int], Budget] = {}  # (window, system, tools)
+        # the system prompt's and the tool schemas' tokens by (model, text): the same text
+        # every turn, and a tokenizer takes milliseconds over a prompt of several KB
+        self._text_tokens: dict[tuple[str, str], int] = {}
         self._counters: dict[str, Callable[[dict], int]] = {self.model: message_counter(cfg)}
         # stored counts are made with agent.model's tokenizer; a session on a model whose
         # tokenizer differs gets each stored message recounted once: (message id, model)
@@ -112,17 +112,6 @@ class Counting:
         count = self._counters.get(model)
         if count is None:
             count = self._counters[model] = message_counter(self.cfg, model)
-        content = message.get("content")
-        if message.get("role") == "system" and len(message) == 2 and isinstance(content, str):
-            # a turn's system message after the user's (a channel's delivery instructions)
-            # is the same text turn after turn: counted once per model and tokenizer
-            key = ("system", model, lite._litellm is not None, content)
-            n = self._text_tokens.get(key)
-            if n is None:
-                if len(self._text_tokens) > 256:
-                    self._text_tokens.clear()
-                n = self._text_tokens[key] = count(message)
-            return n
         return count(message)
 
     def count_text(self, text: str, model: str = "") -> int:
@@ -134,7 +123,8 @@ class Counting:
         except Exception:
             return len(text) // 4 + 1
 
-    def _cached_text(self, key: Any, text: str, model: str) -> int:
+    def _cached_text(self, text: str, model: str) -> int:
+        key = (model, text)
         n = self._text_tokens.get(key)
         if n is None:
             if len(self._text_tokens) > 256:
@@ -143,21 +133,8 @@ class Counting:
         return n
 
     def _tools_count(self, tools: list[dict], model: str) -> int:
-        """The tool schemas' tokens, counted once per schema list (the agent keeps one list
-        per trust level and builds new ones when its tools change, e.g. an MCP server's list,
-        so a turn does not serialise them again); the entry holds the list itself, so its
-        id cannot be reused while it is cached, and its length: a list grown or shrunk in
-        place is counted again."""
-        key = (id(tools), model)
-        hit = self._tools_tokens.get(key)
-        if hit is not None and hit[0] is tools and hit[2] == len(tools):
-            return hit[1]
-        text = json.dumps(tools, ensure_ascii=False, sort_keys=True)
-        n = self._cached_text(("tools", model, text), text, model)
-        if len(self._tools_tokens) > 64:
-            self._tools_tokens.clear()
-        self._tools_tokens[key] = (tools, n, len(tools))
-        return n
+        """The tool schemas' tokens (their JSON counted as text)."""
+        return self._cached_text(json.dumps(tools, ensure_ascii=False, sort_keys=True), model)
 
     def window(self, model: str = "") -> int:
         """The context window of ``model`` (default: the session's): configured for it
@@ -182,25 +159,18 @@ class Counting:
     def budget(self, system: str, tools: list[dict] | None, model: str = "") -> Budget:
         model = model or self.session_model()
         w = self.window(model)
-        system_tokens = self._cached_text((model, system), system, model)
+        system_tokens = self._cached_text(system, model)
         tool_tokens = self._tools_count(tools, model) if tools else 0
-        # a pure function of these three numbers and the config: the same object every turn
-        key = (w, system_tokens, tool_tokens)
-        b = self._budgets.get(key)
-        if b is None:
-            if len(self._budgets) > 64:
-                self._budgets.clear()
-            b = self._budgets[key] = Budget(
-                window=w,
-                system=system_tokens,
-                tools=tool_tokens,
-                reserve=reserve_for(w),
-                threshold=self.c.threshold,
-                keep_recent=self.c.keep_recent_tokens,
-                summary_max=self.c.summary_max_tokens,
-                history_limit=self.cfg.agent.history_limit,
-            )
-        return b
+        return Budget(
+            window=w,
+            system=system_tokens,
+            tools=tool_tokens,
+            reserve=reserve_for(w),
+            threshold=self.c.threshold,
+            keep_recent=self.c.keep_recent_tokens,
+            summary_max=self.c.summary_max_tokens,
+            history_limit=self.cfg.agent.history_limit,
+        )
 
     # --------------------------------------------------------------------- history
     def view(self, key: str, model: str = "") -> tuple[dict | None, list[WindowRow]]:

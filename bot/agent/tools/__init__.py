@@ -35,7 +35,6 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._schemas: list[dict] | None = None  # openai_tools(), built once per tool set
         for t in tools:
             self.register(t)
 
@@ -43,7 +42,6 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._tools[tool.name] = tool
-        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -66,12 +64,8 @@ class ToolRegistry:
         return [ToolSpec(t.name, t.summary, t.parameters) for t in self._tools.values()]
 
     def openai_tools(self) -> list[dict]:
-        """The tools' schemas as a model request carries them: built once and the same
-        list every turn (a request never edits it; a tool registered later builds it
-        again), so a turn neither rebuilds it nor makes the token count of it again."""
-        if self._schemas is None:
-            self._schemas = [s.openai_schema() for s in self.specs()]
-        return self._schemas
+        """The tools' schemas as a model request carries them."""
+        return [s.openai_schema() for s in self.specs()]
 
     async def execute(self, name: str, args: dict, ctx: ToolContext) -> str:
         """Run one tool.  Failures come back as text starting with ``Error:``; nothing raises."""

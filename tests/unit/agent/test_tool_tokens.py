@@ -1,6 +1,6 @@
-"""The tool schemas' tokens in the compaction budget (SPEC §10) are counted once per tool
-list, and again whenever the list changes: an MCP server that offers more tools (the agent
-rebuilds its lists) or a list grown in place."""
+"""The tool schemas' tokens in the compaction budget (SPEC §10) follow the tool list: an
+MCP server that offers more tools (the agent rebuilds its lists) or a list grown in place
+counts more."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_an_mcp_refresh_is_counted_again(tmp_path):
     mcp.offered = [_tool("mcp_one")]
     agent = _agent(tmp_path, mcp)
     before = _tool_tokens(agent, agent._openai_tools("owner"))
-    assert before == _tool_tokens(agent, agent._openai_tools("owner"))  # cached: the same
+    assert before == _tool_tokens(agent, agent._openai_tools("owner"))
     mcp.offered.append(_tool("mcp_two"))
     agent.refresh_tools()  # what the MCP manager's on_change calls
     after = _tool_tokens(agent, agent._openai_tools("owner"))

@@ -67,15 +67,12 @@ async def test_the_events_of_a_turn_as_an_async_iterator(conv):  # noqa: F811
     assert sub.get_nowait() is None
 
 
-def test_a_last_route_that_cannot_be_recorded_is_logged(caplog, tmp_path, monkeypatch):
-    from bot.store import Store
-
+def test_a_last_route_that_cannot_be_recorded_is_logged(caplog, monkeypatch):
     def broken(*a, **kw):
         raise RuntimeError("no route today")
 
     monkeypatch.setattr(commit.owner_route, "changes", broken)
-    store = Store(tmp_path / "s.db")
     msg = InboundMessage(channel="telegram", chat_id="42", sender_id="42", text="hi")
     with caplog.at_level(logging.WARNING):
-        assert commit.OwnerChat(msg, "owner", True).changes(store) == {}
+        assert commit.OwnerChat(msg, "owner", True).changes() == {}
     assert "could not record the last route" in caplog.text

@@ -1,13 +1,12 @@
-"""The compaction budget of a turn (SPEC §10) is one object per window, system prompt count
-and tool count: a turn like the last gets the same one, and each of the three changing —
-another system prompt, the session's ``/model`` on another window, more tools — shows at
-once, equal to the budget built from the config by hand."""
+"""The compaction budget of a turn (SPEC §10) is the one built from the config by hand, and
+each of its inputs changing — another system prompt, the session's ``/model`` on another
+window, more tools — shows at once."""
 
 from __future__ import annotations
 
 from bot.agent.compaction.plan import Budget, reserve_for
 from bot.model.choice import CHOICE, Choice
-from bot.store import Store, estimate_tokens
+from bot.store import Store
 from tests.unit.agent.test_compaction_plan import SYSTEM, compactor, config
 
 
@@ -43,12 +42,12 @@ def _setup(tmp_path):
     return compactor(cfg, Store(":memory:"), main_llm=main), main
 
 
-def test_a_turn_like_the_last_gets_the_same_budget(tmp_path):
+def test_the_budget_is_the_one_built_by_hand(tmp_path):
     comp, _ = _setup(tmp_path)
     tools = [_tool("read")]
     first = comp.budget(SYSTEM, tools)
     assert first == by_hand(comp, SYSTEM, tools, "openai/fake-model")
-    assert comp.budget(SYSTEM, tools) is first
+    assert comp.budget(SYSTEM, tools) == first
 
 
 def test_another_system_prompt_shows_at_once(tmp_path):
@@ -70,7 +69,7 @@ def test_the_sessions_model_window_shows_at_once(tmp_path):
         CHOICE.reset(token)
     assert (default.window, small.window) == (100_000, 4000)
     assert small == by_hand(comp, SYSTEM, None, "openai/small-model")
-    assert comp.budget(SYSTEM, None) is default
+    assert comp.budget(SYSTEM, None) == default
 
 
 def test_more_tools_show_at_once(tmp_path):
@@ -81,29 +80,3 @@ def test_more_tools_show_at_once(tmp_path):
     after = comp.budget(SYSTEM, more)
     assert after == by_hand(comp, SYSTEM, more, "openai/fake-model")
     assert after.tools > before.tools
-
-
-# --------------------------------------------------- the system message after the user's
-def test_the_delivery_instructions_are_counted_once_and_equal_a_fresh_count(tmp_path):
-    comp, _ = _setup(tmp_path)
-    model = comp.model
-    asked: list[dict] = []
-    real = comp._counters[model]
-
-    def counter(message: dict) -> int:
-        asked.append(message)
-        return real(message)
-
-    comp._counters[model] = counter
-    after = {"role": "system", "content": "Telegram: send files with MEDIA: lines. " * 5}
-    first = comp.count_message(after)
-    assert first == real(after) == estimate_tokens(after)
-    assert comp.count_message(dict(after)) == first  # the next turn's: not counted again
-    assert len(asked) == 1
-    other = {"role": "system", "content": "Discord: keep it short."}
-    assert comp.count_message(other) == estimate_tokens(other)  # another text: counted
-    assert len(asked) == 2
-    user = {"role": "user", "content": after["content"]}
-    comp.count_message(user)
-    comp.count_message(user)  # other messages are counted every time, as before
-    assert len(asked) == 4

@@ -1,16 +1,13 @@
-"""Store.commit_turn without reads it does not need (issue 28 item 5): the session's
-epoch comes back from the UPDATE that counts the turn's usage (UPDATE ... RETURNING), and
-the caller that knows the inbound row's channel passes it; commit_turn_rows hands back
-the outbox rows as stored.  Each case compares with the way it is done without the
-shortcut: the same rows are stored."""
+"""Store.commit_turn: a turn's messages (in order, with the session's epoch), its outbox
+rows, the inbound status, the usage and the state values land together or not at all; a
+caller that knows the inbound row's channel may pass it (the same rows as looked up);
+commit_turn_rows hands back the outbox rows as stored."""
 
 from __future__ import annotations
-
 
 import pytest
 
 from bot.store import OutboxRow, Store
-from bot.store import turns as turns_mod
 
 TURN = [
     {"role": "user", "content": "hé, what's up?"},
@@ -32,12 +29,6 @@ DUMP = {
 
 def dump(store: Store) -> dict[str, list]:
     return {k: store.db.execute(q).fetchall() for k, q in DUMP.items()}
-
-
-def statements(store: Store) -> list[str]:
-    seen: list[str] = []
-    store.db.set_trace_callback(seen.append)
-    return seen
 
 
 def a_turn(store: Store, *, channel: str | None, reset: bool = True) -> list[OutboxRow]:
@@ -69,20 +60,6 @@ def test_a_passed_channel_stores_the_same_rows_as_the_looked_up_one(tmp_path):
     assert dump(passed)["outbox"][0][1] == "telegram"
 
 
-def test_the_commit_reads_nothing_when_the_caller_knows_the_channel(tmp_path):
-    store = Store(tmp_path / "s.db")
-    store.session("k")
-    iid = store.add_inbound("telegram", "default", "42", "m1", "k", {"text": "hi"})
-    seen = statements(store)
-    store.commit_turn("k", "t1", TURN, inbound_id=iid, outbound=OUT, channel="telegram")
-    assert [s for s in seen if s.lstrip().upper().startswith("SELECT")] == []
-    # twin: without the channel it is looked up, once
-    seen.clear()
-    iid2 = store.add_inbound("telegram", "default", "42", "m2", "k", {"text": "hi"})
-    store.commit_turn("k", "t2", TURN, inbound_id=iid2, outbound=OUT)
-    assert len([s for s in seen if s.startswith("SELECT channel FROM inbound")]) == 1
-
-
 def test_the_rows_handed_back_are_the_rows_stored(tmp_path):
     store = Store(tmp_path / "s.db")
     rows = a_turn(store, channel="telegram")
@@ -91,19 +68,7 @@ def test_the_rows_handed_back_are_the_rows_stored(tmp_path):
     assert store.commit_turn("k", "t2", [], outbound=None) == []
 
 
-def test_the_old_sqlite_path_stores_the_same_rows(tmp_path, monkeypatch):
-    """SQLite before 3.35 has no RETURNING: the epoch is read in the transaction instead."""
-    new = Store(tmp_path / "a.db")
-    a_turn(new, channel="telegram")
-    monkeypatch.setattr(turns_mod, "RETURNING", False)
-    old = Store(tmp_path / "b.db")
-    a_turn(old, channel="telegram")
-    assert dump(old) == dump(new)
-
-
-@pytest.mark.parametrize("returning", [True, False])
-def test_a_session_without_a_row_is_created_by_the_commit(tmp_path, monkeypatch, returning):
-    monkeypatch.setattr(turns_mod, "RETURNING", returning)
+def test_a_session_without_a_row_is_created_by_the_commit(tmp_path):
     store = Store(tmp_path / "s.db")
     store.commit_turn("new", "t1", TURN, usage=USAGE)
     assert dump(store)["sessions"] == [("new", 0, 11, 5)]
@@ -111,6 +76,29 @@ def test_a_session_without_a_row_is_created_by_the_commit(tmp_path, monkeypatch,
         "user",
         "assistant",
     ]
+
+
+def test_a_long_turn_is_stored_in_order_as_one_message_at_a_time_would_be(tmp_path):
+    store, one_by_one = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    msgs = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}
+        for i in range(250)
+    ]
+    store.commit_turn("k", "t1", msgs, kind="cron")
+    for m in msgs:
+        one_by_one.commit_turn("k", "t1", [m], kind="cron")
+    assert dump(store)["messages"] == dump(one_by_one)["messages"]
+    assert [m["content"] for m in store.history("k", limit=300, max_chars=10**6)] == [
+        m["content"] for m in msgs
+    ]
+
+
+def test_a_turn_without_messages_stores_none_and_still_marks_the_inbound_done(tmp_path):
+    store = Store(tmp_path / "s.db")
+    iid = store.add_inbound("telegram", "default", "42", "m1", "k", {"text": "hi"})
+    store.commit_turn("k", "", [], inbound_id=iid)
+    d = dump(store)
+    assert d["messages"] == [] and d["inbound"] == [(iid, "done", None)]
 
 
 def test_a_failed_commit_stores_nothing(tmp_path):

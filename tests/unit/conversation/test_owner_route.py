@@ -1,6 +1,6 @@
-"""A chat turn stores the owner's last route in its own commit (issue 28 item 5): the
-route's keys are written inside the turn's transaction (no separate autocommit write
-after it), both or neither with the turn, and only for the owner's direct chat."""
+"""A chat turn stores the owner's last route in its own commit: both keys (overall and the
+channel's) with the turn or neither, the owner's latest direct chat, and only the owner's
+direct chat."""
 
 from __future__ import annotations
 
@@ -53,24 +53,14 @@ def store(tmp_path):
     s.close()
 
 
-async def test_the_route_is_written_inside_the_turns_transaction(store):
-    seen: list[str] = []
-    store.add_inbound("telegram", "default", "0", "warm", "k", dm("0").to_json())
-    store.db.set_trace_callback(seen.append)
+async def test_the_route_is_stored_with_the_turn_and_follows_the_owners_chat(store):
     await a_turn(store, dm("42"))
-    store.db.set_trace_callback(None)
-    writes = [s.split("(")[0].strip() for s in seen if not s.startswith("SELECT")]
-    assert writes[0] == "INSERT OR IGNORE INTO inbound"
-    assert writes[1] == "BEGIN IMMEDIATE" and writes[-1] == "COMMIT"
-    assert sum("INTO kv" in w for w in writes) == 1  # route and state: one statement
     assert store.get("route:last")["chat_id"] == "42"
     assert store.get("route:last:telegram")["chat_id"] == "42"
     assert store.get("api:k") == {"seen": 1}
-    # the same chat again: nothing to write
-    seen.clear()
-    store.db.set_trace_callback(seen.append)
-    await a_turn(store, dm("42"), mid="m2")
-    assert [s for s in seen if "route:last" in s] == []
+    await a_turn(store, dm("43"), mid="m2")  # the owner writes from another chat
+    assert store.get("route:last")["chat_id"] == "43"
+    assert store.get("route:last:telegram")["chat_id"] == "43"
 
 
 async def test_a_failed_commit_stores_no_route_and_the_next_one_does(store):
