@@ -61,9 +61,9 @@ async def bench(n_messages: int, plans: int, litellm: bool) -> list[float]:
     with tempfile.TemporaryDirectory() as d:
         cfg = config(Path(d), litellm)
         if litellm:
-            from bot.agent import preload
+            from bot.model import litellm_path
 
-            await preload.litellm()
+            await litellm_path.litellm()
         store = Store(Path(d) / "state.db", token_counter=message_counter(cfg))
         key = "agent:main:main"
         for t in range(n_messages // 2):

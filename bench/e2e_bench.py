@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.model import lite, litellm_needed
+from bot.model import litellm_needed, litellm_path
 from bot.app.daemon import Daemon
 from tests.e2e import TG_TOKEN, make_config, telegram_section
 from tests.fakes.llm import FakeLLM
@@ -149,7 +149,7 @@ async def run(chats: int, per_chat: int, rate: float) -> None:
     # wait for the background litellm import the daemon started (only a config with a
     # model on litellm's path starts one), then warm the whole path
     t_imp = time.perf_counter()
-    while litellm_needed(cfg) and lite._litellm is None:
+    while litellm_needed(cfg) and litellm_path.loaded() is None:
         await asyncio.sleep(0.01)
     t_imp = time.perf_counter() - t_imp
     for i in range(5):

@@ -1,20 +1,15 @@
-"""One contract, two paths (SPEC §12): the ``model_path`` fixture runs a model-layer test
-once on Chela's own OpenAI-compatible client and once through litellm, for the same
-``openai/…`` model against the same fake server."""
+"""One contract, two paths: the ``model_path`` fixture runs a model-layer test
+once per row of the model-path registry (Chela's own OpenAI-compatible client, litellm), for
+the same ``openai/…`` model against the same fake server."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.model.openai_compat import PATH_ENV
-
-PATHS = ("openai_compat", "litellm")
+from bot.model.paths import PATH_ENV, PATHS
 
 
-@pytest.fixture(params=PATHS)
+@pytest.fixture(params=[p.name for p in PATHS])
 def model_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "litellm":
-        monkeypatch.setenv(PATH_ENV, "litellm")
-    else:
-        monkeypatch.delenv(PATH_ENV, raising=False)
+    monkeypatch.setenv(PATH_ENV, request.param)  # only that registry row serves
     return str(request.param)

@@ -69,10 +69,10 @@ def _add_usage(total: dict[str, int], usage: dict[str, int]) -> None:
 
 def is_context_overflow(e: LLMError) -> bool:
     """The provider refused the request because it does not fit the model's window."""
-    from bot.model import lite as llm_mod
+    from bot.model import litellm_path
 
     cause = e.cause
-    lit = llm_mod._litellm
+    lit = litellm_path.loaded()
     if (
         cause is not None
         and lit is not None

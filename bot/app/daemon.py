@@ -87,11 +87,11 @@ class Daemon:
         self.timeouts = timeouts
         self.built_channels = channels is not None
         self.states: dict[str, dict[str, str]] = {}  # channel -> its state and last error
-        from bot.agent import preload
+        from bot.model import litellm_path
         from bot.model import litellm_needed
 
         if litellm_needed(cfg):  # an openai-compatible config never imports litellm
-            preload.start()  # in its own thread, while the core's modules are imported here
+            litellm_path.start()  # in its own thread, while the core's modules are imported here
         from bot.app.core import build
 
         self._take(build(cfg, channels, channel_states=self.channel_states))
@@ -217,13 +217,13 @@ class Daemon:
         arrives, and litellm's import (begun before the config was read) has to finish before a
         model call.  Waiting here rather than in the first turn is what makes the first reply
         after "ready" take one model call."""
-        from bot.agent import preload
+        from bot.model import litellm_path
         from bot.model import litellm_needed
 
         if not litellm_needed(self.cfg):
             return
         wait = self.timeouts.import_wait
-        imported = asyncio.ensure_future(preload.litellm())
+        imported = asyncio.ensure_future(litellm_path.litellm())
         stopping = asyncio.ensure_future(self._stop.wait())  # SIGTERM meanwhile: stop now
         await asyncio.wait({imported, stopping}, timeout=wait, return_when="FIRST_COMPLETED")
         stopping.cancel()

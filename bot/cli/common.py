@@ -145,8 +145,8 @@ def preload_litellm(cfg: Config) -> None:
     """Begin litellm's import (~2 s, ~160 MB) now, to overlap the daemon's start-up, when a
     configured model needs it; a config whose models all take the light Chat Completions
     path never imports it."""
-    from bot.agent import preload
+    from bot.model import litellm_path
     from bot.model import litellm_needed
 
     if litellm_needed(cfg):
-        preload.start()
+        litellm_path.start()

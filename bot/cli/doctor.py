@@ -123,15 +123,12 @@ def static_findings(cfg: Config) -> list[Finding]:
     return out
 
 
-_PATH_NAMES = {"openai_compat": "light (Chela's own client)", "litellm": "litellm"}
-
-
 def model_path_findings(cfg: Config) -> list[Finding]:
     """One line per configured model naming the path that serves it."""
-    from bot.model.openai_compat import model_paths
+    from bot.model.paths import model_paths
 
     return [
-        Finding("OK", "model path", f"{key} = {model}: {_PATH_NAMES.get(path, path)}")
+        Finding("OK", "model path", f"{key} = {model}: {path.label}")
         for key, model, path in model_paths(cfg)
     ]
 

@@ -92,11 +92,11 @@ def endpoint_key(cfg: Any, api_base: str, key_env: str, model: str) -> str:
 
 def _provider(model: str) -> str:
     """The provider litellm routes ``model`` to ("" when it cannot tell)."""
-    from bot.model import lite as llm
+    from bot.model import litellm_path
 
-    if llm._litellm is not None:
+    if litellm_path.loaded() is not None:
         try:
-            return str(llm._litellm.get_llm_provider(model)[1])
+            return str(litellm_path.loaded().get_llm_provider(model)[1])
         except Exception:
             pass
     return model.split("/", 1)[0] if "/" in model else ""
@@ -157,10 +157,10 @@ async def transcribe(
     over its budget nothing is sent (``BudgetRefused``); the call's cost is recorded.
     ``data`` is the file's bytes, read once by the caller through ``bot.fs``;
     without it ``path`` is read here, no link followed."""
-    from bot.model.lite import _litellm, _load_litellm
+    from bot.model import litellm_path
 
     call.check("transcription")
-    litellm = _litellm or await asyncio.to_thread(_load_litellm)
+    litellm = await litellm_path.litellm()
     m = cfg.media
     api_base, key = transcription_endpoint(cfg)
     if data is None:

@@ -47,10 +47,10 @@ async def speak(
     root's handle with no link followed (``bot.fs``)."""
     import uuid
 
-    from bot.model.lite import _litellm, _load_litellm
+    from bot.model import litellm_path
 
     call.check("speech")
-    litellm = _litellm or await asyncio.to_thread(_load_litellm)
+    litellm = await litellm_path.litellm()
     m = cfg.media
     api_base, key = speech_endpoint(cfg)
     kw: dict[str, Any] = {

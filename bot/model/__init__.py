@@ -1,11 +1,13 @@
-"""The model layer (docs/architecture.md, L3): one client over litellm and the gate every model
-call passes.
+"""The model layer (docs/architecture.md, L3): one client over the model paths, and the
+gate every model call passes.
 
-- ``lite``: litellm, imported only when needed (``warm_up`` pays for it early)
-- ``openai_compat``: Chela's own Chat Completions client (the light path, no litellm);
-  ``path_for`` names the path a model takes, ``needs_litellm`` whether any model does
+- ``routing``: ``ModelTarget``, ``Route``, the ``ModelPath`` interface, the cost of a call
+- ``paths``: the registry of model paths (first that serves a model wins; litellm last);
+  ``path_for``, ``litellm_needed``
+- ``openai_compat``: the light path, Chela's own Chat Completions client (no litellm)
+- ``litellm_path``: the litellm path and the one place litellm is imported (``start``,
+  ``warm_up``, ``loaded``)
 - ``prices``: prices and context windows from litellm's price table, read as data
-- ``routing``: provider, prices read as data, cost; the event-loop fast path
 - ``errors``: ``LLMError`` and the classification of whatever litellm raised
 - ``response``: ``Completion``, ``ToolCall``, usage numbers
 - ``stream``: a streamed answer collected into a ``Completion``
@@ -16,11 +18,11 @@ call passes.
 from bot.model.client import ON_CALL, LLMClient
 from bot.model.errors import LLMError, unroutable_message
 from bot.model.gate import BudgetRefused, GateCall, ModelGate, budget_refusal, day_start
-from bot.model.lite import warm_up
-from bot.model.openai_compat import litellm_needed, needs_litellm, path_for
+from bot.model.litellm_path import routing_error, warm_up
+from bot.model.paths import litellm_needed, needs_litellm, path_for
 from bot.model.prices import context_window
 from bot.model.response import Completion, ToolCall, usage_numbers
-from bot.model.routing import ModelTarget, cost_of, routing_error
+from bot.model.routing import ModelPath, ModelTarget, cost_of
 
 __all__ = [
     "ON_CALL",
@@ -30,6 +32,7 @@ __all__ = [
     "LLMClient",
     "LLMError",
     "ModelGate",
+    "ModelPath",
     "ModelTarget",
     "ToolCall",
     "budget_refusal",

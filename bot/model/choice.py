@@ -13,9 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from bot.model import openai_compat as compat
-from bot.model import prices
-from bot.model.routing import ModelTarget
+from bot.model.routing import ModelPath, ModelTarget
 
 log = logging.getLogger("bot.model.client")
 
@@ -58,27 +56,13 @@ def chain(client: Any) -> list[int] | None:
     return [first, *(i for i in range(1, client.fallback_count + 1) if i != first)]
 
 
-def _takes_effort(t: ModelTarget, litellm: Any) -> bool:
-    provider, _, name = t.model.partition("/")
-    if compat.path_for(t.model, t.api_base) == "openai_compat":
-        info = prices.model_info(name, "openai" if provider == "custom_openai" else provider)
-        return info is None or info.reasoning  # unknown to the table: sent
-    if litellm is None:
-        return True
-    try:
-        params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
-    except Exception:
-        return True
-    return params is None or "reasoning_effort" in params
-
-
-def apply_effort(client: object, t: ModelTarget, kw: dict[str, Any], litellm: Any) -> None:
-    """Add the session's ``reasoning_effort`` to one call of model ``t`` when it takes it
-   ; a model that does not gets the call without it, and one log line."""
+def apply_effort(client: object, t: ModelTarget, kw: dict[str, Any], path: ModelPath) -> None:
+    """Add the session's ``reasoning_effort`` to one call of model ``t`` when its path says
+    the model takes it; a model that does not gets the call without it, and one log line."""
     choice = _mine(client)
     if choice is None or not choice.reasoning_effort or "reasoning_effort" in kw:
         return
-    if _takes_effort(t, litellm):
+    if path.takes_effort(t):
         kw["reasoning_effort"] = choice.reasoning_effort
     elif t.model not in _told:
         _told.add(t.model)

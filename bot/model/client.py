@@ -1,19 +1,15 @@
-"""The model client: one ``complete()`` call over litellm, with our own retries,
-a fallback chain, cooldowns, honest errors, and usage and cost per call.
+"""The model client: one ``complete()`` call, with our own retries, a fallback chain,
+cooldowns, honest errors, and usage and cost per call.
 
-litellm is imported lazily (``bot.model.lite``).  Errors reach callers only as
+Each model of the chain is reached through the path that serves it (``bot.model.paths``:
+Chela's own OpenAI-compatible client, or litellm, imported only when a model needs it).
+Errors reach callers only as
 :class:`LLMError` (``bot.model.errors``), whose ``user_message`` is one short true
 sentence, safe to show to the user; the provider's own message goes to the log (secrets
 redacted).
 
 One retry loop owns retries (litellm's are off: ``num_retries=0``, ``max_retries=0``).  It
 retries one model call, never a turn, so a tool that already ran is never run again.
-
-Per-call overhead (issue 19): what can be resolved once per model is (routing, whether the
-key is missing, prices from litellm's local cost map: ``bot.model.routing``); the cost is
-computed from the usage numbers here, and for providers whose chat path is async the call
-goes straight to ``litellm.completion(acompletion=True)`` on the event loop.  Every other
-provider goes through ``litellm.acompletion``.
 """
 
 from __future__ import annotations
@@ -21,27 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.model import choice, lite
-from bot.model import openai_compat as compat
-from bot.model import prices
+from bot.model import choice
 from bot.model.errors import LLMError, _classify, _retry_after, no_key_error, unroutable_error
+from bot.model.paths import path_for
 from bot.model.response import Completion, _parse_response
-from bot.model.routing import (
-    ModelTarget,
-    _begin,
-    _fast_parts,
-    _map_error,
-    _resolve,
-    _Route,
-    cost_of,
-)
+from bot.model.routing import ModelPath, ModelTarget, Route, cost_of
 from bot.model.stream import collect
 from channels.redact import scrub
 from channels.retry import Backoff
@@ -63,7 +49,7 @@ class _State:
 
 
 class LLMClient:
-    """Talks to a chain of models through litellm.  Safe to share across concurrent turns.
+    """Talks to a chain of models, each through its path.  Safe to share across concurrent turns.
 
     ``fallbacks`` are tried in order when the current model fails after its retries with
     an error another model may not have (429, 5xx, timeout, connection, 401/403/404, a
@@ -104,7 +90,6 @@ class LLMClient:
         self._secrets = tuple(s for s in (*secrets, *(t.api_key for t in self.targets)) if s)
         self.clock = clock
         self.sleep = sleep
-        self._key_missing: dict[int, bool] = {}
 
     # the primary model (what the rest of Chela calls "the model")
     @property
@@ -149,89 +134,39 @@ class LLMClient:
             kw["tools"] = tools
         return kw
 
-    def _missing_key(self, litellm: Any, i: int) -> bool:
-        """True if the provider needs an API key that is neither configured nor in the env.
-
-        Checked before the first call (then remembered), so a missing key is named at once
-        instead of surfacing as whatever the provider or the network answers without one.
-        Only ``*_API_KEY`` variables count: other credentials (cloud projects, local bases)
-        are left to the provider.
-        """
-        missing = self._key_missing.get(i)
-        if missing is None:
-            t = self.targets[i]
-            missing = False
-            if not t.api_key and not t.api_base:
-                try:
-                    found = litellm.validate_environment(model=t.model)
-                    missing = any(
-                        str(k).endswith("_API_KEY") for k in found.get("missing_keys") or []
-                    )
-                except Exception:
-                    missing = False
-            self._key_missing[i] = missing
-        return missing
-
     def _request(
         self,
-        litellm: Any,
+        path: ModelPath,
         i: int,
         messages: list[dict],
         tools: list[dict] | None,
         params: dict[str, Any] | None,
         streaming: bool,
-    ) -> tuple[_Route, dict[str, Any]]:
+    ) -> tuple[Route, dict[str, Any]]:
         """The route and the call's keyword arguments for model ``i``; a model that cannot
         be routed, or has no key, fails here (before any request)."""
         t = self.targets[i]
-        if compat.path_for(t.model, t.api_base) == "openai_compat":
-            route = compat.route(t.model)
-            if compat.missing_key(t):
-                raise no_key_error(t, primary=i == 0)
-        else:
-            route = _resolve(litellm, t.model, t.api_base)
-            if route.error:
-                raise unroutable_error(t, route.error)
-            if self._missing_key(litellm, i):
-                raise no_key_error(t, primary=i == 0)
+        route = path.route(t)
+        if route.error:
+            raise unroutable_error(t, route.error)
+        if path.missing_key(t):
+            raise no_key_error(t, primary=i == 0)
         kw = self._kwargs(t, messages, tools)
         if params:
             kw.update(params)
             kw.setdefault("drop_params", True)
-        choice.apply_effort(self, t, kw, litellm)
+        choice.apply_effort(self, t, kw, path)
         if streaming:
             kw["stream"] = True
             kw["stream_options"] = {"include_usage": True}
         return route, kw
 
     # ------------------------------------------------------------------------ one call
-    async def _send(self, litellm: Any, route: _Route, kw: dict[str, Any]) -> Any:
-        """One request to the provider, litellm's typed exceptions on failure (or the light
-        path's own: ``bot.model.openai_compat``)."""
-        if route.path == "openai_compat":
-            return await compat.send(kw, route, self.timeout)
-        parts = _fast_parts(litellm) if route.inline else None
-        if parts is None:
-            return await litellm.acompletion(**kw)
-        pending = _begin(litellm, parts, kw)
-        if not inspect.isawaitable(pending):  # answered synchronously after all: keep it,
-            route.inline = False  # and use acompletion (a worker thread) from now on
-            return pending
-        try:
-            resp = await pending
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            raise _map_error(parts, e, route) from e
-        if hasattr(resp, "set_logging_event_loop"):  # a stream (stream=True)
-            resp.set_logging_event_loop(loop=asyncio.get_running_loop())
-        return resp
-
     async def _try(
         self,
-        litellm: Any,
+        path: ModelPath,
         t: ModelTarget,
-        route: _Route,
+        route: Route,
         kw: dict[str, Any],
         emit: Callable[[str], None] | None,
     ) -> Completion | LLMError:
@@ -240,7 +175,7 @@ class LLMClient:
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout + 5):
-                resp = await self._send(litellm, route, kw)
+                resp = await path.send(kw, route, self.timeout)
             if emit is None:
                 comp = _parse_response(resp)
             else:
@@ -289,7 +224,6 @@ class LLMClient:
 
     async def _attempt(
         self,
-        litellm: Any,
         i: int,
         messages: list[dict],
         tools: list[dict] | None,
@@ -300,7 +234,8 @@ class LLMClient:
         streamed; once a delta went out, a failure is final (no retry, no fallback: the
         user has seen part of this answer)."""
         t = self.targets[i]
-        route, kw = self._request(litellm, i, messages, tools, params, on_delta is not None)
+        path = path_for(t.model, t.api_base)
+        route, kw = self._request(path, i, messages, tools, params, on_delta is not None)
         emitted = False
 
         def emit(delta: str) -> None:
@@ -311,7 +246,7 @@ class LLMClient:
 
         attempt = 0
         while True:
-            got = await self._try(litellm, t, route, kw, emit if on_delta is not None else None)
+            got = await self._try(path, t, route, kw, emit if on_delta is not None else None)
             if isinstance(got, Completion):
                 return got
             if emitted:
@@ -419,18 +354,21 @@ class LLMClient:
 
         ``params`` are request parameters for this call only (``max_tokens``,
         ``temperature``, ``tool_choice``…, e.g. from an HTTP API client); a parameter the
-        provider does not support is dropped by litellm rather than failing the call.
+        provider does not support is dropped (``drop_params``) rather than failing the call.
 
         With ``on_delta`` the answer is streamed (``stream=True``): every piece of content
         is passed to it as it arrives, and the Completion is the same as without (tool
         calls assembled, usage from the provider).  A model that fails before its first
         delta falls over to the next as usual; after it, the call fails."""
         order = self._order(choice.chain(self))
-        litellm = await self._litellm_for(order)
+        for path in dict.fromkeys(
+            path_for(self.targets[i].model, self.targets[i].api_base) for i in order
+        ):
+            await path.ready()
         failed: list[tuple[ModelTarget, LLMError]] = []
         for i in order:
             try:
-                comp = await self._attempt(litellm, i, messages, tools, on_delta, params)
+                comp = await self._attempt(i, messages, tools, on_delta, params)
             except LLMError as err:
                 failed.append((self.targets[i], err))
                 if not err.failover:
@@ -440,17 +378,6 @@ class LLMClient:
             self._answered(i, failed, comp)
             return comp
         raise _combined(failed)
-
-    async def _litellm_for(self, order: list[int]) -> Any:
-        """litellm when a model of ``order`` needs it (imported in a thread), else whatever
-        is loaded already (``None`` before); the light path's price table is parsed once,
-        in a thread too."""
-        light = [compat.path_for(self.targets[i].model, self.targets[i].api_base) for i in order]
-        if "openai_compat" in light and not prices.loaded():
-            await asyncio.to_thread(prices.load)
-        if "litellm" in light:
-            return lite._litellm or await asyncio.to_thread(lite._load_litellm)
-        return lite._litellm
 
     async def stream(
         self, messages: list[dict], tools: list[dict] | None = None

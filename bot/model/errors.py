@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.model import lite
+from bot.model import litellm_path
 from bot.model.routing import ModelTarget
 
 
@@ -226,7 +226,7 @@ def _timed_out(s: _Seen) -> LLMError | None:
 
 
 def _too_long(s: _Seen) -> LLMError | None:
-    litellm = lite._litellm
+    litellm = litellm_path.loaded()
     light = getattr(s.exc, "context_overflow", False) is True  # openai_compat.ProviderError
     if light or (
         litellm is not None

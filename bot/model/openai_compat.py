@@ -1,7 +1,8 @@
 """Chela's own Chat Completions client over aiohttp: the light path for models
 behind an OpenAI-compatible endpoint, without litellm.
 
-Which path a model takes (:func:`path_for`):
+Which models it serves (:meth:`OpenAICompatPath.serves`; ``bot.model.paths`` asks it
+first):
 
 - ``openai/<model>`` and ``custom_openai/<model>``: always this client (``api_base``, else
   ``$OPENAI_BASE_URL`` / ``$OPENAI_API_BASE``, else OpenAI's own endpoint; the key is the
@@ -15,8 +16,8 @@ Which path a model takes (:func:`path_for`):
   litellm.  A hosted OpenAI-compatible service (OpenRouter, Groq, DeepSeek, Together) takes
   the light path when written ``openai/<model>`` with its ``api_base``.
 
-``CHELA_MODEL_PATH=litellm`` sends every model through litellm (the way back, and how the
-tests run one contract over both paths).
+``CHELA_MODEL_PATH=litellm`` sends every model through litellm (``bot.model.paths``: the way
+back, and how the tests run one contract over both paths).
 
 The request body is what litellm sends for the same call (the model without its prefix,
 the messages, tools and request parameters as given); errors are raised as
@@ -28,21 +29,19 @@ as litellm's are.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import os
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 
 from bot.net.fetch import endpoint_pool
 
-from bot.model import body_json, prices
-from bot.model.routing import ModelTarget, _Route
+from bot.model import prices
+from bot.model.routing import ModelTarget, Route
 
-PATH_ENV = "CHELA_MODEL_PATH"
 OPENAI_BASE = "https://api.openai.com/v1"
 _ALWAYS = frozenset({"openai", "custom_openai"})
 _WITH_BASE = frozenset({"hosted_vllm", "lm_studio", "llamafile"})
@@ -60,98 +59,23 @@ _OVERFLOW = (
 )
 
 
-def _api_base_of(where: Any) -> str:
-    if isinstance(where, str):
-        return where
-    if isinstance(where, dict):
-        return str(where.get("api_base") or "")
-    return str(getattr(where, "api_base", "") or "")
+def _info(model: str) -> prices.ModelInfo | None:
+    provider, _, name = model.partition("/")
+    return prices.model_info(name, "openai" if provider == "custom_openai" else provider)
 
 
-def path_for(model: str, cfg_or_params: Any = "") -> str:
-    """``"openai_compat"`` or ``"litellm"``: which path serves ``model``.  The second
-    argument is the model's ``api_base`` (a string), or anything with an ``api_base``
-    (a ``ModelTarget``, ``cfg.agent``, a fallback table as a dict)."""
-    if os.environ.get(PATH_ENV, "").strip().lower() == "litellm":
-        return "litellm"
-    provider, sep, name = model.partition("/")
-    if not sep or not name:
-        return "litellm"
-    if provider == "openai" and name.startswith(_REWRITTEN):
-        return "litellm"
-    if provider in _ALWAYS or (provider in _WITH_BASE and _api_base_of(cfg_or_params)):
-        return "openai_compat"
-    return "litellm"
-
-
-def needs_litellm(models: Iterable[tuple[str, Any]]) -> bool:
-    """Whether any of these ``(model, api_base or cfg)`` pairs takes litellm's path (for
-    start-up: import litellm only when a configured model needs it)."""
-    return any(path_for(model, where) == "litellm" for model, where in models if model)
-
-
-def configured_models(cfg: Any) -> list[tuple[str, str]]:
-    """Every chat model a config names, with its ``api_base``: ``agent.model``, each of
-    ``agent.fallbacks``, the ``agent.models`` aliases and ``agent.compaction.model``."""
-    a = cfg.agent
-    out = [(a.model, a.api_base)]
-    out += [(f.model, f.api_base or "") for f in a.fallbacks]
-    out += [(m.model, m.api_base or a.api_base) for m in a.models.values()]
-    out.append((a.compaction.model, a.api_base))
-    return [(m, b) for m, b in out if m]
-
-
-def litellm_needed(cfg: Any) -> bool:
-    """Whether this config needs litellm at all: a chat model on litellm's path, or voice
-    (transcription and speech use litellm's audio calls, whatever the model)."""
-    media = getattr(cfg, "media", None)
-    if media is not None and (media.transcription_model or media.tts_model):
-        return True
-    return needs_litellm(configured_models(cfg))
-
-
-def model_paths(cfg: Any) -> list[tuple[str, str, str]]:
-    """``(key, model, path)`` for every model a config names, for ``chela doctor``:
-    ``agent.model``, ``agent.fallbacks[i]``, ``agent.models.<alias>``,
-    ``agent.compaction.model``, and ``media.transcription_model`` / ``media.tts_model``
-    (always litellm: its audio calls serve them)."""
-    a = cfg.agent
-    named = [("agent.model", a.model, a.api_base)]
-    named += [
-        (f"agent.fallbacks[{i}]", f.model, f.api_base or "") for i, f in enumerate(a.fallbacks)
-    ]
-    named += [(f"agent.models.{k}", m.model, m.api_base or a.api_base) for k, m in a.models.items()]
-    named.append(("agent.compaction.model", a.compaction.model, a.api_base))
-    out = [(key, m, path_for(m, base)) for key, m, base in named if m]
-    media = getattr(cfg, "media", None)
-    for key in ("transcription_model", "tts_model"):
-        model = getattr(media, key, "") if media is not None else ""
-        if model:
-            out.append((f"media.{key}", model, "litellm"))
-    return out
-
-
-def route(model: str) -> _Route:
+def route(model: str) -> Route:
     """The route of a light-path model: its name without the prefix and its prices."""
     provider, _, name = model.partition("/")
-    info = prices.model_info(name, "openai" if provider == "custom_openai" else provider)
-    return _Route(
-        provider=provider, model=name, prices=info.prices if info else None, path="openai_compat"
-    )
-
-
-def missing_key(target: ModelTarget) -> bool:
-    """OpenAI's own endpoint without a key (configured or ``$OPENAI_API_KEY``)."""
-    return not (
-        target.api_key or target.api_base or _env_base() or os.environ.get("OPENAI_API_KEY")
-    )
+    info = _info(model)
+    return Route(provider=provider, model=name, prices=info.prices if info else None)
 
 
 def _env_base() -> str:
     return os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or ""
 
 
-def body_of(kw: dict[str, Any], route_: _Route) -> dict[str, Any]:
+def body_of(kw: dict[str, Any], route_: Route) -> dict[str, Any]:
     """The request body for the call's keyword arguments (what litellm would send)."""
     body = {k: v for k, v in kw.items() if k not in _NOT_BODY and v is not None}
     body["model"] = route_.model
@@ -231,21 +155,17 @@ def _url_and_headers(kw: dict[str, Any]) -> tuple[str, dict[str, str]]:
     return f"{base}/chat/completions", headers
 
 
-@functools.lru_cache(maxsize=64)
 def _limits(timeout: float, streaming: bool) -> aiohttp.ClientTimeout:
-    """A call's timeouts (immutable, so one object per value): a streamed answer is bounded
-    per read, a whole one in total."""
+    """A call's timeouts: a streamed answer is bounded per read, a whole one in total."""
     if streaming:
         return aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
     return aiohttp.ClientTimeout(total=timeout)
 
 
-async def send(kw: dict[str, Any], route_: _Route, timeout: float) -> Any:
+async def send(kw: dict[str, Any], route_: Route, timeout: float) -> Any:
     """One request: the parsed JSON answer, or (``stream``) an async iterator of chunks."""
     url, headers = _url_and_headers(kw)
-    # compact separators: the same JSON value, fewer bytes to build and to send; the long
-    # strings a session sends every turn (system prompt, history) are escaped once
-    data = body_json.dumps(body_of(kw, route_)).encode()
+    data = json.dumps(body_of(kw, route_)).encode()
     streaming = bool(kw.get("stream"))
     limits = _limits(timeout, streaming)
     s = await session()
@@ -286,3 +206,39 @@ async def _chunks(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]
         raise ConnectionError(f"{type(e).__name__}: {e}") from e
     finally:
         resp.release()
+
+
+class OpenAICompatPath:
+    """The registry's first row: Chela's own client for the models listed above."""
+
+    name = "openai_compat"
+    label = "light (Chela's own client)"
+
+    def serves(self, model: str, api_base: str) -> bool:
+        provider, sep, name = model.partition("/")
+        if not sep or not name or (provider == "openai" and name.startswith(_REWRITTEN)):
+            return False
+        return provider in _ALWAYS or (provider in _WITH_BASE and bool(api_base))
+
+    async def ready(self) -> None:
+        if not prices.loaded():  # the price table, parsed once (~0.1 s) off the event loop
+            await asyncio.to_thread(prices.load)
+
+    def route(self, target: ModelTarget) -> Route:
+        return route(target.model)
+
+    def missing_key(self, target: ModelTarget) -> bool:
+        """OpenAI's own endpoint without a key (configured or ``$OPENAI_API_KEY``)."""
+        return not (
+            target.api_key or target.api_base or _env_base() or os.environ.get("OPENAI_API_KEY")
+        )
+
+    def takes_effort(self, target: ModelTarget) -> bool:
+        info = _info(target.model)
+        return info is None or info.reasoning  # unknown to the table: sent
+
+    async def send(self, kw: dict[str, Any], route: Route, timeout: float) -> Any:
+        return await send(kw, route, timeout)
+
+
+LIGHT = OpenAICompatPath()

@@ -16,17 +16,17 @@ from tests.e2e.test_first_hour import env, eventually, start_daemon, wait_log
 
 PRELOAD_SCRIPT = """
 import asyncio
-from bot.agent import preload
+from bot.model import litellm_path
 
 async def main():
-    waiter = asyncio.ensure_future(preload.litellm())
+    waiter = asyncio.ensure_future(litellm_path.litellm())
     await asyncio.sleep(0.05)
     waiter.cancel()  # e.g. a stop requested while "ready" waited for the import
     try:
         await waiter
     except asyncio.CancelledError:
         print("gave up")
-    module = await preload.litellm()
+    module = await litellm_path.litellm()
     print("imported", module.__name__)
 
 asyncio.run(main())

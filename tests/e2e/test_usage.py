@@ -23,9 +23,9 @@ PRICED = "openai/gpt-4o-mini"  # in litellm's local cost map
 
 
 def _prices() -> tuple[float, float, float]:
-    from bot.model.lite import _load_litellm
+    from bot.model.litellm_path import warm_up
 
-    info = _load_litellm().get_model_info(model="gpt-4o-mini", custom_llm_provider="openai")
+    info = warm_up().get_model_info(model="gpt-4o-mini", custom_llm_provider="openai")
     return (
         info["input_cost_per_token"],
         info["output_cost_per_token"],

@@ -1,4 +1,5 @@
-"""LLMClient against the fake OpenAI-compatible server, through the REAL litellm (loopback only)."""
+"""LLMClient against the fake OpenAI-compatible server, on both model paths: Chela's own client
+and the REAL litellm (loopback only)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,20 @@ from pathlib import Path
 import pytest
 
 from bot.model import LLMClient, LLMError
-from tests.fakes.llm import FakeLLM, delay, drop, error, raw_tool_calls, text, tool_calls
+from tests.fakes.llm import (
+    FakeLLM,
+    delay,
+    drop,
+    error,
+    raw_tool_calls,
+    text,
+    tool_calls,
+    usage,
+)
 from tests.fakes.llm import fake_llm  # noqa: F401 - a pytest fixture used below
 from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
 
-# every test here runs on both model paths (SPEC §12: one contract, two paths)
+# every test here runs on both model paths (one contract, two paths)
 pytestmark = pytest.mark.usefixtures("model_path")
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -234,3 +244,16 @@ async def test_shared_fixture_and_callable_script(fake_llm):  # noqa: F811 - the
     assert (await c.complete(MSGS)).text == "delayed"
     assert (await c.complete(MSGS)).text == "ok"  # default when the script is used up
     assert fake_llm.pending == 0 and len(fake_llm.requests) == 4
+
+
+async def test_cost_is_zero_for_a_model_outside_the_cost_map(fake):
+    fake.script(text("x", usage=usage(1000, 1000)))
+    comp = await LLMClient("openai/no-such-model", api_base=fake.base_url).complete(MSGS)
+    assert comp.usage["prompt_tokens"] == 1000 and comp.cost == 0.0
+
+
+async def test_cost_from_the_price_table_for_a_known_model(fake):
+    # the twin: a model in the table is priced
+    fake.script(text("x", usage=usage(1000, 1000)))
+    comp = await LLMClient("openai/gpt-4o-mini", api_base=fake.base_url).complete(MSGS)
+    assert comp.cost > 0

@@ -5,7 +5,7 @@ import pytest
 from bot.model import LLMClient, LLMError
 from tests.model_paths import model_path  # noqa: F401 - the fixture, used below
 
-# every test here runs on both model paths (SPEC §12: one contract, two paths)
+# every test here runs on both model paths (one contract, two paths)
 pytestmark = pytest.mark.usefixtures("model_path")
 
 

@@ -1,4 +1,4 @@
-"""One contract, two paths (SPEC §12, issue 28): the same model call sends the same JSON
+"""One contract, two paths: the same model call sends the same JSON
 whichever path serves it; the light path never imports litellm; which path a model takes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.model import LLMClient, ModelTarget, prices
-from bot.model.openai_compat import PATH_ENV, path_for
+from bot.model import LLMClient, prices
+from bot.model.paths import PATH_ENV, path_for
 from tests.fakes.llm import FakeLLM, error, text, tool_calls
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "héllo"}]
@@ -98,13 +98,15 @@ async def test_context_overflow_is_named_on_the_light_path(monkeypatch):
 
 
 def test_path_rule():
-    assert path_for("openai/gpt-4o") == "openai_compat"
-    assert path_for("openai/llama3", "http://localhost:8080/v1") == "openai_compat"
-    assert path_for("hosted_vllm/qwen", {"api_base": "http://gpu:8000/v1"}) == "openai_compat"
-    assert path_for("hosted_vllm/qwen", ModelTarget("hosted_vllm/qwen")) == "litellm"
-    assert (
-        path_for("lm_studio/qwen", ModelTarget("lm_studio/qwen", "http://x/v1")) == "openai_compat"
-    )
+    def name(model: str, api_base: str = "") -> str:
+        return path_for(model, api_base).name
+
+    assert name("openai/gpt-4o") == "openai_compat"
+    assert name("openai/llama3", "http://localhost:8080/v1") == "openai_compat"
+    assert name("custom_openai/x") == "openai_compat"
+    assert name("hosted_vllm/qwen", "http://gpu:8000/v1") == "openai_compat"
+    assert name("hosted_vllm/qwen") == "litellm"  # no api_base: litellm's own default
+    assert name("lm_studio/qwen", "http://x/v1") == "openai_compat"
     for model in (
         "openai/o3-mini",
         "openai/gpt-5",
@@ -113,7 +115,7 @@ def test_path_rule():
         "gemini/x",
         "gpt-4o",
     ):
-        assert path_for(model, "http://x") == "litellm"
+        assert name(model, "http://x") == "litellm"
 
 
 def test_needs_litellm():
@@ -149,7 +151,7 @@ def test_vision_and_window_from_the_table():
 
 def test_path_env_sends_everything_through_litellm(monkeypatch):
     monkeypatch.setenv(PATH_ENV, "litellm")
-    assert path_for("openai/gpt-4o") == "litellm"
+    assert path_for("openai/gpt-4o").name == "litellm"
 
 
 def test_light_path_never_imports_litellm():
@@ -174,3 +176,41 @@ assert "litellm" not in sys.modules, "litellm was imported"
         cwd=str(Path(__file__).resolve().parents[2]),
         timeout=120,
     )
+
+
+async def test_a_new_path_is_one_class_and_one_registry_row(monkeypatch):
+    """A test-only path, registered above the others, serves its models; the rest of the
+    registry is asked as before."""
+    from bot.model import paths
+    from bot.model.routing import ModelTarget, Route
+
+    class EchoPath:
+        name = "echo"
+        label = "echo (test only)"
+
+        def serves(self, model: str, api_base: str) -> bool:
+            return model.startswith("echo/")
+
+        async def ready(self) -> None:
+            return None
+
+        def route(self, target: ModelTarget) -> Route:
+            return Route("echo", target.model.partition("/")[2])
+
+        def missing_key(self, target: ModelTarget) -> bool:
+            return False
+
+        def takes_effort(self, target: ModelTarget) -> bool:
+            return False
+
+        async def send(self, kw: dict, route: Route, timeout: float) -> dict:
+            said = kw["messages"][-1]["content"]
+            message = {"role": "assistant", "content": f"{route.model}: {said}"}
+            return {"choices": [{"message": message, "finish_reason": "stop"}]}
+
+    monkeypatch.delenv(PATH_ENV, raising=False)
+    monkeypatch.setattr(paths, "PATHS", (EchoPath(), *paths.PATHS))
+    comp = await LLMClient("echo/parrot").complete(MSGS)
+    assert comp.text == "parrot: héllo"
+    assert paths.path_for("openai/gpt-4o").name == "openai_compat"
+    assert paths.path_for("anthropic/claude-sonnet-4").name == "litellm"

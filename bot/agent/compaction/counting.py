@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 from collections.abc import Callable
 
-from bot.model import context_window, lite, litellm_needed, prices
+from bot.model import context_window, litellm_needed, litellm_path, prices
 from bot.model.choice import CHOICE
 from bot.store import Store, WindowRow, estimate_tokens
 
@@ -45,7 +45,7 @@ def message_counter(cfg: Config, model: str = "") -> Callable[[dict], int]:
     model = model or cfg.agent.model
 
     def count(message: dict) -> int:
-        litellm = lite._litellm
+        litellm = litellm_path.loaded()
         if litellm is None:  # still importing: the estimate meanwhile
             return estimate_tokens(message)
         try:
@@ -80,10 +80,8 @@ class Counting:
     async def ready(self) -> None:
         """litellm's token counter when litellm is loaded or needed; a config whose models
         all take the light path counts by estimate and never imports it."""
-        if lite._litellm is None and self._litellm_needed:
-            from bot.agent import preload
-
-            await preload.litellm()
+        if litellm_path.loaded() is None and self._litellm_needed:
+            await litellm_path.litellm()
         elif not self._litellm_needed and not prices.loaded():
             # the light path's windows come from the price table: parsed once (~60 ms),
             # in a thread, not on the event loop inside the first turn's plan
@@ -92,7 +90,7 @@ class Counting:
     def _counter(self) -> Any:
         """litellm, when this config counts with it (never for a light-path-only config, so
         counts do not depend on whether something else imported litellm)."""
-        return lite._litellm if self._litellm_needed else None
+        return litellm_path.loaded() if self._litellm_needed else None
 
     def session_model(self) -> str:
         """The model this turn's calls use: the session's ``/model`` choice,
@@ -152,7 +150,7 @@ class Counting:
             return w
         known = model_window(model) if self._litellm_needed else context_window(model)
         w = known or self.c.context_window or DEFAULT_WINDOW
-        if lite._litellm is not None or not self._litellm_needed:
+        if litellm_path.loaded() is not None or not self._litellm_needed:
             self._windows[model] = w  # metadata known: remember it
         return w
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from collections.abc import Callable
 from typing import Any
 
-from bot.model import lite
+from bot.model import litellm_path
 from bot.store import WindowRow
 
 DEFAULT_WINDOW = 32000
@@ -38,7 +38,7 @@ This is a silent housekeeping step: nobody sees your reply. When you are done, r
 # ------------------------------------------------------------------------- counting
 def model_window(model: str) -> int:
     """The model's input window from litellm's metadata; 0 when unknown."""
-    litellm = lite._litellm
+    litellm = litellm_path.loaded()
     if litellm is None:
         return 0
     try:

@@ -164,9 +164,9 @@ async def test_estimated_counts_hold_for_every_model(tmp_path):
 async def test_another_tokenizer_recounts_each_stored_message_once(tmp_path):
     """With litellm counting, stored counts were made with agent.model's tokenizer: a
     session on another model gets each message recounted with its own (exact), once."""
-    from bot.agent import preload
+    from bot.model import litellm_path
 
-    await preload.litellm()
+    await litellm_path.litellm()
     import litellm
 
     cfg = config(
