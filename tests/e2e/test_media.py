@@ -13,6 +13,7 @@ from channels.base import InboundMessage
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.fakes.llm import text
 from tests.fakes.media_samples import decode_data_url, image_bytes, ogg_opus, pdf_bytes
+from tests.fakes.sink import Sink
 
 OWNER = 42
 STRANGER = 77
@@ -385,21 +386,13 @@ async def test_still_sticker_is_an_image(tmp_path, llm, tg):
 
 
 # ------------------------------------------------------------------ album, adapter level
-class _Sink:
-    def __init__(self) -> None:
-        self.messages: list[InboundMessage] = []
-
-    async def __call__(self, msg: InboundMessage) -> None:
-        self.messages.append(msg)
-
-
 async def test_album_parts_in_separate_polls_are_one_message_and_confirmed_after(tg):
     import asyncio
 
     from channels.telegram import TelegramChannel
 
     ch = TelegramChannel(token=tg.token, api_base=tg.api_base, poll_timeout=1, album_wait=3.0)
-    sink = _Sink()
+    sink = Sink()
     await ch.start(sink)
     try:
         first = tg.inject_message(

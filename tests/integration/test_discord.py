@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
+from channels.base import ChannelError, MediaItem, MediaTooLarge, OutboundMessage
 from channels.discord import DiscordChannel
 from tests.fakes.discord import FakeDiscord
-import contextlib
+from tests.fakes.sink import Sink
 
 BOT_ID = 900000000000000001
 USER_ID = 800000000000000042
@@ -20,27 +20,6 @@ GUILD_ID = 600000000000000010
 CHAN_ID = 600000000000000011
 THREAD_ID = 600000000000000012
 TOKEN = "fake-token"
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.items: list[InboundMessage] = []
-        self._event = asyncio.Event()
-
-    async def __call__(self, msg: InboundMessage) -> None:
-        self.items.append(msg)
-        self._event.set()
-
-    async def wait(self, n: int = 1, timeout: float = 5.0) -> list[InboundMessage]:
-        deadline = time.monotonic() + timeout
-        while len(self.items) < n:
-            self._event.clear()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"expected {n} inbound messages, got {len(self.items)}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), remaining)
-        return self.items
 
 
 @pytest.fixture
@@ -230,7 +209,7 @@ async def test_uncached_thread_resolved_via_rest(fake, connected):
     dm = fake.add_dm_channel(USER_ID, "alice")
     await fake.inject_message(dm, "third", author_id=USER_ID, username="alice")
     first, second, _third = await sink.wait(3)
-    assert [m.text for m in sink.items] == ["first", "second", "third"]  # arrival order kept
+    assert [m.text for m in sink.messages] == ["first", "second", "third"]  # arrival order kept
     assert (first.chat_id, first.thread_id) == (str(CHAN_ID), str(late))
     assert (second.chat_id, second.thread_id) == (str(CHAN_ID), str(late))
     gets = [c for c in fake.calls if c["method"] == "GET" and c["path"] == f"/channels/{late}"]
@@ -246,7 +225,7 @@ async def test_own_messages_dropped_other_bots_flagged(fake, connected):
     )
     [msg] = await sink.wait(1)
     await asyncio.sleep(0.05)
-    assert len(sink.items) == 1
+    assert len(sink.messages) == 1
     assert msg.text == "beep" and msg.sender_is_bot is True
 
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
+from channels.base import ChannelError, MediaItem, MediaTooLarge, OutboundMessage
 from channels.signal import SignalChannel
 from channels.signal.rpc import RpcClient, RpcError, find_retry_after
 from channels.signal.sse import SSEParser
 from channels.signal.inbound import _utf16_to_index
 from tests.fakes.signal import FakeSignalCli
+from tests.fakes.sink import Sink
 
 BOT = "+15550000000"
 ALICE = "+15550001111"
@@ -21,23 +22,6 @@ GROUP = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo="
 
 
 # ---------------------------------------------------------------- fixtures
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.messages: list[InboundMessage] = []
-
-    async def __call__(self, msg: InboundMessage) -> None:
-        self.messages.append(msg)
-
-    async def wait(self, n: int, timeout: float = 5.0) -> list[InboundMessage]:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while len(self.messages) < n:
-            if loop.time() > deadline:
-                raise AssertionError(f"expected {n} inbound messages, got {len(self.messages)}")
-            await asyncio.sleep(0.01)
-        return self.messages
 
 
 @pytest.fixture

@@ -7,39 +7,12 @@ import time
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
+from channels.base import ChannelError, MediaItem, MediaTooLarge, OutboundMessage
 from channels.slack import SlackChannel, slack_emoji_name
 from tests.fakes.slack import FakeSlack, post_http_event
-import contextlib
+from tests.fakes.sink import Sink
 
 SECRET = "shh-signing-secret"
-
-
-class Sink:
-    def __init__(self, fail: int = 0, delay: float = 0.0) -> None:
-        self.got: list[InboundMessage] = []
-        self.fail = fail
-        self.delay = delay
-        self._event = asyncio.Event()
-
-    async def __call__(self, msg: InboundMessage) -> None:
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        if self.fail:
-            self.fail -= 1
-            raise RuntimeError("disk full")
-        self.got.append(msg)
-        self._event.set()
-
-    async def wait(self, n: int = 1, timeout: float = 5.0) -> list[InboundMessage]:
-        deadline = time.monotonic() + timeout
-        while len(self.got) < n:
-            self._event.clear()
-            left = deadline - time.monotonic()
-            assert left > 0, f"timed out waiting for {n} inbound (have {len(self.got)})"
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), left)
-        return self.got
 
 
 @pytest.fixture
@@ -148,31 +121,33 @@ async def test_dm_message_becomes_direct_inbound_and_is_acked(socket_channel, fa
 
 
 async def test_ack_only_after_sink_returned(fake):
-    sink = Sink(delay=0.3)
+    sink = Sink()
+    sink.gate = asyncio.Event()  # the daemon is still storing the message
     ch = SlackChannel(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
     await ch.start(sink)
     try:
         env = await fake.push_event(fake.message_event("D1", "U1", "slow"))
-        await asyncio.sleep(0.15)
-        assert env not in fake.acks and not sink.got
+        await asyncio.wait_for(sink.entered.wait(), 5)
+        assert env not in fake.acks and not sink.messages
+        sink.gate.set()
         await fake.wait_for_ack(env)
-        assert len(sink.got) == 1
+        assert len(sink.messages) == 1
     finally:
         await ch.stop()
 
 
 async def test_sink_failure_means_no_ack_and_redelivery_works(fake):
-    sink = Sink(fail=1)
+    sink = Sink(fail_times=1)
     ch = SlackChannel(bot_token=fake.bot_token, app_token=fake.app_token, api_base=fake.api_base)
     await ch.start(sink)
     try:
         ev = fake.message_event("D1", "U1", "persist me")
         env = await fake.push_event(ev, event_id="EvA")
         await asyncio.sleep(0.3)
-        assert env not in fake.acks and not sink.got
+        assert env not in fake.acks and not sink.messages
         env2 = await fake.push_event(ev, event_id="EvA", retry_attempt=1)  # Slack redelivers
         await fake.wait_for_ack(env2)
-        assert [m.text for m in sink.got] == ["persist me"]
+        assert [m.text for m in sink.messages] == ["persist me"]
     finally:
         await ch.stop()
 
@@ -198,8 +173,8 @@ async def test_app_mention_and_message_for_same_ts_give_one_inbound(socket_chann
     await fake.wait_for_ack(e1)
     await fake.wait_for_ack(e2)
     await asyncio.sleep(0.05)
-    assert len(sink.got) == 1
-    assert sink.got[0].mentioned is True and sink.got[0].chat_type == "group"
+    assert len(sink.messages) == 1
+    assert sink.messages[0].mentioned is True and sink.messages[0].chat_type == "group"
 
 
 async def test_same_event_pushed_twice_gives_one_inbound(socket_channel, fake):
@@ -210,7 +185,7 @@ async def test_same_event_pushed_twice_gives_one_inbound(socket_channel, fake):
     await fake.wait_for_ack(e1)
     await fake.wait_for_ack(e2)
     await asyncio.sleep(0.05)
-    assert len(sink.got) == 1
+    assert len(sink.messages) == 1
 
 
 async def test_ignored_subtypes_are_acked_without_inbound(socket_channel, fake):
@@ -236,7 +211,7 @@ async def test_ignored_subtypes_are_acked_without_inbound(socket_channel, fake):
     envs = [await fake.push_event(e) for e in (edited, deleted, joined, other)]
     for env in envs:
         await fake.wait_for_ack(env)
-    assert sink.got == []
+    assert sink.messages == []
 
 
 async def test_other_bots_are_flagged_and_own_messages_dropped(socket_channel, fake):
@@ -520,7 +495,7 @@ async def test_http_url_verification(http_channel, fake):
         ch.http_url, SECRET, {"token": "t", "challenge": "abc123", "type": "url_verification"}
     )
     assert status == 200 and "abc123" in body
-    assert sink.got == []
+    assert sink.messages == []
 
 
 async def test_http_signed_event_becomes_inbound(http_channel, fake):
@@ -528,7 +503,7 @@ async def test_http_signed_event_becomes_inbound(http_channel, fake):
     ev = fake.app_mention_event("C7", "U1", "<@UBOT> ping")
     status, _ = await post_http_event(ch.http_url, SECRET, fake.event_callback(ev))
     assert status == 200
-    [m] = sink.got  # the sink ran before the 200 came back
+    [m] = sink.messages  # the sink ran before the 200 came back
     assert m.chat_id == "C7" and m.mentioned and m.chat_type == "group" and m.text == "@chela ping"
     # Slack retry of the message event for the same ts: acked, not delivered again
     status, _ = await post_http_event(
@@ -539,7 +514,7 @@ async def test_http_signed_event_becomes_inbound(http_channel, fake):
         ),
         retry_num=1,
     )
-    assert status == 200 and len(sink.got) == 1
+    assert status == 200 and len(sink.messages) == 1
 
 
 async def test_http_bad_signature_is_rejected(http_channel, fake):
@@ -553,11 +528,11 @@ async def test_http_bad_signature_is_rejected(http_channel, fake):
         ch.http_url, SECRET, fake.event_callback(ev), timestamp=int(time.time()) - 3600
     )
     assert status == 401
-    assert sink.got == []
+    assert sink.messages == []
 
 
 async def test_http_sink_failure_gives_error_status(fake):
-    sink = Sink(fail=1)
+    sink = Sink(fail_times=1)
     ch = SlackChannel(
         mode="http",
         bot_token=fake.bot_token,
@@ -569,9 +544,9 @@ async def test_http_sink_failure_gives_error_status(fake):
     try:
         payload = fake.event_callback(fake.message_event("D1", "U1", "x"))
         status, _ = await post_http_event(ch.http_url, SECRET, payload)
-        assert status >= 500 and sink.got == []
+        assert status >= 500 and sink.messages == []
         status, _ = await post_http_event(ch.http_url, SECRET, payload, retry_num=1)
-        assert status == 200 and len(sink.got) == 1
+        assert status == 200 and len(sink.messages) == 1
     finally:
         await ch.stop()
 
@@ -581,7 +556,7 @@ async def test_inbound_order_is_preserved(socket_channel, fake):
     envs = [await fake.push_event(fake.message_event("D1", "U1", f"m{i}")) for i in range(8)]
     for e in envs:
         await fake.wait_for_ack(e)
-    assert [m.text for m in sink.got] == [f"m{i}" for i in range(8)]
+    assert [m.text for m in sink.messages] == [f"m{i}" for i in range(8)]
 
 
 async def test_socket_reconnects_on_disconnect_request(socket_channel, fake):
@@ -590,7 +565,7 @@ async def test_socket_reconnects_on_disconnect_request(socket_channel, fake):
     await fake.wait_for_connections(2)
     env = await fake.push_event(fake.message_event("D1", "U1", "after reconnect"))
     await fake.wait_for_ack(env)
-    assert [m.text for m in sink.got] == ["after reconnect"]
+    assert [m.text for m in sink.messages] == ["after reconnect"]
     assert [m for m, _ in fake.calls].count("apps.connections.open") == 2
 
 
