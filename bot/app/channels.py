@@ -112,6 +112,7 @@ class ChannelSpec(Generic[SectionT]):
     settings: tuple[Setting, ...] = ()  # what `chela onboard` asks for besides
     # `chela doctor`'s authenticated request (bot.app.probes)
     probe: Callable[[Any, Config], Awaitable[probes.Probe]] | None = None
+    loggers: tuple[str, ...] = ()  # its SDK's loggers, too chatty at INFO (set to WARNING)
     # `chela run` starts it once the core exists (bot.app.build.AFTER_CORE): it needs the
     # conversation, or it takes a message from the platform for good on receipt
     after_core: bool = False
@@ -278,6 +279,7 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
         TelegramConfig,
         _telegram_adapter,
         _telegram,
+        loggers=("telegram",),
         owner_id_hint="your numeric Telegram user id",
         settings=(
             Setting(
@@ -294,6 +296,7 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
         DiscordConfig,
         _discord_adapter,
         _discord,
+        loggers=("discord",),
         owner_id_hint="your numeric Discord user id (Developer Mode > Copy User ID)",
         probe=probes.discord,
     ),
@@ -302,6 +305,7 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
         SlackConfig,
         _slack_adapter,
         _slack,
+        loggers=("slack_bolt", "slack_sdk"),
         owner_id_hint="your Slack member id (U...)",
         probe=probes.slack,
     ),

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from channels.redact import RedactSecrets
+from bot.app.channels import SPECS
 from bot.config import Config, ConfigError, load_config
 
-# libraries whose INFO lines stay out of Chela's log
-_CHATTY = "httpx httpcore LiteLLM litellm apscheduler discord telegram slack_bolt slack_sdk aiohttp.access"
+# libraries whose INFO lines stay out of Chela's log (each channel's SDK: its registry row)
+_CHATTY = ("httpx", "httpcore", "LiteLLM", "litellm", "apscheduler", "aiohttp.access")
 
 
 def add_common(sp: argparse.ArgumentParser, log: bool = False) -> argparse.ArgumentParser:
@@ -82,7 +83,7 @@ def setup_logging(cfg: Config | None, level: str = "INFO", *, file: Path | None 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in _CHATTY.split():
+    for noisy in (*_CHATTY, *(name for spec in SPECS.values() for name in spec.loggers)):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
