@@ -294,7 +294,7 @@ async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
     if not live:
         return out
     broken = {name for name, _, _ in config_problems(cfg)}
-    names = [n for n in enabled_channels(cfg) if n != "http" and n not in broken]
+    names = [n for n in enabled_channels(cfg) if SPECS[n].probe and n not in broken]
     model_failed = any(f.level == "FAIL" and f.subject == "model" for f in out)
     model_live = [] if model_failed else [check_model(cfg)]  # one FAIL line per bad model
     out += await asyncio.gather(*model_live, *(check_channel(cfg, n) for n in names))
