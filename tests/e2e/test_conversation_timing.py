@@ -1,4 +1,5 @@
-"""Router behaviour that needs a platform with particular timing."""
+"""Conversation behaviour that needs a platform with particular timing: a slow typing call, a
+message that arrives while the daemon is starting, a store that cannot write."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import asyncio
 
 from channels.base import Capabilities
 from channels.terminal import TerminalChannel
-from tests.e2e import make_config, running
+from tests.e2e import eventually, make_config, running
+from tests.e2e.harness import settled
 from tests.fakes.llm import text
 
 
@@ -43,7 +45,7 @@ async def test_typing_call_in_flight_is_not_cancelled_when_the_turn_ends(tmp_pat
         assert "done" in capsys.readouterr().out
         assert term.started == 1
         term.gate.set()
-        await asyncio.sleep(0.05)
+        await eventually(lambda: term.completed + term.cancelled)
     assert (term.completed, term.cancelled) == (1, 0)
 
 
@@ -62,7 +64,7 @@ async def test_a_message_arriving_during_start_up_is_answered_once(tmp_path, llm
         )
         await d.conversation.on_inbound(msg)
         assert await d.conversation.recover() == 0  # already queued by the live intake
-        await asyncio.sleep(0.5)
+        await settled(d)
     assert len(llm.requests) == 1
 
 
@@ -81,9 +83,9 @@ async def test_recover_still_queues_what_nobody_queued(tmp_path, llm, capsys):
     term = SlowTypingTerminal()
     term.gate.set()
     llm.script(text("answered after restart"))
-    async with running(cfg, channels={"terminal": term}, scheduler=False):
+    async with running(cfg, channels={"terminal": term}, scheduler=False) as d:
         await llm.wait_for_requests(1, timeout=10)
-        await asyncio.sleep(0.2)
+        await settled(d)
     assert len(llm.requests) == 1 and "left over" in str(llm.requests[0]["messages"])
 
 
