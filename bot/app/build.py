@@ -76,6 +76,9 @@ def open_store(cfg: Config, *, http_token: bool = True) -> Store:
         from bot.app.http_token import ensure_http_token
 
         ensure_http_token(cfg)  # before the agent reads the secrets it scrubs
+    from bot.store.backup import before_migration
+
+    before_migration(cfg)  # a newer database refused; an older one backed up, then migrated
     # each stored message is counted once, with the model's tokenizer
     return Store(cfg.db_path, token_counter=message_counter(cfg))
 

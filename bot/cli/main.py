@@ -31,6 +31,8 @@ NAMES = (
     "check",
     "pairing",
     "heartbeat",
+    "backup",
+    "restore",
     "mcp",
     "dashboard",
     "completion",

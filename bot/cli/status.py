@@ -138,6 +138,9 @@ def status_text(cfg: Config, now: float | None = None) -> str:
     else:
         out.append("daemon: not running (start it with `chela run`)")
         out.append(f"channels enabled in the config: {', '.join(enabled_channels(cfg)) or 'none'}")
+    from bot.cli.backup import status_lines
+
+    out += status_lines(cfg, now)  # the schema version and the last backup
     out.append(next_heartbeat(cfg, daemon, now))
     crons = cron_rows(cfg, now)
     out.append("")

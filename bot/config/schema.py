@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from .agent import AgentConfig
+from .backup import BackupConfig
 from .base import Model, as_strs, ids_only
 from .channels import ChannelsConfig, check_target
 from .clock import check_hhmm, check_zone
@@ -247,6 +248,7 @@ class Config(Model):
     cron: list[CronJob] = Field(default_factory=list)
     mcp: McpConfig = Field(default_factory=McpConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
+    backup: BackupConfig = Field(default_factory=BackupConfig)
 
     # where it was loaded from (not a TOML key)
     source: Path | None = Field(default=None, exclude=True)

@@ -21,7 +21,7 @@ from bot.agent.turn import zone
 from bot.config import Config
 from bot.reports.notices import Notices
 from bot.rules import heartbeat as hb_rules
-from bot.schedule import maintenance, notes
+from bot.schedule import backups, maintenance, notes
 from bot.schedule.clock import Clock, WallClock
 from bot.schedule.jobs import Job, due_between, next_after
 from bot.schedule.registry import Registry
@@ -80,6 +80,7 @@ class ScheduleService:
         self._spawn(self.boot())
         if housekeeping:
             self._spawn(maintenance.prune_forever(self.cfg, self.store))
+            self._spawn(backups.scheduled(self))  # [backup] every
 
     async def boot(self) -> None:
         """Close what a killed daemon left running, settle what fell due while it was

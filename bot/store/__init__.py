@@ -17,6 +17,8 @@ composes them, so callers keep writing ``store.x(...)`` and ``from bot.store imp
 
 from __future__ import annotations
 
+from bot import __version__
+from bot.store import schema_version
 from bot.store.cron import CronMixin
 from bot.store.db import SCHEMA, USAGE_SCHEMA, StoreError, estimate_tokens, storage_full
 from bot.store.group_history import GroupHistoryMixin
@@ -71,3 +73,4 @@ class Store(
         super()._open()
         # data migrations, after the schema (inside __init__'s StoreError guard)
         self._migrate_delivering()
+        schema_version.stamp(self.db, __version__)  # the migrations above have run

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot.fs import private_dir, private_file
+from bot.store.schema_version import NewerSchema, refuse_newer
 
 log = logging.getLogger("chela.store")
 
@@ -363,6 +364,9 @@ class Database:
             self._open()
         except (OSError, sqlite3.Error) as e:
             raise StoreError(_unusable(self.path, e)) from None
+        except NewerSchema as e:  # never opened for writing (bot/store/schema_version.py)
+            self.db.close()
+            raise StoreError(str(e)) from None
 
     def _open(self) -> None:
         on_disk = self.path not in (":memory:", "") and not self.path.startswith("file:")
@@ -387,6 +391,7 @@ class Database:
         self.db = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, factory=_Connection
         )
+        refuse_newer(self.db, self.path)  # before the first write
         where = str(Path(self.path).parent) if on_disk else self.path
         self.db.alarm = SpaceAlarm(where)
         self.db.execute("PRAGMA journal_mode=WAL")
