@@ -12,6 +12,7 @@ import pytest
 
 from bot.agent.tools.sandbox import probe
 from tests.e2e import eventually, telegram_section
+from tests.e2e.harness import settled, tg_taken
 from tests.e2e.ui_api_helpers import events, turn
 from tests.e2e.ui_client import ui_config, ui_daemon
 from tests.fakes.llm import text, tool_calls
@@ -147,7 +148,7 @@ async def test_a_pairing_denied_in_the_inbox_is_dropped(tmp_path, llm, tg):
         r = await c.post(f"/ui/api/pairing/telegram/{code}", {"decision": "deny"})
         assert r.status == 200 and (await r.json())["decision"] == "deny"
         assert (await (await c.get("/ui/api/pairing")).json())["requests"] == []
-        await asyncio.sleep(0.5)
+        await settled(ui.daemon, tg_taken(tg))
         assert len([m for m in tg.sent if str(m.chat_id) == str(STRANGER)]) == 1
         assert not ui.daemon.store.is_approved("telegram", str(STRANGER))
     assert llm.requests == []
@@ -186,7 +187,7 @@ async def test_failed_deliveries_retry_and_discard_and_the_events_replay(tmp_pat
         r = await c.post("/ui/api/outbox/999999/retry")
         assert r.status == 404
         assert (await (await c.get("/ui/api/outbox?state=failed")).json())["items"] == []
-        await asyncio.sleep(0.3)
+        await settled(ui.daemon, tg_taken(tg))
         assert [m.visible_text for m in tg.sent] == ["first reply"]
         # a page that reconnects with the last seq it saw gets what followed, in order
         replay = events(c, {"after": start, "logs": False})
