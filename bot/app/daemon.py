@@ -22,6 +22,7 @@ from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, sta
 from bot.app.timeouts import DEFAULT, Timeouts
 from bot.config import Config, ConfigError
 from bot.reports.notices import Notices
+from bot.store.disk import disk_full
 from channels.base import Channel, ChannelError
 from channels.retry import Backoff
 
@@ -296,8 +297,9 @@ class Daemon:
                             channel,
                             sender,
                         )
-            except Exception:
-                log.exception("pairing approvals check failed")
+            except Exception as e:
+                if not disk_full(e):  # a full disk is said once, by the store's alarm
+                    log.exception("pairing approvals check failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), PAIRING_POLL)
 

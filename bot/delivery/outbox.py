@@ -34,6 +34,7 @@ from typing import Any
 
 from bot.delivery.failures import classify
 from bot.store import OUTBOX_PENDING, OutboxRow, Store, storage_full
+from bot.store.disk import DiskAlarm, disk_full
 from channels.base import Channel, MediaItem, OutboundMessage
 from channels.retry import Backoff
 
@@ -49,28 +50,40 @@ ADOPT_IDLE = 120.0  # ... untouched this long (a one-shot `chela heartbeat` that
 
 
 class StorageAlarm:
-    """Says once, clearly, that the state database cannot be written (a full disk), and
-    once that it can again."""
+    """``down``: the outbox's last write to the state database failed (messages wait in
+    memory).  A full disk is said by the one disk-full alarm (``disk``, the store's: it names
+    the state dir and tells the owner once per episode); any other refused write is said here,
+    once, and once that writes work again."""
 
-    def __init__(self) -> None:
+    def __init__(self, disk: DiskAlarm | None = None) -> None:
         self.down = False
+        self.disk = disk
+        self._said = False  # this episode was said here (not a full disk)
 
     def failed(self, e: BaseException, what: str) -> None:
-        if not self.down:
-            self.down = True
+        full = self.disk is not None and disk_full(e)
+        if full and self.disk is not None:
+            self.disk.failed(e)
+        if self.down or full:
+            log.debug("state database still not writable (%s): %s", what, e)
+        else:
+            self._said = True
             log.error(
                 "cannot write the state database (%s) while %s: messages are kept in memory "
-                "and answered once space is back; free some disk space",
+                "and answered once it works again",
                 e,
                 what,
             )
-        else:
-            log.debug("state database still not writable (%s): %s", what, e)
+        self.down = True
 
     def ok(self) -> None:
+        if self.disk is not None:
+            self.disk.ok()
         if self.down:
             self.down = False
-            log.warning("the state database is writable again: catching up")
+            if self._said:
+                self._said = False
+                log.warning("the state database is writable again: catching up")
 
 
 @dataclass(eq=False)
@@ -173,7 +186,7 @@ class Outbox:
         self.max_age = max_age
         self.retry_initial = retry_initial
         self.retry_max = retry_max
-        self.storage = StorageAlarm()
+        self.storage = StorageAlarm(store.disk)  # the store's disk-full alarm
         self._queues: dict[tuple[str, str, str], deque[_Item]] = {}
         self._workers: dict[tuple[str, str, str], asyncio.Task] = {}
         self._retrying: set[tuple[str, str, str]] = set()  # chats waiting out a failed send

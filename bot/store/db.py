@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bot.fs import private_dir, private_file
 from bot.store.schema_version import NewerSchema, refuse_newer
+from bot.store.disk import DiskAlarm, Publish, disk_full
 
 log = logging.getLogger("chela.store")
 
@@ -220,51 +220,17 @@ CREATE INDEX IF NOT EXISTS usage_session ON usage(session_key, created);
 
 
 def storage_full(e: BaseException) -> bool:
-    """A write failed for lack of space (a full disk, or the database's page limit) or
-    because the file system refused it: worth retrying once space is back."""
+    """A write failed for lack of space (:func:`bot.store.disk.disk_full`: a full disk, or the
+    database's page limit) or because the file system refused it: worth retrying once space
+    is back."""
+    if disk_full(e):
+        return True
     if not isinstance(e, sqlite3.OperationalError):
         return False
     code = getattr(e, "sqlite_errorcode", None)
     if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
-    text = str(e).lower()
-    return "disk is full" in text or "disk i/o error" in text
-
-
-class SpaceAlarm:
-    """Says once, naming the state dir, that writes fail for lack of space, and once that they
-    work again: never one line per failed write.  Small writes may still fit while big ones
-    fail, so "works again" needs ``streak`` durable writes in a row without a failure, or one
-    ``settle`` seconds after the last failure."""
-
-    def __init__(self, where: str, settle: float = 5.0, streak: int = 20):
-        self.where = where
-        self.settle = settle
-        self.streak = streak
-        self.full = False
-        self._last_failure = 0.0
-        self._ok_in_a_row = 0
-
-    def failed(self, e: BaseException) -> None:
-        self._last_failure = time.monotonic()
-        self._ok_in_a_row = 0
-        if not self.full:
-            self.full = True
-            log.error(
-                "the state dir %s is out of space: database writes fail (%s). Nothing is lost: "
-                "messages wait and are answered once there is room; free some disk space there",
-                self.where,
-                e,
-            )
-
-    def ok(self) -> None:
-        if not self.full:
-            return
-        self._ok_in_a_row += 1
-        settled = time.monotonic() - self._last_failure >= self.settle
-        if settled or self._ok_in_a_row >= self.streak:
-            self.full = False
-            log.warning("the state dir %s has room again: database writes work", self.where)
+        return code & 0xFF == sqlite3.SQLITE_IOERR
+    return "disk i/o error" in str(e).lower()
 
 
 WAL_CHECKPOINT_PAGES = 4000
@@ -281,11 +247,11 @@ _executemany = sqlite3.Connection.executemany
 
 
 class _Connection(sqlite3.Connection):
-    """A connection that tells its :class:`SpaceAlarm` when a write fails for lack of space
+    """A connection that tells its :class:`DiskAlarm` when a write fails for lack of space
     and when a write is durable again (autocommit, or a COMMIT).  The two methods call the
     base class directly (no closure, no ``super()``): they run for every statement."""
 
-    alarm: SpaceAlarm | None = None
+    alarm: DiskAlarm | None = None
 
     def _failed(self, e: sqlite3.OperationalError) -> None:
         if self.alarm is not None and storage_full(e):
@@ -355,8 +321,15 @@ class Database:
 
     db: sqlite3.Connection
 
-    def __init__(self, path: Path | str, token_counter: Callable[[dict], int] = estimate_tokens):
+    def __init__(
+        self,
+        path: Path | str,
+        token_counter: Callable[[dict], int] = estimate_tokens,
+        *,
+        publish: Publish | None = None,
+    ):
         self.path = str(path)
+        self.publish = publish  # the owner's notices (storage.full / storage.ok)
         # how a message's tokens are counted (cached per message): the app passes the
         # model's tokenizer (``bot.agent.compaction.message_counter``), else the estimate
         self.token_counter = token_counter
@@ -393,7 +366,8 @@ class Database:
         )
         refuse_newer(self.db, self.path)  # before the first write
         where = str(Path(self.path).parent) if on_disk else self.path
-        self.db.alarm = SpaceAlarm(where)
+        self.disk = DiskAlarm(where, self.publish)  # the one disk-full alarm
+        self.db.alarm = self.disk
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         # a checkpoint (copying the WAL into the database, with an fsync) every 4,000 pages

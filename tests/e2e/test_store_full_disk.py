@@ -39,7 +39,7 @@ async def test_a_full_disk_is_said_naming_the_state_dir_not_once_per_failure(
         d.store.db.set_trace_callback(
             lambda sql: writes.append(sql) if sql.lstrip().upper().startswith(WRITES) else None
         )
-        await eventually(lambda: lines(caplog, "out of space"), timeout=20)
+        await eventually(lambda: lines(caplog, "disk full: "), timeout=20)
         # more writes are tried meanwhile: no line per failure.  (Measured: the page limit
         # here makes only the first write fail, so this does not yet see a second failure.)
         tried = len(writes)
@@ -53,15 +53,16 @@ async def test_a_full_disk_is_said_naming_the_state_dir_not_once_per_failure(
     kinds = said(caplog)
     assert kinds[0] == "full" and kinds[-1] == "room", kinds
     assert all(a != b for a, b in itertools.pairwise(kinds)), kinds
-    assert all(state in m for m in lines(caplog, "out of space") + lines(caplog, "room again"))
+    named = lines(caplog, "disk full: ") + lines(caplog, "disk space is back")
+    assert all(state in m for m in named)
 
 
 def said(caplog) -> list[str]:
     out = []
     for r in caplog.records:
-        if "out of space" in r.getMessage():
+        if "disk full: " in r.getMessage():
             out.append("full")
-        elif "has room again" in r.getMessage():
+        elif "disk space is back" in r.getMessage():
             out.append("room")
     return out
 
@@ -74,4 +75,4 @@ async def test_with_room_on_disk_nothing_is_said_about_space(tmp_path, llm, tg, 
             tg.inject_message(c, f"c{c}-m1", from_id=c)
         await tg.wait_for_sent(3, timeout=30)
         assert replies(tg, 42) == ["re c42-m1"]
-    assert not lines(caplog, "out of space") and not lines(caplog, "has room again")
+    assert not lines(caplog, "disk full: ") and not lines(caplog, "disk space is back")

@@ -281,11 +281,10 @@ async def test_a_message_that_cannot_be_stored_is_sent_from_memory(box, store, c
     assert item.id is None and box.storage.down
     assert await Outbox.final([item]) == ["sent"]
     assert [m.text for m in ch.sent] == ["from memory"]
-    assert "cannot write the state database" in caplog.text
+    assert "disk full: " in caplog.text  # the store's alarm says it, naming the state dir
     store.add_outbox = real
     again = box.submit("telegram", msg("stored"), kind="message")
     assert again.id is not None and not box.storage.down
-    assert "writable again" in caplog.text
 
 
 async def test_a_store_bug_on_submit_is_logged_and_the_message_still_sent(box, store, ch, caplog):
