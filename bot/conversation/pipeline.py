@@ -164,6 +164,8 @@ class Conversation:
             # stored; processed after restart, or (during start-up) by recover(), in arrival
             # order behind the messages the last run left unanswered
             return
+        if verdict.reason == "paired":  # a message held until `chela pairing approve` goes first
+            await self.pairing_approved(msg.channel, msg.sender_id)
         call = command_call(msg, self.cfg, key, verdict, on_arrival=True)
         if call and COMMANDS[call.name].immediate:
             # answered now (a turn waiting for it may hold this session's lane); the reply
@@ -214,8 +216,8 @@ class Conversation:
         return queued
 
     async def pairing_approved(self, channel: str, sender_id: str) -> bool:
-        """The owner approved a pairing request (``chela pairing approve``): tell the sender,
-        then answer the message that asked (the newest one; older ones are dropped)."""
+        """The owner approved a pairing request (``chela pairing approve``): queue the message
+        that asked (the newest one; older ones are dropped), then tell the sender."""
         probe = InboundMessage(channel=channel, chat_id=sender_id, sender_id=sender_id, text="")
         held = self.store.inbound_with_status(
             "pairing", session_key=session_key(probe, self.cfg, "guest")
@@ -229,6 +231,7 @@ class Conversation:
             return False
         key = self.session_key(msg, verdict)
         self.store.requeue_inbound(last.id, key)
+        self._queue(key, last.id, lambda: self._process(last.id, msg, key, verdict))
         with best_effort(log, "telling an approved sender", level=logging.WARNING):
             await send.deliver(
                 self.outbox,
@@ -238,7 +241,6 @@ class Conversation:
                 ),
                 kind="pairing",
             )
-        self._queue(key, last.id, lambda: self._process(last.id, msg, key, verdict))
         return True
 
     # --------------------------------------------------------------------- processing
