@@ -4,7 +4,7 @@
 
 A real ``Daemon`` with a ``TerminalChannel`` (``dm_scope = "per-peer"`` so every sender is
 its own session), the real litellm client and an in-process ``FakeLLM`` answering "ok" at
-once.  Messages enter through ``router.on_inbound``; a turn ends when the channel's
+once.  Messages enter through ``conversation.on_inbound``; a turn ends when the channel's
 ``turn_done`` hook fires.
 
 Per turn we record
@@ -50,7 +50,7 @@ from tests.fakes.llm import FakeLLM
 # ----------------------------------------------------------------------------- probes
 _turn_acc: contextvars.ContextVar[list | None] = contextvars.ContextVar("turn_acc", default=None)
 _orig_complete = LLMClient.complete
-_orig_process = Router._process
+_orig_process = Conversation._process
 
 
 async def _timed_complete(self, messages, tools=None, **kw):
@@ -72,7 +72,7 @@ async def _timed_process(self, inbound_id, msg, key, verdict):
 
 
 LLMClient.complete = _timed_complete
-Router._process = _timed_process
+Conversation._process = _timed_process
 
 LLM_BY_MID: dict[str, list] = {}
 LAST_BODY: list[dict] = []
@@ -116,7 +116,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
     term = BenchTerminal()
     d = Daemon(cfg, channels={"terminal": term}, scheduler=False)
     await d.start()
-    router = d.conversation
+    conversation = d.conversation
     seq = iter(range(10**9))
 
     async def one(sender: int, text: str) -> dict:
@@ -125,7 +125,7 @@ async def run(turns: int, sessions: int, profile: str = "") -> None:
         term.waiters[mid] = fut
         nfake = len(fake_times)
         t0 = time.perf_counter()
-        await router.on_inbound(
+        await conversation.on_inbound(
             InboundMessage(
                 channel="terminal",
                 chat_id=f"c{sender}",
