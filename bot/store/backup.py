@@ -250,8 +250,10 @@ def _target(cfg: Config, out: Path | None, when: float, reason: str) -> Path:
     return folder / archive_name(when, reason, n)
 
 
-def _write(cfg: Config, fd: int, work: Path, *, with_media: bool, when: float, reason: str) -> int:
-    """The archive into the open ``fd``; the database's schema version."""
+def _write(
+    cfg: Config, fd: int, work: Path, *, with_media: bool, when: float, reason: str
+) -> tuple[int, int]:
+    """The archive into the open ``fd``; the database's schema version and the members."""
     copy = work / "chela.sqlite3"
     schema = snapshot_db(Path(cfg.db_path), copy)
     listed: list[dict] = []
@@ -272,7 +274,7 @@ def _write(cfg: Config, fd: int, work: Path, *, with_media: bool, when: float, r
         text = manifest(cfg, listed, schema=schema, when=when, reason=reason)
         _add_bytes(tar, MANIFEST, json.dumps(text, indent=1).encode(), when)
     os.fsync(fd)
-    return schema
+    return schema, len(listed)
 
 
 def _one_line(e: BaseException, where: Path) -> str:
@@ -300,14 +302,17 @@ def take(
     not be written, with nothing left behind."""
     t0 = time.perf_counter()
     when = time.time() if now is None else now
-    final = _target(cfg, out, when, reason)
+    try:
+        final = _target(cfg, out, when, reason)
+    except OSError as e:
+        raise BackupError(_one_line(e, backups_dir(cfg) if out is None else Path(out))) from None
     partial = final.with_name(f".{final.name}.partial")
     fd = -1
     work: Path | None = None
     try:
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         work = Path(tempfile.mkdtemp(prefix=".chela-backup-", dir=final.parent))
-        schema = _write(cfg, fd, work, with_media=with_media, when=when, reason=reason)
+        schema, count = _write(cfg, fd, work, with_media=with_media, when=when, reason=reason)
         os.rename(partial, final)
     except (OSError, sqlite3.Error, tarfile.TarError, BackupError) as e:
         with contextlib.suppress(OSError):
@@ -318,13 +323,7 @@ def take(
             os.close(fd)
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
-    count = len(list(_listed(final)))
     return Written(final, final.stat().st_size, schema, count, time.perf_counter() - t0)
-
-
-def _listed(path: Path) -> list[str]:
-    with tarfile.open(path, "r:gz") as tar:
-        return [m.name for m in tar.getmembers() if m.name != MANIFEST]
 
 
 # ---------------------------------------------------------------------- pruning
