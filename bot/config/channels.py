@@ -52,9 +52,7 @@ class ChannelPolicy(Model):
     allow_from: list[str] = Field(default_factory=list)  # the owner's user ids on this channel
     group_policy: Literal["open", "allowlist", "disabled"] = "allowlist"
     groups: list[str] = Field(default_factory=list)
-    owner_groups: list[str] = Field(
-        default_factory=list
-    )  # groups whose turns run as the owner
+    owner_groups: list[str] = Field(default_factory=list)  # groups whose turns run as the owner
     require_mention: bool = True
     reactions: Literal["off", "ack", "minimal", "extensive"] = "minimal"
     reply_to_mode: Literal["off", "first", "all"] = "off"
@@ -178,9 +176,7 @@ class HttpConfig(Model):
     enabled: bool = False
     listen: str = "127.0.0.1:8787"
     token_env: str = ""  # "" = a generated token in <state_dir>/http-token
-    allowed_origins: list[str] = Field(
-        default_factory=list
-    )  # browser origins allowed to call
+    allowed_origins: list[str] = Field(default_factory=list)  # browser origins allowed to call
 
     @field_validator("listen")
     @classmethod
@@ -190,6 +186,9 @@ class HttpConfig(Model):
 
 
 class ChannelsConfig(Model):
+    """One field per channel, in the order every listing shows them; the registry
+    (bot/app/channels.py) has one row per field (CONTRIBUTING.md, "Add a channel")."""
+
     telegram: TelegramConfig = Field(default_factory=TelegramConfig)
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
