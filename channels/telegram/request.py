@@ -59,9 +59,7 @@ class AiohttpRequest(BaseRequest):
         self._pool_timeout = pool_timeout
         self._media_write_timeout = media_write_timeout
         self._session: aiohttp.ClientSession | None = None
-        self._proxies: dict[tuple[str, str], str | None] = {}
-        self._proxy_of_url: dict[str, str | None] = {}  # a bot has a handful of URLs
-        self._timeouts: dict[tuple[Any, ...], aiohttp.ClientTimeout] = {}
+        self._proxies: dict[tuple[str, str], str | None] = {}  # (scheme, host) → proxy
 
     @property
     def read_timeout(self) -> float | None:
@@ -88,15 +86,6 @@ class AiohttpRequest(BaseRequest):
     def _timeout(
         self, read: Any, write: Any, connect: Any, pool: Any, has_files: bool
     ) -> aiohttp.ClientTimeout:
-        key = (read, write, connect, pool, has_files)
-        timeout = self._timeouts.get(key)
-        if timeout is None:
-            timeout = self._timeouts[key] = self._new_timeout(*key)
-        return timeout
-
-    def _new_timeout(
-        self, read: Any, write: Any, connect: Any, pool: Any, has_files: bool
-    ) -> aiohttp.ClientTimeout:
         def pick(value: Any, default: float | None) -> float | None:
             return default if value is BaseRequest.DEFAULT_NONE else value
 
@@ -116,9 +105,8 @@ class AiohttpRequest(BaseRequest):
         )
 
     def _proxy_for(self, url: str) -> str | None:
-        """HTTP(S)_PROXY / NO_PROXY from the environment, as httpx honours them; never for loopback."""
-        if url in self._proxy_of_url:
-            return self._proxy_of_url[url]
+        """HTTP(S)_PROXY / NO_PROXY from the environment, as httpx honours them, read once per
+        host; never for loopback."""
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname or ""
         key = (parts.scheme, host)
@@ -130,8 +118,6 @@ class AiohttpRequest(BaseRequest):
                 if proxy and "://" not in proxy:
                     proxy = f"http://{proxy}"
             self._proxies[key] = proxy
-        if len(self._proxy_of_url) < 256:
-            self._proxy_of_url[url] = self._proxies[key]
         return self._proxies[key]
 
     async def do_request(
