@@ -20,8 +20,8 @@ Figures
                  last reply (and how many replies came); the daemon's CPU ms per message
   peak RSS       the daemon's VmHWM after the burst
   stop           SIGTERM after the burst → exit (and the exit code)
-  stop@import    (chela) SIGTERM at the first getUpdates, the core's modules (and with
-                 --model litellm, litellm) still importing → exit
+  stop@import    (chela) SIGTERM at the first getUpdates (with --model litellm, litellm
+                 still importing) → exit
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ async def one_run(a: argparse.Namespace, tmp: Path) -> dict[str, float]:
         out["stop"], out["exit code"] = await d.stop()
         if os.environ.get("BENCH_LOG"):
             print("".join(d.lines[-int(os.environ["BENCH_LOG"]) :]), file=sys.stderr)
-        if a.daemon == "chela":  # SIGTERM at the first poll, its core still importing
+        if a.daemon == "chela":  # SIGTERM at the first poll (litellm may still be importing)
             tg.first_poll = None
             d = await spawn(cmd, env)
             await first_poll(tg, d)

@@ -1,9 +1,7 @@
 """The daemon's first components, each handed what it uses (its ports): fs → Store → channels.
 
-The core over them (Outbox → Approvals → MCP → Agent → Conversation → Scheduled → Cron) is built in
-:mod:`bot.app.core`, whose imports are the heavy part of start-up.  This module stays light:
-``chela run`` opens the store and starts the first channels (all but :data:`AFTER_CORE`) from
-here, before the core's modules are imported.
+The core over them (Outbox → Approvals → MCP → Agent → Conversation → Scheduled → Cron) is built
+in :mod:`bot.app.core`, which calls these first.
 """
 
 from __future__ import annotations
@@ -12,20 +10,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bot.app.channels import SPECS, SecretMissing, build_channel, enabled_channels
+from bot.app.channels import SecretMissing, build_channel, enabled_channels
+from bot.agent.compaction import message_counter
 from bot.config import Config
 from bot.store import Store, StoreError
+from bot.store.disk import Publish
 from channels.base import Channel
 
 log = logging.getLogger("chela.daemon")
-
-# channels started once the core exists (their descriptor's after_core): the HTTP channel
-# serves the Control UI (it needs the conversation), and a channel that takes each message from the
-# platform for good on receipt would lose one held at the gate by a stop.  The others start
-# first: a message at the gate stays with the platform (an unconfirmed update, an unacknowledged
-# event), or, on a gateway that replays nothing, would not have reached a daemon that was not
-# connected yet either.
-AFTER_CORE = frozenset(name for name, spec in SPECS.items() if spec.after_core)
 
 
 def prepare_dirs(cfg: Config) -> None:
@@ -68,9 +60,10 @@ def configured_channels(
     return built
 
 
-def open_store(cfg: Config, *, http_token: bool = True) -> Store:
+def open_store(cfg: Config, *, http_token: bool = True, publish: Publish | None = None) -> Store:
     """The dirs, the HTTP API token (when the HTTP channel is on and ``http_token``) and the
-    store.  Raises ``StoreError`` (dirs, database) or ``ConfigError`` (the token's env var)."""
+    store (``publish``: where its disk-full alarm tells the owner).  Raises ``StoreError``
+    (dirs, database) or ``ConfigError`` (the token's env var)."""
     prepare_dirs(cfg)
     if http_token and cfg.channels.http.enabled:
         from bot.app.http_token import ensure_http_token
@@ -80,25 +73,4 @@ def open_store(cfg: Config, *, http_token: bool = True) -> Store:
 
     before_migration(cfg)  # a newer database refused; an older one backed up, then migrated
     # each stored message is counted once, with the model's tokenizer
-    return Store(cfg.db_path, token_counter=message_counter(cfg))
-
-
-def message_counter(cfg: Config) -> Callable[[dict], int]:
-    """:func:`bot.agent.compaction.message_counter`, looked up at the first count (nothing is
-    stored before the core exists, which has imported it by then)."""
-    counter: Callable[[dict], int] | None = None
-
-    def count(message: dict) -> int:
-        nonlocal counter
-        if counter is None:
-            from bot.agent.compaction import message_counter as of_config
-
-            counter = of_config(cfg)
-        return counter(message)
-
-    return count
-
-
-def early_channels(cfg: Config) -> dict[str, Channel]:
-    """The enabled channels that start before the core exists (not :data:`AFTER_CORE`)."""
-    return configured_channels(cfg, names=[n for n in enabled_channels(cfg) if n not in AFTER_CORE])
+    return Store(cfg.db_path, token_counter=message_counter(cfg), publish=publish)

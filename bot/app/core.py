@@ -1,10 +1,6 @@
-"""The daemon's core, built on top of the store and the channels (:mod:`bot.app.build`):
-Outbox → Approvals → MCP → Agent → Conversation → Scheduled → Cron, each handed what it uses;
-:func:`build` makes the whole daemon at once (``Daemon(cfg)``).
-
-This module's imports are the heavy part of start-up (the agent, the conversation pipeline,
-the schedule, the UI's context): ``chela run`` imports it in a worker thread while its
-channels already poll (:mod:`bot.app.daemon`).  Nothing is left ``None`` for a later start().
+"""The daemon, built top to bottom (:func:`build`): the store and the channels
+(:mod:`bot.app.build`), then Outbox → Approvals → MCP → Agent → Conversation → Scheduled → Cron,
+each handed what it uses.  Nothing is left ``None`` for a later start().
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.conversation import owner_route
 from bot.agent.turn import Agent
-from bot.app.build import configured_channels, enabled_channels, open_store
+from bot.app.build import configured_channels, open_store
 from bot.conversation.approvals import Approvals
 from bot.config import Config
 from bot.conversation.lanes import SessionLanes
@@ -91,25 +87,24 @@ def _ui_mounts(
     return lambda: ui_mounts(ctx())
 
 
-def build_core(
+def build(
     cfg: Config,
-    store: Store,
-    channels: dict[str, Channel],
-    *,
-    late: list[str] | None = None,
-    notices: Notices | None = None,
+    given_channels: dict[str, Channel] | None = None,
     channel_states: Callable[[], Mapping[str, Any]] | None = None,
 ) -> Components:
-    """The core over an open store.  ``channels`` is completed here with the adapters named in
-    ``late`` (the HTTP channel, whose Control UI needs the core), built into the same dict the
-    outbox and the conversation hold.  Raises ``ConfigError`` (a plugin that cannot be loaded)."""
+    """Every component, in dependency order.  ``given_channels`` (tests, one-shot commands)
+    replace the configured ones.  Raises ``StoreError`` (dirs, database) or ``ConfigError`` (a
+    plugin that cannot be loaded)."""
     from bot.prompt.hooks import load_plugins
 
+    notices = Notices()  # what the owner may act on, for the UI's stream
+    store = open_store(cfg, http_token=given_channels is None, publish=notices.publish)
     lanes = SessionLanes(cfg.session.max_concurrent_turns)
     hooks = load_plugins([p.module for p in cfg.plugins]) if cfg.plugins else None
-    notices = notices or Notices()  # what the owner may act on, for the UI's stream
-    if late:  # the UI's sub-application, built when the HTTP channel starts
-        channels.update(configured_channels(cfg, _ui_mounts(cfg, lambda: ui), names=late))
+    if given_channels is not None:
+        channels = dict(given_channels)
+    else:  # the HTTP channel serves the Control UI, whose context is made below
+        channels = configured_channels(cfg, _ui_mounts(cfg, lambda: ui))
     # everything that sends goes through the outbox: built before any of them
     outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds, notices=notices)
     approvals = approvals_for(cfg, store, outbox, channels, notices)
@@ -150,16 +145,6 @@ def build_core(
         config_path=cfg.source,
         schedule=cron,  # the Schedule page's jobs, run now, pause, resume
     )
-    return Components(store, lanes, channels, outbox, agent, mcp, conversation, scheduled, cron, notices)
-
-
-def build(
-    cfg: Config,
-    given_channels: dict[str, Channel] | None = None,
-    channel_states: Callable[[], Mapping[str, Any]] | None = None,
-) -> Components:
-    """Every component, in dependency order.  Raises ``StoreError`` (dirs) or ``ConfigError``."""
-    store = open_store(cfg, http_token=given_channels is None)
-    channels = dict(given_channels) if given_channels is not None else {}
-    late = enabled_channels(cfg) if given_channels is None else None
-    return build_core(cfg, store, channels, late=late, channel_states=channel_states)
+    return Components(
+        store, lanes, channels, outbox, agent, mcp, conversation, scheduled, cron, notices
+    )

@@ -215,9 +215,9 @@ class Daemon:
 
     async def _wait_for_import(self) -> None:
         """ "ready" means a message is answered now: the channels already poll and store what
-        arrives, and litellm's import (begun before the config was read) has to finish before a
-        model call.  Waiting here rather than in the first turn is what makes the first reply
-        after "ready" take one model call."""
+        arrives, and litellm's import (begun in its own thread as the daemon was built) has to
+        finish before a model call.  Waiting here rather than in the first turn is what makes
+        the first reply after "ready" take one model call."""
         from bot.model import litellm_path
         from bot.model import litellm_needed
 
@@ -365,9 +365,7 @@ class Daemon:
         self._stop.set()
         self.conversation.stop_accepting()
         pdf = sys.modules.get("bot.media.pdf")  # no document read without it
-        if pdf is not None and (
-            killed := pdf.stop_all()
-        ):  # bounded work never delays shutdown
+        if pdf is not None and (killed := pdf.stop_all()):  # bounded work never delays shutdown
             log.info("stopping: %d document read(s) cut short", killed)
         await self._stack.aclose()
         log.info("stopped")

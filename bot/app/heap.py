@@ -8,7 +8,11 @@ So ``chela run`` starts with the collector off (bot/__main__.py), and once the d
 ready the objects alive by then are frozen out of its view (:func:`gc.freeze`) and the
 collector is switched on: later passes look only at what the daemon makes while it runs.
 No collection runs before the freeze: it would cost those 60 ms right when the first
-messages are answered, for a couple of thousand objects, once."""
+messages are answered, for a couple of thousand objects, once.
+
+Measured with bench/run_bench.py (light path, 2-core VM, interleaved runs): the daemon's CPU
+up to its first getUpdates is 590-700 ms with this, 770-790 ms without (about 130 ms), and
+spawn → first poll about 0.4 s shorter."""
 
 from __future__ import annotations
 

@@ -51,9 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.store import StoreError
 
     try:
-        # staged: the channels poll while the core's modules (and litellm, when a model needs
-        # it) are imported in a worker thread
-        rc = asyncio.run(Daemon(cfg, staged=True).run())
+        rc = asyncio.run(Daemon(cfg).run())
     except (
         ConfigError,
         StoreError,

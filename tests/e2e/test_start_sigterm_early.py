@@ -1,8 +1,10 @@
 """`chela run` takes SIGTERM as a stop from its first moment (exit 0, no traceback), also
 while its first imports run, before the daemon's event loop installs its own handlers.
 
-The signal is sent by the process to itself when the import of ``bot.config`` begins (a
-meta-path finder that only watches), so the test does not depend on timing.  The twin:
+The signal is sent by the process to itself when the import of a module begins (a meta-path
+finder that only watches): ``bot.config`` (the first imports) or ``bot.app.core`` (the daemon's
+components, after the config is read and before the loop runs), so the test does not depend on
+timing.  The twin:
 another subcommand keeps the default action, and a normal start and stop exits 0."""
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os, signal, sys
 
 class KillAt:
     def find_spec(self, name, path=None, target=None):
-        if name == "bot.config":
+        if name == os.environ["KILL_AT"]:
             sys.meta_path.remove(self)
             os.kill(os.getpid(), signal.SIGTERM)
         return None
@@ -31,11 +33,14 @@ entry()
 """
 
 
-def chela_killed_at_import(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def chela_killed_at_import(
+    tmp_path: Path, *args: str, at: str = "bot.config"
+) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT), "KILL_AT": at}
     return subprocess.run(
         [sys.executable, "-c", KILL_AT_IMPORT, *args],
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
@@ -45,6 +50,18 @@ def chela_killed_at_import(tmp_path: Path, *args: str) -> subprocess.CompletedPr
 def test_sigterm_during_the_first_imports_of_chela_run_exits_0(tmp_path):
     out = chela_killed_at_import(tmp_path, "run", "--config", str(tmp_path / "none.toml"))
     assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_sigterm_while_the_daemon_imports_its_components_exits_0(tmp_path):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        f'[agent]\nworkspace = "{tmp_path / "ws"}"\nstate_dir = "{tmp_path / "state"}"\n'
+        'model = "openai/gpt-4o-mini"\n'
+    )
+    out = chela_killed_at_import(tmp_path, "run", "--config", str(cfg), at="bot.app.core")
+    assert out.returncode == 0, out.stderr
+    assert "config file:" not in out.stderr  # stopped before the daemon said anything
     assert "Traceback" not in out.stderr
 
 
