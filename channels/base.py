@@ -138,7 +138,7 @@ class Capabilities:
     max_text: int = 4000  # chunk size used for text
     proactive: bool = True  # can deliver a message nobody asked for (heartbeats, the message
     # tool); request/response channels (HTTP, terminal) cannot
-    group_history: int = 50  # unanswered group messages kept as context (SPEC: 50, Discord 20)
+    group_history: int = 50  # unanswered group messages kept as context (Discord keeps 20)
     edit: bool = False  # can edit and delete its own messages: live previews
 
     def names(self) -> list[str]:
