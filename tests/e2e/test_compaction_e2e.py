@@ -343,3 +343,40 @@ async def test_kill_9_during_compaction_loses_nothing(tmp_path, tg):
         assert con.execute("SELECT COUNT(*) FROM summaries").fetchone()[0] >= 1
         assert con.execute("SELECT COUNT(*) FROM messages").fetchone()[0] >= len(stored)
         con.close()
+
+
+# --------------------------------------------------------------------- scheduled sessions
+async def test_cron_and_heartbeat_sessions_stay_bounded(tmp_path):
+    async with FakeLLM(context_window=4000) as llm:
+        llm.default = lambda req: (
+            text("Summary: nothing new.")
+            if "tools" not in req
+            else text(
+                "HEARTBEAT_OK" if "HEARTBEAT" in str(req["messages"][-1]) else "reminder sent"
+            )
+        )
+        cfg = make_config(
+            tmp_path, llm, agent={"compaction": {"context_window": 4000}, "history_limit": 20}
+        )
+        async with running(cfg, scheduler=False) as d:
+            for _ in range(40):
+                await d.scheduled.run_cron(
+                    "water", "Remind me to water the plants. " * 10, "none", ""
+                )
+            key = f"agent:{cfg.agent.id}:cron:water"
+            assert d.store.message_count(key) == 80
+            assert len(d.store.window(key, limit=1000)) <= 20
+            assert d.store.summary_count(key) >= 1
+    assert llm.rejected == []
+
+
+async def test_compaction_off_keeps_the_old_window(tmp_path):
+    async with FakeLLM() as llm:
+        cfg = make_config(
+            tmp_path, llm, agent={"compaction": {"enabled": False}, "history_limit": 6}
+        )
+        async with running(cfg, scheduler=False) as d:
+            for _ in range(10):
+                await d.scheduled.run_cron("j", "ping", "none", "")
+            assert d.store.summary_count(f"agent:{cfg.agent.id}:cron:j") == 0
+    assert len(llm.requests[-1]["messages"]) == 1 + 6 + 1

@@ -1,21 +1,16 @@
-"""Compaction pieces (SPEC §10): the store's summary transaction, where a cut may fall, the
-summary built without a model, memory_search ranking, config keys, and scheduled
-sessions staying bounded."""
+"""Compaction pieces: the store's summary transaction, where a cut may
+fall, the summary built without a model, and the config keys. Moved from tests/e2e/ (no daemon
+needed); the scheduled-session tests that start a daemon are in tests/e2e/test_compaction_e2e.py."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import time
 
 import pytest
 
-from bot.agent.tools.memory import _search, chunk_lines
 from bot.agent.compaction import choose_cut, fallback_summary, transcript_lines
 from bot.config import ConfigError, parse_config
 from bot.store import Store, WindowRow
-from tests.e2e import make_config, running
-from tests.fakes.llm import FakeLLM, text
 
 
 def turn(i: int, *, tool: bool = False) -> list[dict]:
@@ -183,101 +178,3 @@ def test_config_defaults():
         c.summary_max_tokens,
         c.model,
     ) == (True, 4000, 0.8, 8000, 1200, "")
-
-
-# ------------------------------------------------------------------------ memory search
-FILES = {
-    "MEMORY.md": "# People\n- Alice likes green tea\n- Bob prefers coffee, never tea\n\n# Work\n"
-    "- The deploy key lives in /srv/keys/deploy.pem\n- Quarterly report due 2025-03-31\n",
-    "memory/2025-01-02.md": "Met Alice at the tea house on Friday.\nShe is moving to Lisbon in May.\n\n"
-    "Unrelated: bought printer paper.\n",
-    "memory/2025-01-05.md": "# Errands\n- renew passport (number X1234567)\n- call the dentist about the crown\n",
-}
-RANKING = [
-    ("Alice tea", "MEMORY.md:2"),
-    ("Lisbon", "memory/2025-01-02.md:1-2"),
-    ("moving to Lisbon", "memory/2025-01-02.md:1-2"),
-    ("passport number", "memory/2025-01-05.md:2"),
-    ("X1234567", "memory/2025-01-05.md:2"),
-    ("deploy key", "MEMORY.md:6"),
-    ("report due", "MEMORY.md:7"),
-    ("coffee", "MEMORY.md:3"),
-    ("dentists", "memory/2025-01-05.md:3"),  # stemming
-    ("printer", "memory/2025-01-02.md:4"),
-]
-
-
-@pytest.fixture
-def mem_ws(tmp_path):
-    for rel, body in FILES.items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(body)
-    (tmp_path / "notes.md").write_text("Alice tea Lisbon passport everything")  # not a memory file
-    return tmp_path
-
-
-@pytest.mark.parametrize("query,top", RANKING)
-def test_memory_search_ranking(mem_ws, query, top):
-    out = _search(mem_ws, query, 5).splitlines()
-    assert out[0].startswith(top + " (score "), out
-    assert not any(line.startswith("notes.md") for line in out)
-
-
-def test_memory_search_reindexes_changed_and_removed_files(mem_ws):
-    assert "No matches" in _search(mem_ws, "zeppelin", 5)
-    p = mem_ws / "memory" / "2025-01-02.md"
-    p.write_text(p.read_text() + "\nRode a zeppelin over the bay.\n")
-    os.utime(p, (time.time() + 5, time.time() + 5))
-    assert _search(mem_ws, "zeppelin", 5).startswith("memory/2025-01-02.md:6 (score")
-    p.unlink()
-    assert "No matches" in _search(mem_ws, "zeppelin", 5)
-    (mem_ws / "memory.md").unlink(missing_ok=True)
-    assert _search(mem_ws, "Alice", 5).startswith("MEMORY.md:2")
-
-
-def test_chunks_keep_line_ranges():
-    lines = ["# Head", "- one", "  continued", "- two", "", "para a", "para b"]
-    assert chunk_lines(lines) == [
-        (1, 1, "# Head"),
-        (2, 3, "- one\n  continued"),
-        (4, 4, "- two"),
-        (6, 7, "para a\npara b"),
-    ]
-
-
-# --------------------------------------------------------------------- scheduled sessions
-async def test_cron_and_heartbeat_sessions_stay_bounded(tmp_path):
-    async with FakeLLM(context_window=4000) as llm:
-        llm.default = lambda req: (
-            text("Summary: nothing new.")
-            if "tools" not in req
-            else text(
-                "HEARTBEAT_OK" if "HEARTBEAT" in str(req["messages"][-1]) else "reminder sent"
-            )
-        )
-        cfg = make_config(
-            tmp_path, llm, agent={"compaction": {"context_window": 4000}, "history_limit": 20}
-        )
-        async with running(cfg, scheduler=False) as d:
-            for _ in range(40):
-                await d.scheduled.run_cron(
-                    "water", "Remind me to water the plants. " * 10, "none", ""
-                )
-            key = f"agent:{cfg.agent.id}:cron:water"
-            assert d.store.message_count(key) == 80
-            assert len(d.store.window(key, limit=1000)) <= 20
-            assert d.store.summary_count(key) >= 1
-    assert llm.rejected == []
-
-
-async def test_compaction_off_keeps_the_old_window(tmp_path):
-    async with FakeLLM() as llm:
-        cfg = make_config(
-            tmp_path, llm, agent={"compaction": {"enabled": False}, "history_limit": 6}
-        )
-        async with running(cfg, scheduler=False) as d:
-            for _ in range(10):
-                await d.scheduled.run_cron("j", "ping", "none", "")
-            assert d.store.summary_count(f"agent:{cfg.agent.id}:cron:j") == 0
-    assert len(llm.requests[-1]["messages"]) == 1 + 6 + 1
