@@ -315,7 +315,7 @@ class HttpChannel(Channel):
             failed = INTERRUPTED
         if failed:
             return await reply.failed(failed, content)
-        return await reply.finish(content)
+        return await reply.finish(content, self._answers.get(chat_id, {}))
 
 
 def _redirect_to(location: str) -> Callable[[web.Request], Awaitable[web.Response]]:

@@ -7,8 +7,10 @@ text starts after a blank line) and each call's usage.  The SSE response opens w
 text, so a turn that fails before any still answers with a JSON error (502, 429 for the
 budget); a failure after text went out ends the stream with an ``error`` event.  When the
 turn ends, what the final reply adds to the streamed text is sent (all of it, after a blank
-line, in the rare case it does not continue the streamed text), then the finish chunk and,
-with ``stream_options.include_usage``, a usage chunk with the provider's token counts."""
+line, in the rare case it does not continue the streamed text), then the calls of the
+client's own tools as ``delta.tool_calls`` pieces (they end the turn, so they come last), the
+finish chunk (``tool_calls`` after them) and, with ``stream_options.include_usage``, a usage
+chunk with the provider's token counts."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from aiohttp import web
 from channels.http.responses import INTERRUPTED, SHUTTING_DOWN, error, shutting_down, timed_out
 
 DONE = b"data: [DONE]\n\n"
+ARGS_PIECE = 32  # characters of a tool call's arguments per streamed chunk
 
 
 class LiveReply:
@@ -98,13 +101,20 @@ class LiveReply:
         await self.resp.write_eof()
         return self.resp
 
-    async def finish(self, content: str) -> web.StreamResponse:
+    async def finish(self, content: str, answer: dict[str, Any]) -> web.StreamResponse:
+        """The end of the answer: the rest of its text, the client's tool calls (``answer``
+        is the reply's API part: tool calls, finish reason), the finish chunk, the usage."""
         out = await self.opened()
         segment = self.segment
         rest = content[len(segment) :] if content.startswith(segment) else "\n\n" + content
         if rest.strip():
             await out.write(self.chunk({"content": (self.gap if not segment else "") + rest}))
-        await out.write(self.chunk({}, "stop"))
+        calls = answer.get("tool_calls") or []
+        for index, call in enumerate(calls):
+            for delta in tool_call_deltas(index, call):
+                await out.write(self.chunk({"tool_calls": [delta]}))
+        finish = answer.get("finish_reason") or "stop"
+        await out.write(self.chunk({}, "tool_calls" if calls else finish))
         if self.include_usage:
             await out.write(self.chunk(None, usage=self._usage()))
         await out.write(DONE)
@@ -121,3 +131,22 @@ class LiveReply:
         if usage.get("cached_tokens"):
             u["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
         return u
+
+
+def tool_call_deltas(index: int, call: dict[str, Any]) -> list[dict[str, Any]]:
+    """One tool call as OpenAI streams it: a first piece with its id, type, name and no
+    arguments, then the arguments in pieces of ``ARGS_PIECE`` characters; a client joins
+    the pieces of one ``index``."""
+    fn = call.get("function") or {}
+    args = str(fn.get("arguments") or "")
+    head = {
+        "index": index,
+        "id": call.get("id", ""),
+        "type": "function",
+        "function": {"name": fn.get("name", ""), "arguments": ""},
+    }
+    rest = [
+        {"index": index, "function": {"arguments": args[i : i + ARGS_PIECE]}}
+        for i in range(0, len(args), ARGS_PIECE)
+    ]
+    return [head, *rest]
