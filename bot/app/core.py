@@ -91,6 +91,7 @@ def build(
     cfg: Config,
     given_channels: dict[str, Channel] | None = None,
     channel_states: Callable[[], Mapping[str, Any]] | None = None,
+    config_check: Callable[[Config], Any] | None = None,
 ) -> Components:
     """Every component, in dependency order.  ``given_channels`` (tests, one-shot commands)
     replace the configured ones.  Raises ``StoreError`` (dirs, database) or ``ConfigError`` (a
@@ -144,6 +145,7 @@ def build(
         started=time.time(),
         config_path=cfg.source,
         schedule=cron,  # the Schedule page's jobs, run now, pause, resume
+        config_check=config_check,  # `chela check`'s verdict, for the Config page's Save
     )
     return Components(
         store, lanes, channels, outbox, agent, mcp, conversation, scheduled, cron, notices

@@ -78,6 +78,7 @@ class Daemon:
         scheduler: bool = True,
         receive: bool = True,
         timeouts: Timeouts = DEFAULT,
+        config_check: Callable[[Config], Any] | None = None,
     ):
         """``receive=False`` is for one-shot commands next to a running daemon: channels are
         opened for sending only and stored messages are left to the daemon.  Raises
@@ -95,7 +96,9 @@ class Daemon:
             litellm_path.start()  # in its own thread, while the core's modules are imported here
         from bot.app.core import build
 
-        self._take(build(cfg, channels, channel_states=self.channel_states))
+        self._take(
+            build(cfg, channels, channel_states=self.channel_states, config_check=config_check)
+        )
         self.lifecycle: list[str] = []  # "start X" / "stop X", in the order they happened
         self.up: list[str] = []  # channels that started, in order
         self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.store import StoreError
 
     try:
-        rc = asyncio.run(Daemon(cfg).run())
+        rc = asyncio.run(Daemon(cfg, config_check=validate).run())
     except (
         ConfigError,
         StoreError,

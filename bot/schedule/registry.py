@@ -93,15 +93,22 @@ class Registry:
     def get(self, name: str) -> Job | None:
         return self._jobs.get(name)
 
-    def add(self, job: Job, now: float) -> Job:
-        if job.name in self._jobs or job.name == HEARTBEAT:
-            raise ValueError(f"a job named {job.name!r} exists already (remove it first)")
+    def check(self, job: Job, now: float) -> Job:
+        """``job`` anchored at ``now`` when its schedule may be added; ValueError says why
+        not (bad spec, an ``at`` already past, no future occurrence).  The name is not
+        looked at: :meth:`add` does that."""
         check_spec(job.kind, job.spec, self.tz)
         job = job.with_anchor(now)
         if job.kind == "at" and parse_at(job.spec, self.tz) <= now:
             raise ValueError(f"{job.spec} is already past: it is now {local(now, self.tz)}")
         if next_after(job, now, self.tz) is None:
             raise ValueError(f"{job.spec!r} has no future occurrence")
+        return job
+
+    def add(self, job: Job, now: float) -> Job:
+        if job.name in self._jobs or job.name == HEARTBEAT:
+            raise ValueError(f"a job named {job.name!r} exists already (remove it first)")
+        job = self.check(job, now)
         stored = self.store.add_cron_job(
             job.name,
             job.kind,

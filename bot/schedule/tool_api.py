@@ -57,6 +57,14 @@ class ToolApi:
         when_text = fmt_local(nxt, self.svc.tz) if nxt is not None else "never"
         return f"Scheduled job {name!r}; next run {when_text}."
 
+    def preview(self, **when: str) -> float | None:
+        """The next run a job with this ``at``/``in``/``every``/``schedule`` would have if
+        added now, checked as :meth:`add` checks it (ValueError says why it is refused)."""
+        kind, spec = self._kind(when)
+        now = self.svc.clock.now()
+        job = self.svc.registry.check(Job("preview", kind, spec, source="tool"), now)  # type: ignore[arg-type]
+        return next_after(job, now, self.svc.tz)
+
     async def list(self) -> str:
         return listing(self.svc)
 

@@ -45,6 +45,9 @@ def ui_job(svc: ScheduleService, job: Job) -> dict[str, Any]:
         "schedule": describe(job),
         "target": job.target + (f":{job.to}" if job.to else ""),
         "paused": svc.paused(job.name),
+        "source": job.source,  # heartbeat | config | tool: only tool jobs are edited
+        "spec": {"kind": job.kind, "when": job.spec},
+        "prompt": job.prompt if job.source == "tool" else "",
         "next_run": nxt,
         "last_run": last["due"] if last else None,
         "last_result": {"status": ui_status(last), "detail": last["reason"] or last["detail"]}
@@ -63,6 +66,9 @@ def heartbeat_off(svc: ScheduleService) -> dict[str, Any]:
         "schedule": "off",
         "target": hb.target + (f":{hb.to}" if hb.to else ""),
         "paused": True,
+        "source": "heartbeat",
+        "spec": {"kind": "every", "when": hb.every},
+        "prompt": "",
         "next_run": None,
         "last_run": last["due"] if last else None,
         "last_result": {"status": ui_status(last), "detail": last["reason"] or last["detail"]}

@@ -73,6 +73,12 @@ class LedgerMixin(Database):
         q = f"SELECT {cols} FROM schedule_ledger WHERE job=? ORDER BY id LIMIT ?"
         return [_row(r) for r in self.db.execute(q, (job, limit))]
 
+    def ledger_since(self, since: float) -> list[dict[str, Any]]:
+        """Every row of an occurrence due at ``since`` or later, oldest first."""
+        cols = ", ".join(LEDGER_COLUMNS)
+        q = f"SELECT {cols} FROM schedule_ledger WHERE due>=? ORDER BY id"
+        return [_row(r) for r in self.db.execute(q, (since,))]
+
     def ledger_last(self, job: str) -> dict[str, Any] | None:
         cols = ", ".join(LEDGER_COLUMNS)
         q = f"SELECT {cols} FROM schedule_ledger WHERE job=? ORDER BY id DESC LIMIT 1"

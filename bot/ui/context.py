@@ -30,6 +30,10 @@ class Schedule(Protocol):
 
     def resume(self, name: str) -> Any: ...
 
+    def for_route(self, route: dict[str, Any]) -> Any:
+        """The ``cron`` tool's own view (add, remove, preview): the page edits through it."""
+        ...
+
 
 def _no_states() -> Mapping[str, Any]:
     return {}
@@ -50,3 +54,6 @@ class UiContext:
     mcp: Any = None  # bot.mcp.client.McpManager when [[mcp.servers]] are configured
     started: float = 0.0  # time.time() when the daemon was built
     config_path: Path | None = None
+    # ``chela check``'s verdict on a config (an object with ``errors`` and ``warnings``,
+    # lists of lines); the command line hands it down, the Config page saves only on no error
+    config_check: Callable[[Config], Any] | None = None

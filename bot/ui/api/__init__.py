@@ -4,7 +4,8 @@
 checked Host, Origin, the session and its CSRF token when a handler runs, and the session
 is ``request["ui_session"]``.  One module per route group: ``sessions`` (list, transcript),
 ``chat`` (web turns, stop, reset, compact, uploads), ``inbox`` (approvals, pairing, outbox),
-``channels``, ``schedule``, ``usage``, ``workspace`` (workspace, context, config), ``logs``,
+``channels``, ``schedule`` (and ``schedule_edit``: add, edit, remove, preview, ended),
+``usage``, ``workspace`` (workspace, context, config; ``config_edit``: the file and Save), ``logs``,
 ``system`` and ``events``; ``common`` is what they share, ``transcript`` the stored
 messages as the UI shows them."""
 
@@ -25,11 +26,13 @@ def register(app: web.Application, ctx: UiContext) -> None:
     from bot.ui.api import (
         channels,
         chat,
+        config_edit,
         events,
         inbox,
         logs,
         media,
         schedule,
+        schedule_edit,
         sessions,
         system,
         usage,
@@ -44,8 +47,10 @@ def register(app: web.Application, ctx: UiContext) -> None:
         inbox,
         channels,
         schedule,
+        schedule_edit,
         usage,
         workspace,
+        config_edit,
         logs,
         system,
         events,

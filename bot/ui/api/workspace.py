@@ -1,6 +1,11 @@
 """``GET /ui/api/workspace``, ``/workspace/{name}``, ``/context`` and ``/config``:
 the eight prompt files, the ``/context`` report of the main session, and the effective
-config with every secret shown as its variable's name and whether it is set."""
+config with every secret shown as its variable's name and whether it is set.
+
+``POST /ui/api/workspace/{name}`` saves one of the eight files (``{"text", "base"}``;
+``base`` is the SHA-256 the page loaded, null for a file that did not exist): a file changed
+since is refused (409), any other name is 404, and the write goes through bot/fs.py under the
+workspace (atomic, no link followed)."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from bot.agent.turn import TurnRequest
 from bot.config import config_warnings
 from bot.prompt.report import context_report
 from bot.prompt.workspace import BOOTSTRAP_ORDER
-from bot.ui.api.common import guarded, not_found, state
+from bot.ui.api.common import BadRequest, body, conflict, guarded, not_found, state
 from bot.ui.context import UiContext
 from bot.ui.hub import scrub, scrub_data, secret_values
 
@@ -57,7 +62,8 @@ async def workspace(request: web.Request) -> web.Response:
             }
         )
     skills = [s["name"] for s in report.get("skills", {}).get("items", [])]
-    return web.json_response({"files": files, "skills": sorted(skills)})
+    limits = report.get("limits", {})
+    return web.json_response({"files": files, "skills": sorted(skills), "limits": limits})
 
 
 async def workspace_file(request: web.Request) -> web.Response:
@@ -73,6 +79,28 @@ async def workspace_file(request: web.Request) -> web.Response:
     return web.json_response(
         {"name": name, "text": text, "sha256": hashlib.sha256(data).hexdigest()}
     )
+
+
+async def save_file(request: web.Request) -> web.Response:
+    ctx = state(request).ctx
+    name = request.match_info["name"]
+    if name not in BOOTSTRAP_ORDER:
+        return not_found(f"{name} is not one of the eight prompt files")
+    data = await body(request)
+    text, base = data.get("text"), data.get("base")
+    if not isinstance(text, str):
+        raise BadRequest("text must be the file's new text")
+    if base is not None and not isinstance(base, str):
+        raise BadRequest("base must be the sha256 the page loaded (or null for a new file)")
+    ws = Path(ctx.cfg.agent.workspace).expanduser()
+    if _digest(ws / name) != base:
+        return conflict(
+            f"{name} changed since this page loaded it: nothing was written; "
+            "open the file again to see it as it is now"
+        )
+    new = text.encode("utf-8")
+    fs.write_under(ws, ws / name, new, keep_mode=True)
+    return web.json_response({"name": name, "sha256": hashlib.sha256(new).hexdigest()})
 
 
 async def context(request: web.Request) -> web.Response:
@@ -123,5 +151,6 @@ async def config(request: web.Request) -> web.Response:
 def register(app: web.Application) -> None:
     app.router.add_get("/api/workspace", guarded(workspace))
     app.router.add_get("/api/workspace/{name}", guarded(workspace_file))
+    app.router.add_post("/api/workspace/{name}", guarded(save_file))
     app.router.add_get("/api/context", guarded(context))
     app.router.add_get("/api/config", guarded(config))
