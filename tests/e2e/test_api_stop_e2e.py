@@ -19,6 +19,7 @@ from aiohttp import web
 from tests.e2e.test_openai_api import api
 from tests.fakes.llm import delay, text
 from tests.fakes.media_samples import image_bytes
+from tests.fakes.web import serve
 
 KEY = "agent:main:http:bob"
 
@@ -107,11 +108,7 @@ async def held_image():
 
     app = web.Application()
     app.router.add_get("/slow.png", image)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve(app)
     try:
         yield f"http://127.0.0.1:{port}/slow.png", asked, release
     finally:

@@ -12,6 +12,7 @@ from aiohttp import web
 from bot.cli import main
 from tests.e2e import TG_TOKEN, config_file, telegram_section
 from tests.e2e.test_first_hour import chela
+from tests.fakes.web import serve
 
 
 async def redirect_loop() -> tuple[web.AppRunner, str]:
@@ -22,11 +23,7 @@ async def redirect_loop() -> tuple[web.AppRunner, str]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", again)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve(app)
     return runner, f"http://127.0.0.1:{port}"
 
 

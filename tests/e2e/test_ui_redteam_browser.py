@@ -16,6 +16,7 @@ from tests.e2e.browser import kit
 from tests.e2e.browser.conftest import browser, llm, page  # noqa: F401 (fixtures)
 from tests.e2e.browser.kit import csrf, expect, login, open_page
 from tests.e2e.ui_client import mint_code, ui_daemon
+from tests.fakes.web import serve
 
 pytestmark = kit.SESSION_LOOP
 
@@ -64,16 +65,12 @@ async def _page_on_another_port(tab, cookie: str) -> None:
 
     html = f'<script>document.cookie = "{cookie}"</script>another local page'
 
-    async def serve(request: web.Request) -> web.Response:
+    async def local_page(request: web.Request) -> web.Response:
         return web.Response(text=html, content_type="text/html")
 
     app = web.Application()
-    app.router.add_get("/", serve)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    app.router.add_get("/", local_page)
+    runner, port = await serve(app)
     other = await tab.context.new_page()
     try:
         await other.goto(f"http://127.0.0.1:{port}/")

@@ -15,7 +15,7 @@ from bot.net import FetchError, HostRules
 from tests.e2e import make_config, running, telegram_section
 from tests.fakes.llm import text, tool_calls
 from tests.fakes.search import BRAVE_KEY, TAVILY_KEY, FakeSearch
-from tests.fakes.web import FakeWeb
+from tests.fakes.web import FakeWeb, serve
 
 
 @pytest.fixture
@@ -107,14 +107,9 @@ async def test_a_redirect_to_a_unicode_spelled_loopback_host_is_refused_at_the_h
 
     app = web.Application()
     app.router.add_get("/hop", hop)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    server = web.TCPSite(runner, "127.0.0.1", 0)
-    await server.start()
+    runner, port = await serve(app)
     try:
-        out = await fetch(
-            web_cfg(), f"http://localhost:{server._server.sockets[0].getsockname()[1]}/hop"
-        )
+        out = await fetch(web_cfg(), f"http://localhost:{port}/hop")
     finally:
         await runner.cleanup()
     assert out.startswith("Error: blocked address") and "127.0.0.1" in out

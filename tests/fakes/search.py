@@ -10,6 +10,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from tests.fakes.web import serve
+
 BRAVE_KEY = "brave-test-key-123456"
 TAVILY_KEY = "tvly-test-key-123456"
 
@@ -30,11 +32,7 @@ class FakeSearch:
         app.router.add_post("/search", self._tavily)
         app.router.add_get("/search", self._searxng)
         app.router.add_post("/html/", self._ddg)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]
+        self._runner, self.port = await serve(app)
 
     async def stop(self) -> None:
         if self._runner:

@@ -19,6 +19,7 @@ from aiohttp import web
 from tests.e2e.browser.kit import EVIL_HOST, SESSION_LOOP, csrf, expect, login
 from tests.e2e.ui_client import mint_code, ui_daemon
 from tests.fakes.llm import text
+from tests.fakes.web import serve
 
 pytestmark = SESSION_LOOP
 
@@ -78,11 +79,7 @@ async def hostile_server(ui_base: str, key: str):
     app = web.Application()
     app.router.add_get("/", index)
     app.router.add_get("/ui/steal", steal)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await serve(app)
     return runner, f"http://127.0.0.1:{port}", seen
 
 
