@@ -43,7 +43,7 @@ from bot.conversation.types import (
     TurnOutcome,
 )
 from bot.delivery import send
-from bot.delivery.outbox import Outbox, message_json
+from bot.delivery.outbox import Outbox
 from bot.conversation.lanes import SessionLanes
 from bot.store import Store, storage_full
 from bot.delivery.previews import PREVIEW_INTERVAL, Preview, StreamText
@@ -142,7 +142,7 @@ class Conversation:
         inbound_id = await self.commit.write(
             "storing an inbound message",
             lambda: self.store.add_inbound(
-                msg.channel, msg.account, msg.chat_id, message_id, key, message_json(msg)
+                msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json()
             ),
         )
         if inbound_id is None:

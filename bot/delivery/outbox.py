@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import logging
 import time
@@ -105,38 +104,8 @@ class _Item:
         return (self.channel, self.out.account, self.out.chat_id)
 
 
-def message_json(obj: Any) -> dict[str, Any]:
-    """``dataclasses.asdict`` of a message dataclass (``OutboundMessage``,
-    ``InboundMessage``): the same dict, built without asdict's recursive walk over every
-    plain value: a list's dataclasses (media items) become dicts, other lists and dicts
-    are deep copies, plain values are kept."""
-    out: dict[str, Any] = {}
-    for name in _FIELDS.get(type(obj)) or _field_names(type(obj)):
-        v = getattr(obj, name)
-        if isinstance(v, list):
-            v = [_plain(x) for x in v]
-        elif not isinstance(v, (str, int, float, type(None))):
-            v = _plain(v)
-        out[name] = v
-    return out
-
-
-def _plain(v: Any) -> Any:
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return dataclasses.asdict(v)
-    return copy.deepcopy(v)
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(cls: type) -> tuple[str, ...]:
-    names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return names
-
-
 def out_json(o: OutboundMessage) -> dict[str, Any]:
-    return message_json(o)
+    return dataclasses.asdict(o)
 
 
 _OUT_FIELDS = frozenset(f.name for f in dataclasses.fields(OutboundMessage))
