@@ -105,11 +105,27 @@ def _describe(sub) -> None:
 
 def entry() -> None:
     """The `chela` console script and `python -m bot`: :func:`main`, then a fast exit when a
-    daemon has stopped (SPEC: after "stopped" the process is gone within 0.5 s)."""
-    rc = main()
+    daemon has stopped (after "stopped" the process is gone within 0.5 s)."""
+    try:
+        try:
+            rc = main()
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can be caught, not at exit
+    except BrokenPipeError:  # `chela --help | head -1` without PYTHONUNBUFFERED
+        rc = reader_gone()
     if stopped_cleanly():
         quick_exit(rc)
     raise SystemExit(rc)
+
+
+def reader_gone() -> int:
+    """The reader of stdout went away: the Python docs' recipe (the signal module's note on
+    SIGPIPE): stdout to /dev/null, so the interpreter's last flush does not fail again, and
+    a quiet exit status of 141 (128 + SIGPIPE), not Python's 120 with a traceback."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,13 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # the reader went away (`chela status | head -1`): stop quietly, and keep the
-        # interpreter's final flush of stdout from failing again
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    except BrokenPipeError:  # the reader went away (`chela status | head -1`)
+        return reader_gone()
 
 
 if __name__ == "__main__":
