@@ -16,7 +16,6 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from bot.app import heap
 from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
 from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, startup_lines
 from bot.app.timeouts import DEFAULT, Timeouts
@@ -343,11 +342,9 @@ class Daemon:
             self.on_change()
             try:
                 await self.start()
-                heap.settle()
                 await self._stop.wait()
             finally:
                 await self.stop()
-                heap.release()
         finally:
             lock.release()
         return 0
