@@ -68,7 +68,8 @@ class Counting:
         self._windows: dict[str, int] = {}  # model -> window, once its metadata is known
         self._litellm_needed = litellm_needed(cfg)
         # the system prompt's and the tool schemas' tokens by (model, text): the same text
-        # every turn, and a tokenizer takes milliseconds over a prompt of several KB
+        # every turn, and litellm's tokenizer takes 0.5-0.8 ms over the default 4.9 KB
+        # prompt (gpt-4o / claude, measured), several ms over a workspace's bootstrap files
         self._text_tokens: dict[tuple[str, str], int] = {}
         self._counters: dict[str, Callable[[dict], int]] = {self.model: message_counter(cfg)}
         # stored counts are made with agent.model's tokenizer; a session on a model whose
