@@ -9,9 +9,11 @@ End to end: fake Telegram → daemon (in process, or ``chela run`` as a subproce
 
 from __future__ import annotations
 
-import asyncio
+import os
 import signal
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from bot.media.pdf import READ_TIMEOUT
 from tests.e2e import config_file, eventually, telegram_section
@@ -32,6 +34,23 @@ def _turn_with(llm, needle: str) -> str:
     raise AssertionError(f"no model request mentions {needle!r}")
 
 
+def pdf_worker_of(parent: int) -> Callable[[], bool]:
+    """A predicate: process ``parent`` has a child running bot/media/pdf_worker.py (a PDF
+    read is under way in that daemon)."""
+
+    def running() -> bool:
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and b"pdf_worker.py" in (proc / "cmdline").read_bytes():
+                    return True
+            except (OSError, ValueError, IndexError):  # the process ended while we looked
+                continue
+        return False
+
+    return running
+
+
 async def test_a_hostile_pdf_is_answered_within_the_bound_and_stalls_no_other_chat(
     tmp_path, llm, tg
 ):
@@ -41,8 +60,7 @@ async def test_a_hostile_pdf_is_answered_within_the_bound_and_stalls_no_other_ch
         tg.inject_message(
             STRANGER, "read this", from_id=STRANGER, document=hostile_pdf(), document_name="x.pdf"
         )
-        await eventually(lambda: tg.downloads, timeout=15)
-        await asyncio.sleep(0.5)  # the guest's PDF is being read
+        await eventually(pdf_worker_of(os.getpid()), timeout=15)  # the guest's PDF is being read
         # twin, meanwhile: the owner's ordinary PDF reaches the model inline, promptly
         t1 = time.monotonic()
         tg.inject_message(
@@ -105,8 +123,7 @@ async def test_sigterm_while_a_pdf_is_being_read_exits_within_10_seconds(tmp_pat
             document=hostile_pdf(**SLOW_PAGE),
             document_name="s.pdf",
         )
-        await eventually(lambda: tg.downloads, timeout=30)
-        await asyncio.sleep(1.0)  # the read has started
+        await eventually(pdf_worker_of(proc.pid), timeout=30)  # the read has started
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         await eventually(lambda: proc.poll() is not None, timeout=60)
