@@ -4,10 +4,11 @@ export const CSRF_KEY = "chela_ui_csrf";
 const BASE = "/ui/api/";
 
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, body = null) {
     super(message || code || `HTTP ${status}`);
     this.status = status;
     this.code = code || "";
+    this.body = body; // the whole answer (e.g. a Save's problems by key)
   }
 }
 
@@ -33,14 +34,15 @@ export function seg(value) {
 async function fail(resp) {
   let code = "";
   let message = "";
+  let body = null;
   try {
-    const body = await resp.json();
+    body = await resp.json();
     code = body.error?.code || "";
     message = body.error?.message || "";
   } catch {
     // not JSON: keep the status
   }
-  const err = new ApiError(resp.status, code, message);
+  const err = new ApiError(resp.status, code, message, body);
   if (resp.status === 401 || (resp.status === 403 && code === "csrf")) {
     if (code !== "login_code_invalid") authListeners.forEach((fn) => fn(err));
   }

@@ -1,11 +1,13 @@
 // Model, channel and tool text -> DOM. The text is never parsed as HTML: every character ends
 // up in a text node (that is the escaping), and only this small Markdown subset makes
-// elements: **strong**, *em*/_em_, `code`, fenced code, lists, tables, and links — an <a> only
-// for http:/https: URLs, with rel="noopener noreferrer"; any other scheme stays visible text.
+// elements: headings (# … ######), **strong**, *em*/_em_, `code`, fenced code, lists, tables,
+// and links — an <a> only for http:/https: URLs, with rel="noopener noreferrer"; any other
+// scheme stays visible text. A heading in a message is h3–h6 (# → h3): the page keeps h1/h2.
 import { h } from "./dom.js";
 
 const FENCE = /^\s*(```|~~~)(.*)$/;
 const ITEM = /^\s*([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$/;
 const RULE = /^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$/;
 
 export function safeUrl(raw) {
@@ -120,7 +122,7 @@ function listBlock(lines, i) {
 function startsBlock(lines, i) {
   const line = lines[i];
   if (!line.trim()) return true;
-  if (FENCE.test(line) || ITEM.test(line)) return true;
+  if (FENCE.test(line) || ITEM.test(line) || HEADING.test(line)) return true;
   return line.includes("|") && i + 1 < lines.length && RULE.test(lines[i + 1]) && lines[i + 1].includes("-");
 }
 
@@ -148,6 +150,9 @@ export function render(text) {
       continue;
     } else if (FENCE.test(line)) {
       made = fence(lines, i);
+    } else if (HEADING.test(line)) {
+      const m = HEADING.exec(line);
+      made = [h(`h${Math.min(6, m[1].length + 2)}`, { class: "md-h" }, inline(m[2])), i + 1];
     } else if (line.includes("|") && i + 1 < lines.length && RULE.test(lines[i + 1]) && lines[i + 1].includes("-")) {
       made = tableBlock(lines, i);
     } else if (ITEM.test(line)) {
