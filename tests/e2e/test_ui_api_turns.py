@@ -8,6 +8,7 @@ import asyncio
 from urllib.parse import quote
 
 from tests.e2e import eventually, telegram_section
+from tests.e2e.harness import settled
 from tests.e2e.ui_api_helpers import turn
 from tests.e2e.ui_client import ui_config, ui_daemon
 from tests.fakes.llm import streamed, text
@@ -166,7 +167,7 @@ async def test_a_message_cut_by_a_restart_is_answered_once_when_the_page_sends_i
     assert evs[-1][1]["code"] == "shutting_down"
     gate.set()
     async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
-        await asyncio.sleep(0.5)  # start-up does not answer it (its page has gone)
+        await settled(ui.daemon)  # start-up does not answer it (its page has gone)
         assert len(llm.requests) == 1
         _, evs = await turn(c, MAIN, "are you there?", "cut-1")
         assert evs[-1][0] == "final"
