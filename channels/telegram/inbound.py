@@ -94,26 +94,11 @@ def album_key(raw: object) -> str | None:
     return f"{chat_id}:{group}" if group and chat_id is not None else None
 
 
-_MENTIONS: dict[str, re.Pattern[str]] = {}  # bot name -> its pattern (a bot has one name)
-
-
-def _mention_of(username: str) -> re.Pattern[str]:
-    """``@username`` as a word of its own (compiled once per bot name, not per message)."""
-    pattern = _MENTIONS.get(username)
-    if pattern is None:
-        if len(_MENTIONS) >= 16:
-            _MENTIONS.clear()
-        pattern = _MENTIONS[username] = re.compile(
-            rf"(?<![\w@])@{re.escape(username)}(?!\w)", re.IGNORECASE
-        )
-    return pattern
-
-
 def is_mentioned(text: str, entities: object, me: Me) -> bool:
     """Whether ``text`` names the bot: ``@username`` in the text, a ``mention`` or
     ``text_mention`` entity of the bot, or a ``/command@username``."""
     username = me.username.lower()
-    if username and _mention_of(username).search(text):
+    if username and re.search(rf"(?<![\w@])@{re.escape(username)}(?!\w)", text, re.IGNORECASE):
         return True
     for entity in entities if isinstance(entities, list) else ():
         if not isinstance(entity, dict):
