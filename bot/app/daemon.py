@@ -203,8 +203,8 @@ class Daemon:
         """Give every channel one attempt (bounded by ``start_wait``; a stop ends the wait);
         raises what was fatal (a listen address taken)."""
         if started:
-            tried = asyncio.ensure_future(asyncio.gather(*(e.wait() for e in started)))
-            stopping = asyncio.ensure_future(self._stop.wait())
+            tried: asyncio.Future[Any] = asyncio.gather(*(e.wait() for e in started))
+            stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
             wait = self.timeouts.start_wait
             await asyncio.wait({tried, stopping}, timeout=wait, return_when="FIRST_COMPLETED")
             tried.cancel()
