@@ -34,6 +34,7 @@ import secrets
 import stat
 import time
 from collections.abc import Iterator, Sequence
+from typing import BinaryIO
 from pathlib import Path
 import contextlib
 
@@ -406,13 +407,30 @@ def save(dest: Path | str, data: bytes, *, root: Path | str | None = None) -> Pa
     return write_under(root, dest, data)
 
 
+def _open_at(dir_fd: int, name: str) -> int:
+    try:
+        return os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        raise _refused(dir_fd, name, e) from None
+
+
+@contextlib.contextmanager
+def open_under(root: Path | str, path: Path | str) -> Iterator[BinaryIO]:
+    """The regular file ``path`` under ``root`` open for reading, in pieces (a backup
+    streams it), no link followed at any component; ``NotRegularFile`` for anything else."""
+    parts = _file_parts(root, path)
+    with dir_under(root, parts[:-1]) as dfd:
+        fd = _open_at(dfd, parts[-1])
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(parts[-1])
+        yield f
+
+
 def read_at(dir_fd: int, name: str, max_bytes: int) -> bytes:
     """The bytes of the regular file ``name`` in ``dir_fd``, opened without following a
     link; ``FileTooLarge`` past ``max_bytes``."""
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-    except OSError as e:
-        raise _refused(dir_fd, name, e) from None
+    fd = _open_at(dir_fd, name)
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):

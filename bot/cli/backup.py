@@ -82,7 +82,6 @@ def status_lines(cfg: Config, now: float | None = None) -> list[str]:
     """``chela status``: the database's schema version and the last backup."""
     import sqlite3
 
-    from bot.cli.status import ago
     from bot.store import schema_version
     from bot.store.backup import backups_dir, last_backup
 
@@ -105,5 +104,6 @@ def status_lines(cfg: Config, now: float | None = None) -> list[str]:
         every = cfg.backup.every if cfg.backup.every_seconds > 0 else "off"
         backup = f"last backup: none in {backups_dir(cfg)} (scheduled: {every}; `chela backup` takes one)"
     else:
-        backup = f"last backup: {last.path} ({ago(last.time, now)})"
+        hours = max(0.0, now - last.time) / 3600
+        backup = f"last backup: {last.path} ({hours:.1f} h ago)"
     return [schema, backup]

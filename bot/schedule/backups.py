@@ -13,16 +13,13 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from bot.config import Config
 from bot.schedule.clock import Clock
 from bot.schedule.jobs import Job, due_between, next_after
+from bot.schedule.turns import Scheduled
 from bot.store import Store
 from bot.store.backup import BackupError, backups_dir, prune, take
-
-if TYPE_CHECKING:
-    from bot.schedule.service import ScheduleService
 
 log = logging.getLogger("chela.backup")
 
@@ -94,17 +91,19 @@ class Backups:
         return detail
 
 
-async def scheduled(service: ScheduleService) -> None:
-    """The daemon's backup loop, once the scheduler has settled the ledger at start."""
+async def scheduled(
+    cfg: Config, store: Store, clock: Clock, booted: asyncio.Event, turns: Scheduled
+) -> None:
+    """The daemon's backup loop, once the scheduler has settled the ledger at start
+    (``booted``); a failure is told to the owner the way the missed-jobs note is."""
     from bot.schedule import notes
 
     async def tell(text: str) -> object:
-        s = service.scheduled
-        return await notes.send_note(service.cfg, service.store, s.outbox, s.channels, text)
+        return await notes.send_note(cfg, store, turns.outbox, turns.channels, text)
 
-    await service.booted.wait()
+    await booted.wait()
     try:
-        await Backups(service.cfg, service.store, service.clock, tell).forever()
+        await Backups(cfg, store, clock, tell).forever()
     except asyncio.CancelledError:
         raise
     except Exception:

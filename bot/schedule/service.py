@@ -80,7 +80,9 @@ class ScheduleService:
         self._spawn(self.boot())
         if housekeeping:
             self._spawn(maintenance.prune_forever(self.cfg, self.store))
-            self._spawn(backups.scheduled(self))  # [backup] every
+            self._spawn(  # [backup] every
+                backups.scheduled(self.cfg, self.store, self.clock, self.booted, self.scheduled)
+            )
 
     async def boot(self) -> None:
         """Close what a killed daemon left running, settle what fell due while it was

@@ -22,9 +22,9 @@ import logging
 import os
 import re
 import shutil
+import secrets
 import socket
 import sqlite3
-import stat
 import tarfile
 import tempfile
 import time
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import Config
+from bot import fs
 from bot.fs import private_dir
 from bot.store import schema_version
 from bot.store.db import StoreError
@@ -149,17 +150,21 @@ def state_files(cfg: Config, *, with_media: bool, also_skip: set[Path]) -> Itera
             yield entry
 
 
-def members(cfg: Config, *, with_media: bool, also_skip: set[Path]) -> Iterator[tuple[str, Path]]:
-    """(name in the archive, file) of everything but the database and the manifest."""
+Member = tuple[str, Path, Path]  # name in the archive, the root it is read under, the file
+
+
+def members(cfg: Config, *, with_media: bool, also_skip: set[Path]) -> Iterator[Member]:
+    """Everything but the database and the manifest."""
     if cfg.source is not None and Path(cfg.source).is_file():
-        yield f"config/{Path(cfg.source).name}", Path(cfg.source)
+        config = Path(cfg.source)
+        yield f"config/{config.name}", config.parent, config
     for agent, ws in workspaces(cfg).items():
         if ws.is_dir():
             for path in _files(ws, also_skip):
-                yield f"workspaces/{agent}/{path.relative_to(ws).as_posix()}", path
+                yield f"workspaces/{agent}/{path.relative_to(ws).as_posix()}", ws, path
     state = Path(cfg.agent.state_dir)
     for path in state_files(cfg, with_media=with_media, also_skip=also_skip):
-        yield f"state/{path.relative_to(state).as_posix()}", path
+        yield f"state/{path.relative_to(state).as_posix()}", state, path
 
 
 # ---------------------------------------------------------------------- writing
@@ -196,13 +201,10 @@ def snapshot_db(src: Path, dst: Path) -> int:
         source.close()
 
 
-def _add(tar: tarfile.TarFile, name: str, path: Path) -> dict:
-    # no symbolic link followed, even one put in place after the walk saw a file (a guest's
-    # directory is written by somebody else)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise FileNotFoundError(errno.ENOENT, "not a regular file", str(path))
+def _add(tar: tarfile.TarFile, name: str, root: Path, path: Path) -> dict:
+    # read through a handle on its root with no link followed at any component, even one
+    # put in place after the walk saw a file (a guest's directory is written by somebody else)
+    with fs.open_under(root, path) as f:
         info = tar.gettarinfo(arcname=name, fileobj=f)
         info.mode = 0o700 if info.mode & 0o100 else 0o600
         info.uid = info.gid = 0
@@ -251,29 +253,24 @@ def _target(cfg: Config, out: Path | None, when: float, reason: str) -> Path:
 
 
 def _write(
-    cfg: Config, fd: int, work: Path, *, with_media: bool, when: float, reason: str
+    cfg: Config, partial: Path, work: Path, *, with_media: bool, when: float, reason: str
 ) -> tuple[int, int]:
-    """The archive into the open ``fd``; the database's schema version and the members."""
+    """The archive into ``partial`` (made 0600 first); the database's schema version and the
+    number of members."""
     copy = work / "chela.sqlite3"
     schema = snapshot_db(Path(cfg.db_path), copy)
     listed: list[dict] = []
-    with (
-        os.fdopen(os.dup(fd), "wb") as raw,
-        tarfile.open(fileobj=raw, mode="w:gz", compresslevel=COMPRESSLEVEL) as tar,
-    ):
-        listed.append(_add(tar, DB_MEMBER, copy))
+    fs.write_private(partial, b"")
+    with tarfile.open(partial, mode="w:gz", compresslevel=COMPRESSLEVEL) as tar:
+        listed.append(_add(tar, DB_MEMBER, work, copy))
         copy.unlink()
-        for name, path in members(cfg, with_media=with_media, also_skip={work}):
+        for name, root, path in members(cfg, with_media=with_media, also_skip={work}):
             try:
-                listed.append(_add(tar, name, path))
-            except (FileNotFoundError, IsADirectoryError):
-                continue  # removed (or replaced) while the backup ran: not part of it
-            except OSError as e:
-                if e.errno != errno.ELOOP:  # a symbolic link put there meanwhile: left out
-                    raise
+                listed.append(_add(tar, name, root, path))
+            except (FileNotFoundError, IsADirectoryError, fs.LinkRefused, fs.NotRegularFile):
+                continue  # removed, or replaced by a link, while the backup ran: left out
         text = manifest(cfg, listed, schema=schema, when=when, reason=reason)
         _add_bytes(tar, MANIFEST, json.dumps(text, indent=1).encode(), when)
-    os.fsync(fd)
     return schema, len(listed)
 
 
@@ -306,21 +303,17 @@ def take(
         final = _target(cfg, out, when, reason)
     except OSError as e:
         raise BackupError(_one_line(e, backups_dir(cfg) if out is None else Path(out))) from None
-    partial = final.with_name(f".{final.name}.partial")
-    fd = -1
+    partial = final.with_name(f".{final.name}.{secrets.token_hex(4)}.partial")
     work: Path | None = None
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         work = Path(tempfile.mkdtemp(prefix=".chela-backup-", dir=final.parent))
-        schema, count = _write(cfg, fd, work, with_media=with_media, when=when, reason=reason)
-        os.rename(partial, final)
+        schema, count = _write(cfg, partial, work, with_media=with_media, when=when, reason=reason)
+        final = fs.move_in(partial, final.parent, final.name)
     except (OSError, sqlite3.Error, tarfile.TarError, BackupError) as e:
         with contextlib.suppress(OSError):
             partial.unlink()
         raise BackupError(_one_line(e, final.parent)) from None
     finally:
-        if fd >= 0:
-            os.close(fd)
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
     return Written(final, final.stat().st_size, schema, count, time.perf_counter() - t0)

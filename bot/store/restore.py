@@ -17,22 +17,24 @@ import errno
 import gzip
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from bot import fs
 from bot.fs import private_dir
 from bot.store.backup import DB_MEMBER, MANIFEST
 from bot.store.schema_version import SCHEMA_VERSION
 
 TOPS = ("db", "config", "workspaces", "state")
 CHUNK = 1 << 20
+MANIFEST_MAX = 64 << 20
 
 
 class ArchiveError(Exception):
@@ -55,31 +57,26 @@ def _safe_name(name: str) -> PurePosixPath:
     return path
 
 
-def _write_member(tar: tarfile.TarFile, m: tarfile.TarInfo, dest: Path) -> dict:
-    src = tar.extractfile(m)
-    if src is None:
-        raise ArchiveError(f"member {m.name!r} cannot be read")
-    private_dir(dest.parent)
-    mode = 0o700 if m.mode & 0o100 else 0o600
+Where = Callable[[str], Path]  # a member's name -> the directory it is unpacked under
+
+
+def _hash(root: Path, name: str) -> dict:
     sha = hashlib.sha256()
     size = 0
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    with os.fdopen(fd, "wb") as out:
-        while chunk := src.read(CHUNK):
+    with fs.open_under(root, name) as f:
+        while chunk := f.read(CHUNK):
             sha.update(chunk)
             size += len(chunk)
-            out.write(chunk)
-    os.utime(dest, (m.mtime, m.mtime))
-    return {"size": size, "sha256": sha.hexdigest()}
+    return {"size": size, "sha256": sha.hexdigest(), "root": root}
 
 
-def _read_all(archive: Path, into: Path) -> dict[str, dict]:
-    """Every member written under ``into``; name -> size and hash of what was read."""
+def _read_all(archive: Path, where: Where) -> dict[str, dict]:
+    """Every member unpacked under ``where(name)``; name -> size, hash and that directory."""
     got: dict[str, dict] = {}
     with gzip.open(archive, "rb") as gz:
         with tarfile.open(fileobj=gz, mode="r|") as tar:
             for m in tar:
-                path = _safe_name(m.name)
+                _safe_name(m.name)
                 if m.isdir():
                     continue
                 if not m.isreg():
@@ -88,7 +85,9 @@ def _read_all(archive: Path, into: Path) -> dict[str, dict]:
                     )
                 if m.name in got:
                     raise ArchiveError(f"member {m.name!r} is in the archive twice")
-                got[m.name] = _write_member(tar, m, into.joinpath(*path.parts))
+                root = where(m.name)
+                tar.extract(m, root, filter="data")
+                got[m.name] = _hash(root, m.name)
         while gz.read(CHUNK):  # the rest of the stream: its length and CRC are checked
             pass
     return got
@@ -138,14 +137,15 @@ def _damaged(e: BaseException) -> str:
     return f"the archive is damaged ({e or type(e).__name__}): not usable"
 
 
-def unpack(archive: Path, into: Path) -> Unpacked:
-    """Every member of ``archive`` under ``into`` (which must be empty), checked; raises
+def unpack(archive: Path, into: Path, where: Where | None = None) -> Unpacked:
+    """Every member of ``archive`` unpacked (under ``where(name)``, else ``into``; the
+    manifest and the database always under ``into``) and checked; raises
     :class:`ArchiveError` with one line when anything is wrong."""
     archive = Path(archive)
     if not archive.is_file():
         raise ArchiveError(f"{archive}: no such file")
     try:
-        got = _read_all(archive, into)
+        got = _read_all(archive, where or (lambda name: into))
     except ArchiveError:
         raise
     except (OSError, EOFError, tarfile.TarError, zlib.error) as e:
@@ -153,8 +153,8 @@ def unpack(archive: Path, into: Path) -> Unpacked:
     if MANIFEST not in got:
         raise ArchiveError("the archive has no manifest.json: not a Chela backup")
     try:
-        manifest = json.loads((into / MANIFEST).read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        manifest = json.loads(fs.read_in(into / MANIFEST, MANIFEST_MAX, into))
+    except (ValueError, UnicodeDecodeError, fs.FileTooLarge):
         raise ArchiveError("manifest.json is not valid JSON") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("members"), list):
         raise ArchiveError("manifest.json does not list the members")
@@ -214,21 +214,60 @@ def _aside(path: Path, stamp: str) -> Path:
     return path.with_name(f"{path.name}.before-restore-{stamp}")
 
 
-def _move(src: Path, target: Path) -> None:
-    """Rename ``src`` to ``target``; across file systems, copy beside ``target`` first and
-    rename that (each step that shows is one rename)."""
-    try:
-        os.rename(src, target)
-        return
-    except OSError as e:
-        if e.errno != errno.EXDEV:
-            raise
-    beside = target.with_name(f".chela-restore-{target.name}")
-    if src.is_dir():
-        shutil.copytree(src, beside, symlinks=True)
-    else:
-        shutil.copy2(src, beside)
-    os.rename(beside, target)
+def _rename(src: Path, target: Path) -> Path:
+    """``src`` renamed to ``target`` (a free name in the same directory)."""
+    return fs.move_in(src, target.parent, target.name)
+
+
+class _Staging:
+    """Where each member is unpacked: in a directory beside the place it goes, so that
+    putting it there is one rename on one file system."""
+
+    def __init__(self, to: Targets) -> None:
+        self.to = to
+        self.dirs: dict[Path, Path] = {}  # a target's parent -> the staging dir in it
+        self.agents: dict[str, Path] = {}  # archived agent id -> the workspace it goes to
+        self.state = self.beside(to.state_dir / "chela.sqlite3")
+
+    def beside(self, place: Path) -> Path:
+        parent = place.parent
+        if parent not in self.dirs:
+            if not parent.is_dir():  # a new place; an existing parent is left as it is
+                private_dir(parent)
+            self.dirs[parent] = Path(tempfile.mkdtemp(prefix=".chela-restore-", dir=parent))
+        return self.dirs[parent]
+
+    def workspace(self, agent: str) -> Path | None:
+        """The workspace for an archived agent: the one of the same id, or the only one
+        configured (for the first archived agent without a match)."""
+        wanted = self.to.workspaces
+        if agent not in self.agents:
+            if agent in wanted:
+                self.agents[agent] = wanted[agent]
+            elif len(wanted) == 1 and not self.agents:
+                self.agents[agent] = next(iter(wanted.values()))
+        return self.agents.get(agent)
+
+    def config(self, name: str) -> Path:
+        to = self.to
+        if to.config is None:
+            return to.state_dir / f"{name}.restored"
+        if to.config_beside:
+            return to.config.with_name(f"{to.config.name}.restored")
+        return to.config
+
+    def where(self, member: str) -> Path:
+        parts = PurePosixPath(member).parts
+        if parts[0] == "workspaces" and len(parts) > 2:
+            ws = self.workspace(parts[1])
+            return self.state if ws is None else self.beside(ws)
+        if parts[0] == "config" and len(parts) == 2:
+            return self.beside(self.config(parts[1]))
+        return self.state
+
+    def cleanup(self) -> None:
+        for d in self.dirs.values():
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class _Swaps:
@@ -243,13 +282,12 @@ class _Swaps:
     def put(self, src: Path, target: Path) -> None:
         kept = None
         if target.exists() or target.is_symlink():
-            kept = _aside(target, self.stamp)
-            os.rename(target, kept)
+            kept = _rename(target, _aside(target, self.stamp))
         self.done.append((target, kept))
-        if not target.parent.is_dir():  # a new place; an existing parent is left as it is
-            private_dir(target.parent)
-        _move(src, target)
-        self.result.placed.append(target)
+        placed = _rename(src, target)
+        if placed.is_dir() and not placed.is_symlink():
+            private_dir(placed)  # 0700, like the directory it replaces
+        self.result.placed.append(placed)
         if kept is not None:
             self.result.kept.append(kept)
 
@@ -259,9 +297,9 @@ class _Swaps:
         for suffix in ("-wal", "-shm", "-journal"):
             side = Path(f"{target}{suffix}")
             if side.exists():
-                kept = Path(f"{_aside(target, self.stamp)}{suffix}")
-                os.rename(side, kept)
-                self.done.append((side, kept))
+                self.done.append(
+                    (side, _rename(side, Path(f"{_aside(target, self.stamp)}{suffix}")))
+                )
         self.put(src, target)
 
     def undo(self) -> None:
@@ -269,60 +307,44 @@ class _Swaps:
             with contextlib.suppress(OSError):
                 if target.is_dir() and not target.is_symlink():
                     shutil.rmtree(target)
-                elif target.exists():
+                elif target.exists() or target.is_symlink():
                     target.unlink()
                 if kept is not None:
-                    os.rename(kept, target)
+                    _rename(kept, target)
 
 
-def _agent_map(unpacked: Unpacked, wanted: dict[str, Path]) -> dict[str, Path]:
-    """Archived agent id -> workspace to restore it to.  One archived agent and one
-    configured agent are paired whatever their ids."""
-    root = unpacked.root / "workspaces"
-    have = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
-    if len(have) == 1 and len(wanted) == 1:
-        return {have[0]: next(iter(wanted.values()))}
-    return {agent: wanted[agent] for agent in have if agent in wanted}
-
-
-def _plan(unpacked: Unpacked, to: Targets, swaps: _Swaps) -> list[tuple[Path, Path]]:
-    root = unpacked.root
+def _plan(staging: _Staging, swaps: _Swaps) -> list[tuple[Path, Path]]:
+    to = staging.to
     plan: list[tuple[Path, Path]] = []
-    state = root / "state"
+    state = staging.state / "state"
     if state.is_dir():
         plan += [(entry, to.state_dir / entry.name) for entry in sorted(state.iterdir())]
-    mapped = _agent_map(unpacked, to.workspaces)
-    ws_root = root / "workspaces"
-    for agent in sorted(p.name for p in ws_root.iterdir()) if ws_root.is_dir() else []:
-        if agent in mapped:
-            plan.append((ws_root / agent, mapped[agent]))
-        else:
-            swaps.result.skipped.append(f"agent {agent}'s workspace (no such agent in this config)")
-    configs = sorted((root / "config").glob("*")) if (root / "config").is_dir() else []
-    if configs:
-        archived = configs[0]
-        if to.config is None:
-            plan.append((archived, to.state_dir / f"{archived.name}.restored"))
-        elif to.config_beside:
-            plan.append((archived, to.config.with_name(f"{to.config.name}.restored")))
-        else:
-            plan.append((archived, to.config))
+    for agent, ws in sorted(staging.agents.items()):
+        plan.append((staging.beside(ws) / "workspaces" / agent, ws))
+    left = staging.state / "workspaces"
+    for agent in sorted(p.name for p in left.iterdir()) if left.is_dir() else []:
+        swaps.result.skipped.append(f"agent {agent}'s workspace (no such agent in this config)")
+    for parent, staged in staging.dirs.items():
+        for archived in sorted((staged / "config").glob("*")):
+            target = staging.config(archived.name)
+            if target.parent == parent:
+                plan.append((archived, target))
     return plan
 
 
 def restore(archive: Path, to: Targets, now: float) -> tuple[Unpacked, Restored]:
-    """Verify ``archive`` by unpacking it beside the state dir, then put each piece in
-    place; ArchiveError (nothing changed) when the archive is not usable or newer."""
+    """Verify ``archive`` by unpacking it beside each place it goes, then put each piece
+    there; ArchiveError (nothing changed) when the archive is not usable or newer."""
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y%m%dT%H%M%SZ")
     private_dir(to.state_dir)
-    staging = Path(tempfile.mkdtemp(prefix=".chela-restore-", dir=to.state_dir))
+    staging = _Staging(to)
     try:
-        unpacked = unpack(Path(archive), staging)
+        unpacked = unpack(Path(archive), staging.state, staging.where)
         refuse_newer(unpacked)
         swaps = _Swaps(stamp)
-        plan = _plan(unpacked, to, swaps)
+        plan = _plan(staging, swaps)
         try:
-            swaps.put_db(staging / DB_MEMBER, to.state_dir / "chela.sqlite3")
+            swaps.put_db(staging.state / DB_MEMBER, to.state_dir / "chela.sqlite3")
             for src, target in plan:
                 swaps.put(src, target)
         except OSError as e:
@@ -332,4 +354,4 @@ def restore(archive: Path, to: Targets, now: float) -> tuple[Unpacked, Restored]
             ) from None
         return unpacked, swaps.result
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        staging.cleanup()

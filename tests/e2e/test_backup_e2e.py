@@ -304,3 +304,41 @@ def test_a_full_disk_during_a_backup_leaves_nothing_and_says_so_in_one_line(tmp_
         assert ok.returncode == 0, ok.stderr
         assert [p.name for p in disk.iterdir()] == ["b.tar.gz"]
         assert f"wrote {disk / 'b.tar.gz'}" in ok.stdout
+
+
+async def test_messages_pending_at_the_backup_are_each_answered_once_after_the_restore(
+    tmp_path, llm, tg
+):
+    from dataclasses import replace
+
+    from bot.app.timeouts import DEFAULT
+
+    llm.default = lambda request: delay(60, text("too late"))  # the model does not answer yet
+    old = home(tmp_path / "old", llm, tg)
+    archive = tmp_path / "taken.tar.gz"
+    cfg = load_config(str(old))
+    async with running(cfg, timeouts=replace(DEFAULT, drain=0.5)) as d:
+        tg.inject_message(42, "first pending question", from_id=42)
+        tg.inject_message(42, "second pending question", from_id=42)
+        await wait_until(lambda: len(d.store.unfinished_inbound()) == 2)
+        rc, _, err = await chela_async("backup", "--config", old, "--out", archive)
+        assert rc == 0, err
+    llm.default = echo
+    fresh = tmp_path / "fresh"
+    new = home(fresh, llm, tg)
+    ws = fresh / "ws"
+    assert (
+        chela(
+            "restore", archive, "--config", new, "--state-dir", fresh / "state", "--workspace", ws
+        ).returncode
+        == 0
+    )
+    tg.sent.clear()
+    before = len(llm.requests)
+    async with running(load_config(str(new))) as d2:
+        await wait_until(lambda: len(tg.sent) >= 2, 60)
+        await settled(d2, tg_taken(tg), timeout=60)
+    asked = [last_user_text(r) for r in llm.requests[before:]]
+    for question in ("first pending question", "second pending question"):
+        assert sum(question in a for a in asked) == 1, asked  # each its own turn, once
+        assert sum(question in m.visible_text for m in tg.sent) == 1
