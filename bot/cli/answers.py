@@ -14,19 +14,6 @@ from bot.config import parse_config
 CHANNELS = CONFIGURED
 CONFIG_MAX = 1024 * 1024  # a config file read for its answers at most
 
-# the usual key variable of a litellm provider prefix
-KEY_VARS = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "xai": "XAI_API_KEY",
-    "together_ai": "TOGETHERAI_API_KEY",
-}
-
 # the secrets each chat channel needs in its default mode, with their default variables
 TOKEN_VARS = {
     name: secrets for name in MESSAGING if (secrets := SPECS[name].secrets(parse_config({})))
@@ -56,15 +43,6 @@ class Answers:
         if got is not None:
             return got
         return next((s.default for s in SPECS[channel].settings if s.key == key), "")
-
-
-def default_key_var(model: str, api_base: str = "") -> str:
-    """The variable a provider's key usually lives in: ``anthropic/…`` → ANTHROPIC_API_KEY;
-    none for a local server (``api_base``) or a provider without a usual one (ollama/…).
-    The one rule for both the flags and the questions."""
-    if api_base:
-        return ""
-    return KEY_VARS.get(model.split("/", 1)[0].lower(), "") if "/" in model else "OPENAI_API_KEY"
 
 
 def answers_from_file(path: Path) -> Answers | None:

@@ -22,16 +22,15 @@ from pathlib import Path
 from bot.cli.answers import (
     CHANNELS,
     ID_HINTS,
-    KEY_VARS,
     TOKEN_VARS,
     Answers,
     answers_from_file,
-    default_key_var,
 )
 from bot.app.channels import SPECS
 from bot.config import ConfigError, parse_config
+from bot.config.providers import key_var
 
-__all__ = ["KEY_VARS", "Answers", "default_key_var"]
+__all__ = ["Answers"]
 
 
 def default_config_path() -> Path:
@@ -125,7 +124,7 @@ def from_args(args, base: Answers | None = None) -> Answers:
     if args.api_key_env is not None:
         a.api_key_env = args.api_key_env
     elif base is None or args.model or args.api_base:
-        a.api_key_env = default_key_var(a.model, a.api_base)
+        a.api_key_env = key_var(a.model, a.api_base)
     a.workspace = args.workspace or a.workspace
     a.state_dir = args.state_dir or a.state_dir
     a.timezone = args.timezone or a.timezone
@@ -185,7 +184,7 @@ def _ask_model(a: Answers, key_given: bool) -> None:
         "Local OpenAI-compatible server URL (empty to use the provider's own API)", a.api_base
     )
     if not key_given and (a.model, a.api_base) != before:
-        a.api_key_env = default_key_var(a.model, a.api_base)
+        a.api_key_env = key_var(a.model, a.api_base)
     a.api_key_env = _q(
         "Name of the environment variable holding the API key (empty for none)", a.api_key_env
     )

@@ -10,37 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bot.config import Config, config_warnings
+from bot.config.providers import known_prefix, missing_key_var
 
-# provider prefixes litellm routes with any model name after the slash
-_KNOWN_PROVIDERS = frozenset(
-    [
-        "openai",
-        "anthropic",
-        "gemini",
-        "vertex_ai",
-        "ollama",
-        "ollama_chat",
-        "openrouter",
-        "groq",
-        "mistral",
-        "deepseek",
-        "xai",
-        "together_ai",
-        "azure",
-        "bedrock",
-        "cohere",
-        "fireworks_ai",
-        "perplexity",
-        "hosted_vllm",
-        "lm_studio",
-        "huggingface",
-        "cerebras",
-        "deepinfra",
-        "nvidia_nim",
-        "sambanova",
-        "text-completion-openai",
-    ]
-)
 # web_search/web_fetch are built from the config; <server>__<tool> names are MCP tools
 _CONFIG_TOOLS = ("web_search", "web_fetch")
 
@@ -112,17 +83,11 @@ def model_strings(cfg: Config) -> list[tuple[str, str, str]]:
     return out
 
 
-def routes_cheaply(model: str) -> bool:
-    """True when the provider prefix alone says litellm routes it (no import needed)."""
-    prefix, sep, name = model.partition("/")
-    return bool(sep and name) and prefix.lower() in _KNOWN_PROVIDERS
-
-
 def model_errors(cfg: Config) -> list[str]:
     """Model strings litellm cannot route, one line each naming the TOML key."""
     out = []
     for key, model, base in model_strings(cfg):
-        if routes_cheaply(model):
+        if known_prefix(model):  # the prefix alone says litellm routes it
             continue
         from bot.model import routing_error
 
@@ -155,6 +120,27 @@ def key_problems(cfg: Config) -> list[tuple[str, str]]:
                 f"will fail: export {env}=..."
             )
             out.append(("warning" if base else "error", line))
+    return out + [("warning", line) for line in missing_keys(cfg)]
+
+
+def missing_keys(cfg: Config) -> list[str]:
+    """A model whose provider needs a key while neither its ``api_key_env`` nor the
+    provider's own variable is set (every call would fail), naming that provider's variable."""
+    a = cfg.agent
+    targets = [("agent", a.model, a.api_base, a.api_key_env)]
+    targets += [
+        (f"agent.fallbacks[{i}]", f.model, f.api_base or "", f.api_key_env)
+        for i, f in enumerate(a.fallbacks)
+    ]
+    out = []
+    for table, model, base, env in targets:
+        var = "" if env else missing_key_var(model, base)
+        if var:
+            out.append(
+                f"{table}.model = {model!r} needs an API key: neither {table}.api_key_env nor "
+                f"{var} is set, so every model call will fail: export {var}=... (or name the "
+                f"variable holding the key in {table}.api_key_env)"
+            )
     return out
 
 

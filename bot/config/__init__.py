@@ -14,6 +14,7 @@ tests/architecture/test_config_is_the_bottom.py); its modules, by job:
 * ``load`` -- path, TOML, validation errors with the key path;
 * ``secrets`` -- the registry of every value taken from the environment;
 * ``describe`` -- the risky-but-valid settings ``chela check`` warns about.
+* ``providers`` -- what a model string's prefix says: litellm routes it, its key variable.
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ class LLMClient:
         if route.error:
             raise unroutable_error(t, route.error)
         if path.missing_key(t):
-            raise no_key_error(t, primary=i == 0)
+            raise no_key_error(t)
         kw = self._kwargs(t, messages, tools)
         if params:
             kw.update(params)

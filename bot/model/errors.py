@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.model import litellm_path
+from bot.config.providers import key_var
 from bot.model.routing import ModelTarget
 
 
@@ -50,11 +51,22 @@ class LLMError(Exception):
 
 
 _RETRY_STATUSES = {408, 409, 425, 429}
-_NO_KEY_MESSAGE = (
-    "No API key is configured for the model: the variable agent.api_key_env names must be set "
-    "in the daemon's environment (e.g. `export ANTHROPIC_API_KEY=...`, then restart), or set "
-    "agent.api_base for a local server."
-)
+
+
+def no_key_message(model: str, key: str = "agent.model", api_base: str = "") -> str:
+    """No key for ``model`` (named by the TOML ``key``): the fix names the variable of the
+    model's own provider (``bot.config.providers``), never another provider's."""
+    var = key_var(model, api_base)
+    table = key.removesuffix(".model") if key.endswith(".model") else key
+    export = f"`export {var}=...`" if var else "set the provider's key variable"
+    named = f" {model} ({key})" if model else ""
+    return (
+        f"No API key is configured for the model{named}: {export} in the environment Chela "
+        f"runs in (then restart), or name the variable holding the key in "
+        f"{table}.api_key_env, or set {table}.api_base for a local server."
+    )
+
+
 _UNREACHABLE = (
     "The model is not reachable right now (connection failed). Please try again in a moment."
 )
@@ -85,12 +97,10 @@ def unroutable_error(target: ModelTarget, why: str) -> LLMError:
     )
 
 
-def no_key_error(target: ModelTarget, primary: bool) -> LLMError:
+def no_key_error(target: ModelTarget) -> LLMError:
     """The provider needs an API key that is neither configured nor in the environment."""
     return LLMError(
-        _NO_KEY_MESSAGE
-        if primary
-        else f"No API key is configured for {target.model} ({target.key}): set its api_key_env.",
+        no_key_message(target.model, target.key, target.api_base),
         None,
         kind="config",
         failover=True,
@@ -251,7 +261,10 @@ def _no_prefix(s: _Seen) -> LLMError | None:
 def _no_key(s: _Seen) -> LLMError | None:
     low = str(s.exc).lower()
     if "api_key" in low and ("must be set" in low or "not set" in low or "missing" in low):
-        return s.err(_NO_KEY_MESSAGE, False, True, "no API key", "config")
+        t = s.target or ModelTarget("")
+        return s.err(
+            no_key_message(t.model, t.key, t.api_base), False, True, "no API key", "config"
+        )
     return None
 
 
