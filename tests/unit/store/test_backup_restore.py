@@ -171,3 +171,17 @@ def test_twin_a_current_or_new_database_takes_no_backup(tmp_path):
     cfg.db_path.unlink()
     assert before_migration(cfg) is None
     assert not backups_dir(cfg).exists()
+
+
+def test_chela_status_shows_the_schema_version_and_the_last_backup(tmp_path):
+    from bot.cli.status import status_text
+
+    cfg = home(tmp_path)
+    text = status_text(cfg, now=NOW)
+    assert f"schema: version {schema_version.SCHEMA_VERSION}" in text
+    assert "last backup: none" in text
+    done = take(cfg, now=NOW - 7200)
+    text = status_text(cfg, now=NOW)
+    assert f"last backup: {done.path} (2.0 h ago)" in text
+    newer(cfg)
+    assert "NEWER than this Chela knows" in status_text(cfg, now=NOW)
