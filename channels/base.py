@@ -265,7 +265,7 @@ class Channel(abc.ABC):
     def live_stream(self, chat_id: str) -> Callable[[str, Any], None] | None:
         """A request/response channel whose caller asked for the reply as it is generated
         (the HTTP API's ``stream: true``) returns a sink for ``("text", delta)``,
-        ``("step", "")`` and ``("usage", {...})`` events (bot.streaming.StreamText); None
+        ``("step", "")`` and ``("usage", {...})`` events (bot.delivery.previews.StreamText); None
         otherwise.  Called by the core when a turn for ``chat_id`` starts."""
         return None
 

@@ -179,7 +179,7 @@ class Agent:
     async def run_turn(
         self, req: TurnRequest, *, on_event: Callable[[Any], None] | None = None
     ) -> TurnResult:
-        """Run one turn.  ``on_event`` streams it (bot.streaming.StreamEvent values): the conversation passes a live preview's callback; heartbeats and cron never do."""
+        """Run one turn.  ``on_event`` streams it (bot.delivery.previews.StreamEvent values): the conversation passes a live preview's callback; heartbeats and cron never do."""
         # every model call of the turn is recorded with its session and turn
         turn_id = uuid.uuid4().hex
         token = ON_CALL.set(self.gate.bind(req.trust, req.session_key, turn_id).recorder(req.kind))

@@ -113,9 +113,6 @@ class ChannelSpec(Generic[SectionT]):
     # `chela doctor`'s authenticated request (bot.app.probes)
     probe: Callable[[Any, Config], Awaitable[probes.Probe]] | None = None
     loggers: tuple[str, ...] = ()  # its SDK's loggers, too chatty at INFO (set to WARNING)
-    # `chela run` starts it once the core exists (bot.app.build.AFTER_CORE): it needs the
-    # conversation, or it takes a message from the platform for good on receipt
-    after_core: bool = False
 
     @property
     def title(self) -> str:
@@ -330,9 +327,8 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
             ),
         ),
         probe=probes.signal,
-        after_core=True,  # signal-cli hands each envelope over once
     ),
-    ChannelSpec("http", HttpConfig, _http_adapter, _http, after_core=True),  # serves the UI
+    ChannelSpec("http", HttpConfig, _http_adapter, _http),
 )
 
 

@@ -3,7 +3,7 @@
 Each request becomes one inbound message; the reply is collected from ``send`` calls
 until the core signals ``turn_done``.  The adapter only validates (``parse.py``) and
 translates: the client's system messages, conversation, tools and model parameters travel
-to the core in ``InboundMessage.api`` (bot.api_turn decides what they do); the reply's
+to the core in ``InboundMessage.api`` (bot.conversation.api decides what they do); the reply's
 usage, client tool calls and finish reason come back in ``OutboundMessage.api``.  ``user``
 names a server-side conversation; without it a request is stateless.  ``guard.py`` runs
 before every route; ``stream.py`` writes ``stream: true`` answers.

@@ -368,7 +368,7 @@ def parse_request(body: dict) -> tuple[str, list[MediaItem], dict[str, Any]] | s
     ``InboundMessage.api`` data the core turns into the turn); or an error message.
 
     System and developer messages become ``instructions``; the other messages are kept
-    in order, reduced to what the model needs (bot.api_turn)."""
+    in order, reduced to what the model needs (bot.conversation.api)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages must be a non-empty list"

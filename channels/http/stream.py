@@ -2,7 +2,7 @@
 model writes its text.
 
 ``LiveReply`` is one streamed answer.  The core feeds the adapter's live sink with visible
-text (bot.streaming.StreamText), a ``step`` when a model call follows tool calls (the next
+text (bot.delivery.previews.StreamText), a ``step`` when a model call follows tool calls (the next
 text starts after a blank line) and each call's usage.  The SSE response opens with the first
 text, so a turn that fails before any still answers with a JSON error (502, 429 for the
 budget); a failure after text went out ends the stream with an ``error`` event.  When the
