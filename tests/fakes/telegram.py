@@ -63,6 +63,10 @@ Behaviour switches and failure injection:
   entities: ...".  Texts longer than 4096 characters (after entity parsing) or empty texts are
   refused as the real server does.
 
+Several bots on one server (several accounts of the channel): ``work = fake.add_bot("9:W",
+"work_bot")`` after ``start()`` returns a second bot with its own updates queue, ``sent``,
+``calls`` and files, answered at the same ``api_base``; each request reaches the bot of its token.
+
 Wrong token → 401 ``{"ok": false, "error_code": 401, "description": "Unauthorized"}``.
 Message ids increase per chat and are shared between injected user messages and bot messages.
 """
@@ -337,6 +341,10 @@ class FakeTelegram:
         self._changed: asyncio.Event | None = None
         self._closing: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
+        # every bot this server answers for, by token (add_bot); each has its own updates,
+        # sent messages, calls and files
+        self._bots: dict[str, FakeTelegram] = {token: self}
+        self._server: FakeTelegram = self  # the bot whose server this one's requests reach
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> FakeTelegram:
@@ -351,10 +359,32 @@ class FakeTelegram:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return self
 
+    def add_bot(self, token: str, bot_username: str, bot_id: int | None = None) -> FakeTelegram:
+        """One more bot on this server (a second Bot API token: another account of the
+        channel).  Call after :meth:`start`; the bot returned has its own updates queue,
+        ``sent`` list and calls, and shares the server's ``api_base``."""
+        if token in self._bots:
+            raise ValueError(f"a bot with token {token!r} is already served")
+        bot = FakeTelegram(
+            token,
+            bot_username,
+            bot_id,
+            host=self.host,
+            port=self.port,
+            validate_html=self.validate_html,
+            reject_urls=self.reject_urls,
+        )
+        bot._server = self
+        bot._changed = asyncio.Event()
+        bot._closing = self._closing
+        self._bots[token] = bot
+        return bot
+
     async def stop(self) -> None:
         if self._closing is not None:
             self._closing.set()
-        self._notify()
+        for bot in self._bots.values():
+            bot._notify()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
@@ -368,7 +398,7 @@ class FakeTelegram:
     @property
     def api_base(self) -> str:
         """Root URL, for clients that take an ``api_base`` (``TelegramChannel(api_base=...)``)."""
-        return f"http://{self.host}:{self.port}"
+        return f"http://{self._server.host}:{self._server.port}"
 
     @property
     def base_url(self) -> str:
@@ -744,8 +774,13 @@ class FakeTelegram:
         if not path.startswith("bot") or "/" not in path:
             return self._error(_ApiError(404, "Not Found"))
         token, method = path[3:].split("/", 1)
-        if token != self.token:
+        bot = self._bots.get(token)
+        if bot is None:
             return self._error(_ApiError(401, "Unauthorized"))
+        return await bot._answer(request, method)
+
+    async def _answer(self, request: web.Request, method: str) -> web.StreamResponse:
+        """One Bot API call to this bot (its token already checked by the server)."""
         try:
             params = await self._params(request)
         except Exception as exc:
@@ -833,12 +868,13 @@ class FakeTelegram:
 
     async def _download(self, request: web.Request, rest: str) -> web.StreamResponse:
         token, _, file_path = rest.partition("/")
-        if token != self.token:
+        bot = self._bots.get(token)
+        if bot is None:
             return self._error(_ApiError(401, "Unauthorized"))
-        for data, path in self._files.values():
+        for data, path in bot._files.values():
             if path == file_path:
-                self.downloads.append(file_path)
-                if not self.chunked_downloads:
+                bot.downloads.append(file_path)
+                if not bot.chunked_downloads:
                     return web.Response(body=data, content_type="application/octet-stream")
                 resp = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
                 resp.enable_chunked_encoding()
