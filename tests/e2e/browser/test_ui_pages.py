@@ -78,6 +78,7 @@ async def test_channels_schedule_config_and_logs(tmp_path, llm, tg, page):
         await expect(heartbeat.get_by_role("button", name="Pause")).to_be_enabled()
         # Config: the effective config; a secret only as its variable's name, set
         await open_page(page, "Config")
+        await page.get_by_text("Effective config").click()  # folded under the editor
         effective = page.get_by_role("region", name="Effective config")
         await expect(effective).to_contain_text("env TEST_TG_TOKEN (set)")
         assert TG_TOKEN not in await page.content()

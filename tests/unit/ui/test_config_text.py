@@ -94,8 +94,8 @@ SECRET = "sk-proj-AbC123-real-secret"
             "agent.fallbacks[0].api_key_env",
         ),
         (
-            {"mcp": {"servers": [{"name": "m", "env_env": {"TOKEN": SECRET}}]}},
-            "mcp.servers[0].env_env.TOKEN",
+            {"mcp": {"servers": [{"name": "m", "headers_env": {"X-Key": SECRET}}]}},
+            "mcp.servers[0].headers_env.X-Key",
         ),
     ],
 )

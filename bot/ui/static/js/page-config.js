@@ -61,7 +61,7 @@ export function mount(root, ctx) {
       editor.value = loaded.text;
       clear(file).append("File: ", h("code", {}, loaded.path));
       fields = [];
-      clear(formBox);
+      clear(formBox).className = "form-grid";
       for (const [name, rows] of sections(loaded.form)) {
         const made = rows.map((r) => ({ row: r, ...control(r, ro) }));
         fields.push(...made);
@@ -84,7 +84,12 @@ export function mount(root, ctx) {
             ? h("ul", {}, findings.map((f) => h("li", { class: f.level === "error" ? "error-text" : "warn-text" }, `${f.level}: ${f.message}`)))
             : h("p", { class: "muted" }, "chela check finds nothing to report."),
         ),
-        h("section", { role: "region", "aria-labelledby": "cfg-effective", class: "panel" }, h("h2", { id: "cfg-effective" }, "Effective config"), h("p", { class: "muted" }, "What the running daemon uses (a saved change applies after a restart)."), tree(ans.config || {})),
+        h(
+          "details",
+          { class: "panel" },
+          h("summary", {}, "Effective config (what the running daemon uses)"),
+          h("section", { role: "region", "aria-labelledby": "cfg-effective" }, h("h2", { id: "cfg-effective", class: "sr-only" }, "Effective config"), tree(ans.config || {})),
+        ),
       );
     } catch (err) {
       if (!ctl.signal.aborted) clear(effective).append(h("p", { class: "error" }, err.message));
