@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.model import LLMClient, prices
-from bot.model.paths import PATH_ENV, path_for
+from bot.model.paths import PATH_ENV
 from tests.fakes.llm import FakeLLM, error, text, tool_calls
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "héllo"}]
@@ -97,34 +97,6 @@ async def test_context_overflow_is_named_on_the_light_path(monkeypatch):
     assert len(fake.requests) == 1  # not retried
 
 
-def test_path_rule():
-    def name(model: str, api_base: str = "") -> str:
-        return path_for(model, api_base).name
-
-    assert name("openai/gpt-4o") == "openai_compat"
-    assert name("openai/llama3", "http://localhost:8080/v1") == "openai_compat"
-    assert name("custom_openai/x") == "openai_compat"
-    assert name("hosted_vllm/qwen", "http://gpu:8000/v1") == "openai_compat"
-    assert name("hosted_vllm/qwen") == "litellm"  # no api_base: litellm's own default
-    assert name("lm_studio/qwen", "http://x/v1") == "openai_compat"
-    for model in (
-        "openai/o3-mini",
-        "openai/gpt-5",
-        "anthropic/claude-sonnet-4",
-        "ollama_chat/llama3",
-        "gemini/x",
-        "gpt-4o",
-    ):
-        assert name(model, "http://x") == "litellm"
-
-
-def test_needs_litellm():
-    from bot.model import needs_litellm
-
-    assert not needs_litellm([("openai/gpt-4o", ""), ("hosted_vllm/q", "http://x/v1"), ("", "")])
-    assert needs_litellm([("openai/gpt-4o", ""), ("anthropic/claude-sonnet-4", "")])
-
-
 def test_a_config_needs_litellm_only_for_a_model_on_its_path(tmp_path):
     from bot.model import litellm_needed
     from tests.e2e import make_config
@@ -147,11 +119,6 @@ def test_vision_and_window_from_the_table():
     assert prices.supports_vision("openai/gpt-4o") is True
     assert prices.supports_vision("openai/no-such-model") is None
     assert prices.context_window("openai/gpt-4o") == 128000
-
-
-def test_path_env_sends_everything_through_litellm(monkeypatch):
-    monkeypatch.setenv(PATH_ENV, "litellm")
-    assert path_for("openai/gpt-4o").name == "litellm"
 
 
 def test_light_path_never_imports_litellm():
