@@ -349,12 +349,25 @@ def to_prune(found: list[Kept], keep: int, now: float) -> list[Path]:
     return [k.path for k in sorted([*old, *expired], key=lambda k: k.time)]
 
 
+STALE = 86400.0  # a partial archive or work dir this old was left by a backup that died
+
+
 def prune(folder: Path, keep: int, now: float | None = None) -> list[Path]:
+    """The archives beyond ``keep`` removed (:func:`to_prune`), and what a backup killed
+    mid-way left behind; the archives removed."""
+    now = time.time() if now is None else now
     gone = []
-    for path in to_prune(archives(folder), keep, time.time() if now is None else now):
+    for path in to_prune(archives(folder), keep, now):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             gone.append(path)
+    with contextlib.suppress(OSError):
+        for left in folder.glob(".chela-backup-*"):
+            if now - left.lstat().st_mtime > STALE:
+                if left.is_dir() and not left.is_symlink():
+                    shutil.rmtree(left, ignore_errors=True)
+                else:
+                    left.unlink()
     return gone
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import sqlite3
 import stat
 import tarfile
@@ -296,6 +297,21 @@ def test_prune_removes_files_by_the_time_in_their_names(tmp_path):
         archive_name(t0 + 3 * DAY),
         archive_name(t0 + 4 * DAY),
     ]
+
+
+def test_prune_removes_what_a_killed_backup_left_a_day_ago(tmp_path):
+    t0 = 1_800_000_000.0
+    old_partial = tmp_path / f".{archive_name(t0)}.ab12.partial"
+    old_work = tmp_path / ".chela-backup-x1"
+    fresh_partial = tmp_path / f".{archive_name(t0 + DAY)}.cd34.partial"
+    old_partial.write_text("x")
+    old_work.mkdir()
+    fresh_partial.write_text("x")  # perhaps a backup still running
+    for p in (old_partial, old_work):
+        os.utime(p, (t0, t0))
+    os.utime(fresh_partial, (t0 + 1.5 * DAY, t0 + 1.5 * DAY))
+    prune(tmp_path, keep=7, now=t0 + 1.5 * DAY)
+    assert [p.name for p in tmp_path.iterdir()] == [fresh_partial.name]
 
 
 def test_two_backups_in_one_second_get_two_names(tmp_path):
