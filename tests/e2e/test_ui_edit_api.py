@@ -295,3 +295,36 @@ async def test_config_jobs_are_read_only_from_the_page(tmp_path, llm):
         )
         assert r.status == 409
         assert ui.daemon.cron.registry.get("brief") is not None
+
+
+async def test_a_job_keeps_where_it_delivers_and_a_bad_target_is_refused(tmp_path, llm):
+    async with edit_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        job = {"name": "ping", "prompt": "p", "kind": "every", "when": "1h"}
+        r = await c.post("/ui/api/schedule", {**job, "target": "pigeon"})
+        assert r.status == 400 and "target" in (await r.json())["error"]["message"]
+        r = await c.post("/ui/api/schedule", {**job, "target": "last", "to": "42"})
+        assert r.status == 400
+        assert ui.daemon.cron.registry.get("ping") is None
+        r = await c.post("/ui/api/schedule", {**job, "target": "telegram", "to": "42"})
+        assert r.status == 201
+        assert (await r.json())["job"]["target"] == "telegram:42"
+        stored = ui.daemon.cron.registry.get("ping")
+        assert stored is not None and (stored.target, stored.to) == ("telegram", "42")
+
+
+async def test_a_read_only_ui_saves_nothing(tmp_path, llm):
+    async with edit_daemon(tmp_path, llm, "\n[ui]\nread_only = true\n") as ui:
+        path = tmp_path / "config.toml"
+        before = path.read_bytes()
+        async with await ui.login() as c:
+            r = await c.get("/ui/api/config/file")  # reading is allowed
+            assert r.status == 200
+            for route, payload in (
+                ("/ui/api/config/file", {"base": sha(path), "set": {"agent.timezone": "UTC"}}),
+                ("/ui/api/workspace/USER.md", {"base": None, "text": "x"}),
+                ("/ui/api/schedule", {"name": "a", "prompt": "p", "kind": "in", "when": "1h"}),
+            ):
+                r = await c.post(route, payload)
+                assert r.status == 403 and (await r.json())["error"]["code"] == "read_only"
+        assert path.read_bytes() == before
+        assert not (tmp_path / "ws" / "USER.md").exists()

@@ -57,14 +57,17 @@ def _when(data: dict[str, Any]) -> dict[str, str]:
 
 
 def _job_fields(data: dict[str, Any]) -> tuple[str, str, dict[str, str]]:
-    """(name, prompt, {kind: when, "target": where}); ``target`` defaults to ``last``."""
+    """(name, prompt, {kind: when, "target", "to"}); ``target`` defaults to ``last``."""
     name = _text(data, "name", NAME_MAX)
     if any(c in name for c in "/\\\n\r\t") or name.startswith("."):
         raise BadRequest("name must be one line without slashes")
-    target = data.get("target") or "last"
+    target, to = data.get("target") or "last", data.get("to") or ""
     if target not in TARGETS:
         raise BadRequest(f"target must be one of {', '.join(TARGETS)}")
-    return name, _text(data, "prompt", 20_000), {**_when(data), "target": str(target)}
+    if not isinstance(to, str) or len(to) > 200 or (to and target in ("last", "none")):
+        raise BadRequest("to must be a chat id of the target channel")
+    where = {"target": str(target), "to": to}
+    return name, _text(data, "prompt", 20_000), {**_when(data), **where}
 
 
 def _row(ctx: UiContext, name: str) -> dict[str, Any] | None:
@@ -120,7 +123,7 @@ async def edit(request: web.Request) -> web.Response:
         return conflict(f"a job named {new_name} exists already")
     api = _schedule(ctx).for_route({})
     try:
-        api.preview(**{k: v for k, v in when.items() if k != "target"})
+        api.preview(**{k: v for k, v in when.items() if k not in ("target", "to")})
     except ValueError as e:
         raise BadRequest(str(e)) from None
     await api.remove(old_name)

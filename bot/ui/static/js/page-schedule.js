@@ -62,7 +62,10 @@ class JobForm {
     this.prompt.value = job ? job.prompt || "" : "";
     this.kind.value = job ? job.spec.kind : "in";
     this.when.value = job ? job.spec.when : "";
-    this.target.value = job && job.target === "none" ? "none" : "last";
+    this.target.querySelector("option.kept")?.remove();
+    const where = job ? job.target || "last" : "last";
+    if (!["last", "none"].includes(where)) this.target.append(h("option", { value: where, class: "kept" }, where));
+    this.target.value = where;
     this.next.textContent = "";
     this.showHint();
     this.el.hidden = false;
@@ -92,7 +95,8 @@ class JobForm {
   }
 
   async submit() {
-    const body = { name: this.name.value, prompt: this.prompt.value, kind: this.kind.value, when: this.when.value, target: this.target.value };
+    const [target, ...to] = this.target.value.split(":");
+    const body = { name: this.name.value, prompt: this.prompt.value, kind: this.kind.value, when: this.when.value, target, to: to.join(":") };
     this.save.disabled = true;
     try {
       const path = this.editing ? `schedule/${seg(this.editing.name)}/edit` : "schedule";
