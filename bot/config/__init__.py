@@ -14,12 +14,22 @@ tests/architecture/test_config_is_the_bottom.py); its modules, by job:
 * ``load`` -- path, TOML, validation errors with the key path;
 * ``secrets`` -- the registry of every value taken from the environment;
 * ``describe`` -- the risky-but-valid settings ``chela check`` warns about.
+* ``agents`` -- ``[agents.<id>]``, channel accounts, their views and checks; ``bindings`` --
+  ``[[bindings]]`` (which agent answers what) and their checks; ``heartbeat`` -- ``[heartbeat]``;
 * ``providers`` -- what a model string's prefix says: litellm routes it, its key variable.
 """
 
 from __future__ import annotations
 
-from .agent import AgentConfig, CompactionConfig, FallbackModel
+from .agent import AgentConfig, AgentOverrides, CompactionConfig, FallbackModel
+from .agents import (
+    DEFAULT_ACCOUNT,
+    account_key,
+    agent_config,
+    agent_ids,
+    channel_accounts,
+)
+from .bindings import Binding
 from .channels import (
     CONFIGURED,
     MESSAGING,
@@ -35,12 +45,11 @@ from .channels import (
 from .describe import config_warnings
 from .durations import parse_duration
 from .load import ConfigError, load_config, parse_config, resolve_config_path
+from .heartbeat import ActiveHours, HeartbeatConfig
 from .schema import (
-    ActiveHours,
     Config,
     CronJob,
     DeliveryConfig,
-    HeartbeatConfig,
     MediaConfig,
     OwnerConfig,
     PluginConfig,
@@ -59,6 +68,7 @@ from .tools import (
 
 __all__ = [
     "CONFIGURED",
+    "DEFAULT_ACCOUNT",
     "DEFAULT_EXEC_ALLOW",
     "DEFAULT_TOOLS",
     "MESSAGING",
@@ -66,6 +76,8 @@ __all__ = [
     "TARGETS",
     "ActiveHours",
     "AgentConfig",
+    "AgentOverrides",
+    "Binding",
     "ChannelPolicy",
     "ChannelsConfig",
     "CompactionConfig",
@@ -89,6 +101,10 @@ __all__ = [
     "TelegramConfig",
     "ToolsConfig",
     "WebConfig",
+    "account_key",
+    "agent_config",
+    "agent_ids",
+    "channel_accounts",
     "config_warnings",
     "load_config",
     "parse_config",

@@ -1,4 +1,5 @@
-"""``[agent]``: the model, the workspace and state dirs, prompts, limits, fallbacks."""
+"""``[agent]``: the model, the workspace and state dirs, prompts, limits, fallbacks; and
+``[agents.<id>]``, the tables of more agents (read through bot/config/agents.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pydantic import Field, field_validator
 from .base import Model
 from .clock import check_zone
 from .durations import parse_duration
+from .heartbeat import HeartbeatConfig
+from .tools import ToolsConfig
 
 
 def window_tokens(v: int) -> int:
@@ -145,3 +148,13 @@ class AgentConfig(Model):
     @classmethod
     def _tz(cls, v: str) -> str:
         return check_zone(v)
+
+
+class AgentOverrides(AgentConfig):
+    """One ``[agents.<id>]`` table as written: ``model_fields_set`` says which keys it sets.
+
+    A top-level table an agent may have its own of is a field here named as on
+    :class:`~bot.config.schema.Config` (``agent_config`` merges every such field)."""
+
+    tools: ToolsConfig | None = None
+    heartbeat: HeartbeatConfig | None = None

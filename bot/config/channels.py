@@ -12,6 +12,7 @@ values); a section only says which of them its settings can do without.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -60,6 +61,9 @@ class ChannelPolicy(Model):
     # "partial": a live preview of the reply while the model writes it, one message edited
     # at most once a second, replaced by the final reply (Telegram, Discord, Slack)
     streaming: Literal["off", "partial"] = "off"
+    # more accounts of the channel ([channels.<name>.accounts.<account>]), each merged over
+    # this table (bot/config/agents.py); every section narrows it to its own class
+    accounts: Mapping[str, ChannelPolicy] = Field(default_factory=dict)
 
     @field_validator("allow_from", "groups", "owner_groups", mode="before")
     @classmethod
@@ -79,6 +83,11 @@ class ChannelPolicy(Model):
         """The secrets the channel cannot start without, as ``{key: env var}``."""
         skip = self.optional_secrets()
         return {k: v for k, v in env_fields(self).items() if k not in skip}
+
+    def connection(self) -> dict[str, str]:
+        """What names the platform connection (two accounts of a channel never share one of
+        these): the token variables it needs, as ``{key: value}``."""
+        return {k: v for k, v in self.required_secrets().items() if v}
 
 
 class TelegramConfig(ChannelPolicy):
@@ -104,6 +113,8 @@ class TelegramConfig(ChannelPolicy):
     api_base: str = "https://api.telegram.org"
     poll_timeout: int = Field(30, ge=1, le=120)
     text_chunk_limit: int = Field(4000, ge=100, le=4096)
+    # more accounts of the channel, each merged over this table (bot/config/agents.py)
+    accounts: Mapping[str, TelegramConfig] = Field(default_factory=dict)
 
 
 class DiscordConfig(ChannelPolicy):
@@ -120,6 +131,8 @@ class DiscordConfig(ChannelPolicy):
     gateway_url: str = ""
     reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
     text_chunk_limit: int = Field(2000, ge=100, le=2000)
+    # more accounts of the channel, each merged over this table (bot/config/agents.py)
+    accounts: Mapping[str, DiscordConfig] = Field(default_factory=dict)
 
 
 class SlackConfig(ChannelPolicy):
@@ -137,6 +150,8 @@ class SlackConfig(ChannelPolicy):
     api_base: str = "https://slack.com/api/"
     listen: str = "127.0.0.1:3000"
     reactions: Literal["off", "ack", "minimal", "extensive"] = "off"
+    # more accounts of the channel, each merged over this table (bot/config/agents.py)
+    accounts: Mapping[str, SlackConfig] = Field(default_factory=dict)
 
     @field_validator("listen")
     @classmethod
@@ -147,6 +162,11 @@ class SlackConfig(ChannelPolicy):
     def optional_secrets(self) -> set[str]:
         """Socket mode needs no signing secret, HTTP mode no app token."""
         return {"signing_secret_env"} if self.mode == "socket" else {"app_token_env"}
+
+    def connection(self) -> dict[str, str]:
+        """The token variables, and in HTTP mode the address Slack posts to."""
+        own = super().connection()
+        return own | {"listen": self.listen} if self.mode == "http" else own
 
 
 class SignalConfig(ChannelPolicy):
@@ -160,6 +180,12 @@ class SignalConfig(ChannelPolicy):
     account: str = ""
     http_url: str = "http://127.0.0.1:8080"
     api_base: str = ""  # alias of http_url, for symmetry with the other channels
+    # more accounts of the channel, each merged over this table (bot/config/agents.py)
+    accounts: Mapping[str, SignalConfig] = Field(default_factory=dict)
+
+    def connection(self) -> dict[str, str]:
+        """A Signal account is its number (one signal-cli account per number)."""
+        return {"account": self.account} if self.account else {}
 
     @model_validator(mode="after")
     def _account(self) -> SignalConfig:

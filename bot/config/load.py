@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .agents import config_errors
 from .schema import Config
 from .env_values import collect
 
@@ -42,11 +43,14 @@ def _format_errors(err: ValidationError) -> str:
 
 
 def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
+    where = f" in {source}" if source else ""
     try:
         cfg = Config.model_validate(data)
     except ValidationError as e:
-        where = f" in {source}" if source else ""
         raise ConfigError(f"invalid config{where}:\n{_format_errors(e)}") from None
+    problems = config_errors(cfg)  # agents, accounts, bindings: what one key alone cannot show
+    if problems:
+        raise ConfigError(f"invalid config{where}:\n" + "\n".join(problems))
     cfg.source = source
     cfg._secrets = collect(cfg.secret_env_names())  # the registry, filled now
     return cfg

@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from .agent import AgentConfig
+from .agent import AgentConfig, AgentOverrides
 from .backup import BackupConfig
 from .base import Model, as_strs, ids_only
+from .bindings import Binding
 from .channels import ChannelsConfig, check_target
-from .clock import check_hhmm, check_zone
+from .heartbeat import HeartbeatConfig
 from .durations import parse_duration
 from .env_values import Secrets, collect, env_names
 from .tools import McpConfig, ToolsConfig
@@ -25,51 +26,6 @@ from .ui import UiConfig
 class SessionConfig(Model):
     dm_scope: Literal["main", "per-peer", "per-channel-peer"] = "main"
     max_concurrent_turns: int = Field(8, ge=1, le=1000)
-
-
-class ActiveHours(Model):
-    start: str
-    end: str
-    timezone: str = ""
-
-    @field_validator("start")
-    @classmethod
-    def _start(cls, v: str) -> str:
-        return check_hhmm(v, allow_24=False)
-
-    @field_validator("end")
-    @classmethod
-    def _end(cls, v: str) -> str:
-        return check_hhmm(v, allow_24=True)
-
-    @field_validator("timezone")
-    @classmethod
-    def _tz(cls, v: str) -> str:
-        return check_zone(v)
-
-
-class HeartbeatConfig(Model):
-    every: str = "30m"
-    prompt: str = ""
-    target: str = "last"
-    to: str = ""
-    ack_max_chars: int = Field(300, ge=0)
-    active_hours: ActiveHours | None = None
-
-    @field_validator("target")
-    @classmethod
-    def _target(cls, v: str) -> str:
-        return check_target(v)
-
-    @field_validator("every")
-    @classmethod
-    def _every(cls, v: str) -> str:
-        parse_duration(v)
-        return v
-
-    @property
-    def every_seconds(self) -> float:
-        return parse_duration(self.every)
 
 
 class OwnerConfig(Model):
@@ -149,6 +105,7 @@ class CronJob(Model):
     catch_up: str = "1h"  # 0s = never catch up
     target: str = "last"
     to: str = ""
+    agent: str = ""  # the agent whose turn it is; "" = the default agent
 
     @model_validator(mode="before")
     @classmethod
@@ -249,6 +206,9 @@ class Config(Model):
     mcp: McpConfig = Field(default_factory=McpConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    # more agents ([agents.<id>]) and which of them answers what ([[bindings]]): bot/config/agents.py
+    agents: dict[str, AgentOverrides] = Field(default_factory=dict)
+    bindings: list[Binding] = Field(default_factory=list)
 
     # where it was loaded from (not a TOML key)
     source: Path | None = Field(default=None, exclude=True)
