@@ -61,11 +61,16 @@ async def test_unknown_sender_gets_pairing_code_then_is_served(tmp_path, llm, tg
         cfg_path.write_text(f'[agent]\nstate_dir = "{cfg.agent.state_dir}"\n')
         assert cli_main(["pairing", "approve", "telegram", code, "--config", str(cfg_path)]) == 0
         assert "approved telegram sender 77" in capsys.readouterr().out
-        llm.script(text("welcome"))
+        llm.script(text("welcome"), text("yes, now"))
         tg.inject_message(77, "now?", from_id=77, username="eve")
-        sent = await tg.wait_for_sent(3, timeout=15)
-    assert sent[2].visible_text == "welcome"
-    assert len(llm.requests) == 1
+        await tg.wait_for_sent(4, timeout=15)
+        await settled(d, tg_taken(tg))
+    # the message that waited is answered first (with the approval), then the new one
+    texts = [m.visible_text for m in tg.sent if m.chat_id == 77][1:]
+    assert texts[0].startswith("The owner approved you") and texts[1:] == ["welcome", "yes, now"]
+    assert "again?" in llm.requests[0]["messages"][-2]["content"]  # the one held
+    assert "now?" in llm.requests[1]["messages"][-2]["content"]
+    assert len(llm.requests) == 2
 
 
 async def test_group_pending_history_and_mention(tmp_path, llm, tg):
