@@ -8,9 +8,21 @@ of the common ones; only an unusual string asks litellm itself."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from bot.config import Config, config_warnings
+from bot.config import (
+    DEFAULT_ACCOUNT,
+    AgentConfig,
+    Config,
+    account_key,
+    agent_config,
+    agent_ids,
+    channel_accounts,
+    config_warnings,
+)
 from bot.config.providers import known_prefix, missing_key_var
+
+Row = TypeVar("Row", bound=tuple[str, ...])
 
 # web_search/web_fetch are built from the config; <server>__<tool> names are MCP tools
 _CONFIG_TOOLS = ("web_search", "web_fetch")
@@ -43,20 +55,21 @@ def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:
 
     out: list[tuple[str, str, str]] = []
     for name in MESSAGING:
-        if not getattr(cfg.channels, name).enabled:
-            continue
-        for key, env in cfg.channel_secrets(name).items():
-            if not cfg.secret(env):
-                out.append(
-                    (
-                        name,
+        for account, section in channel_accounts(cfg, name).items():
+            for key, env in section.required_secrets().items():
+                if not cfg.secret(env):
+                    what = "channel" if account == DEFAULT_ACCOUNT else "account"
+                    out.append(
                         (
-                            f"channels.{name}.{key}: environment variable {env or '(unset)'} "
-                            "is empty and the channel is enabled"
-                        ),
-                        f"export {env}=... (or set channels.{name}.enabled = false)",
+                            name if account == DEFAULT_ACCOUNT else f"{name}:{account}",
+                            (
+                                f"{account_key(name, account, key)}: environment variable "
+                                f"{env or '(unset)'} is empty and the {what} is enabled"
+                            ),
+                            f"export {env}=... (or set "
+                            f"{account_key(name, account, 'enabled')} = false)",
+                        )
                     )
-                )
     h = cfg.channels.http
     if h.enabled and h.token_env and not cfg.secret(h.token_env).strip():
         out.append(
@@ -73,14 +86,35 @@ def secret_errors(cfg: Config) -> list[str]:
     return [f"{problem}: {fix}" for _, problem, fix in secret_problems(cfg)]
 
 
+def agents(cfg: Config) -> list[tuple[str, AgentConfig]]:
+    """Each agent's ``[agent]`` keys (its own, or inherited) as ``(its table, keys)``:
+    ``agent`` for the default agent, ``agents.<id>`` for the others."""
+    out = [("agent", cfg.agent)]
+    out += [(f"agents.{i}", agent_config(cfg, i).agent) for i in agent_ids(cfg)[1:]]
+    return out
+
+
+def once(rows: list[Row]) -> list[Row]:
+    """``rows`` without a row whose values (all but the key) an earlier row has: an agent
+    that inherits a model from [agent] is judged under [agent]'s key only."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for row in rows:
+        if row[1:] not in seen:
+            seen.add(row[1:])
+            out.append(row)
+    return out
+
+
 def model_strings(cfg: Config) -> list[tuple[str, str, str]]:
     """Every model string of the config as ``(TOML key, model, api_base)``."""
-    a = cfg.agent
-    out = [("agent.model", a.model, a.api_base)]
-    out += [(f"agent.fallbacks[{i}]", f.model, f.api_base) for i, f in enumerate(a.fallbacks)]
-    if a.compaction.model:
-        out.append(("agent.compaction.model", a.compaction.model, a.api_base))
-    return out
+    out: list[tuple[str, str, str]] = []
+    for t, a in agents(cfg):
+        out.append((f"{t}.model", a.model, a.api_base))
+        out += [(f"{t}.fallbacks[{i}]", f.model, f.api_base) for i, f in enumerate(a.fallbacks)]
+        if a.compaction.model:
+            out.append((f"{t}.compaction.model", a.compaction.model, a.api_base))
+    return once(out)
 
 
 def model_errors(cfg: Config) -> list[str]:
@@ -105,15 +139,16 @@ def model_errors(cfg: Config) -> list[str]:
 def key_problems(cfg: Config) -> list[tuple[str, str]]:
     """A model key variable named but empty: an error for a provider's own API (every call
     would fail), a warning with ``api_base`` (a local server often needs no key)."""
-    a = cfg.agent
-    targets = [("agent", a.api_key_env, a.api_base)]
-    targets += [
-        (f"agent.fallbacks[{i}]", f.api_key_env, f.api_base or a.api_base)
-        for i, f in enumerate(a.fallbacks)
-        if f.api_key_env
-    ]
+    targets: list[tuple[str, str, str]] = []
+    for t, a in agents(cfg):
+        targets.append((t, a.api_key_env, a.api_base))
+        targets += [
+            (f"{t}.fallbacks[{i}]", f.api_key_env, f.api_base or a.api_base)
+            for i, f in enumerate(a.fallbacks)
+            if f.api_key_env
+        ]
     out = []
-    for where, env, base in targets:
+    for where, env, base in once(targets):
         if env and not cfg.secret(env):
             line = (
                 f"{where}.api_key_env: environment variable {env} is empty, so every model call "
@@ -126,14 +161,15 @@ def key_problems(cfg: Config) -> list[tuple[str, str]]:
 def missing_keys(cfg: Config) -> list[str]:
     """A model whose provider needs a key while neither its ``api_key_env`` nor the
     provider's own variable is set (every call would fail), naming that provider's variable."""
-    a = cfg.agent
-    targets = [("agent", a.model, a.api_base, a.api_key_env)]
-    targets += [
-        (f"agent.fallbacks[{i}]", f.model, f.api_base or "", f.api_key_env)
-        for i, f in enumerate(a.fallbacks)
-    ]
+    targets: list[tuple[str, str, str, str]] = []
+    for t, a in agents(cfg):
+        targets.append((t, a.model, a.api_base, a.api_key_env))
+        targets += [
+            (f"{t}.fallbacks[{i}]", f.model, f.api_base or "", f.api_key_env)
+            for i, f in enumerate(a.fallbacks)
+        ]
     out = []
-    for table, model, base, env in targets:
+    for table, model, base, env in once(targets):
         var = "" if env else missing_key_var(model, base)
         if var:
             out.append(
@@ -149,12 +185,18 @@ def tool_warnings(cfg: Config) -> list[str]:
     from bot.config.tools import BUILTIN_TOOLS
 
     known = set(BUILTIN_TOOLS) | set(_CONFIG_TOOLS)
+    tables = [("tools", cfg.tools)]
+    tables += [(f"agents.{i}.tools", a.tools) for i, a in cfg.agents.items() if a.tools]
     out = []
-    for key in ("enabled", "guest"):
-        for name in getattr(cfg.tools, key):
-            n = str(name).strip()
-            if n not in known and "__" not in n:
-                out.append(
-                    f"tools.{key}: unknown tool {n!r}; ignored (known: {', '.join(sorted(known))})"
-                )
+    for where, tools in tables:
+        for key in ("enabled", "guest"):
+            if where != "tools" and key not in tools.model_fields_set:
+                continue  # inherited from [tools]: judged there
+            for name in getattr(tools, key):
+                n = str(name).strip()
+                if n not in known and "__" not in n:
+                    out.append(
+                        f"{where}.{key}: unknown tool {n!r}; ignored "
+                        f"(known: {', '.join(sorted(known))})"
+                    )
     return out

@@ -98,6 +98,9 @@ def env_names(config: object) -> list[str]:
         elif isinstance(node, (list, tuple)):
             for item in node:
                 walk(item)
+        elif isinstance(node, Mapping):  # [agents.<id>], a channel's accounts, [agent.models]
+            for item in node.values():
+                walk(item)
 
     walk(config)
     return [n for n in dict.fromkeys(names) if n]
