@@ -35,6 +35,7 @@ from pathlib import Path
 
 from bot import __version__
 from bot.config import Config
+from bot.config.agents import agent_config, agent_ids
 from bot import fs
 from bot.fs import private_dir
 from bot.store import schema_version
@@ -94,8 +95,8 @@ class Written:
 
 
 def workspaces(cfg: Config) -> dict[str, Path]:
-    """Every agent's workspace by agent id (one agent today; each new agent is one entry)."""
-    return {cfg.agent.id: Path(cfg.agent.workspace)}
+    """Every agent's workspace by agent id (``[agent]``, then each ``[agents.<id>]``)."""
+    return {a: Path(agent_config(cfg, a).agent.workspace) for a in agent_ids(cfg)}
 
 
 def backups_dir(cfg: Config) -> Path:

@@ -222,7 +222,7 @@ def test_chela_run_refuses_a_newer_database_naming_both_versions_and_the_backup(
     new = schema_version.SCHEMA_VERSION + 1
     folder = cfg.agent.state_dir / "backups"
     folder.mkdir()
-    kept = folder / f"chela-backup-vm-20270101T000000Z-pre-migrate-1-{new}.tar.gz"
+    kept = folder / f"chela-backup-vm-20270101T000000Z-pre-migrate-{new - 1}-{new}.tar.gz"
     kept.write_bytes(b"")
     make_newer(cfg.db_path)
     before = cfg.db_path.read_bytes()
@@ -230,7 +230,7 @@ def test_chela_run_refuses_a_newer_database_naming_both_versions_and_the_backup(
     assert done.returncode == 1
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("chela:")]
     assert len(lines) == 1, done.stderr
-    assert f"schema version {new}" in lines[0] and "(version 1)" in lines[0]
+    assert f"schema version {new}" in lines[0] and f"(version {new - 1})" in lines[0]
     assert f"chela restore {kept}" in lines[0]
     assert cfg.db_path.read_bytes() == before
     # and an archive of it is refused by restore with one line, changing nothing
@@ -256,9 +256,10 @@ async def test_twin_an_older_database_is_backed_up_then_migrated_and_the_daemon_
         await wait_until(lambda: "ready in" in log.read_text(), 60)
     finally:
         assert stop(proc) == 0
-    taken = list((cfg.agent.state_dir / "backups").glob("*-pre-migrate-0-1.tar.gz"))
+    v = schema_version.SCHEMA_VERSION
+    taken = list((cfg.agent.state_dir / "backups").glob(f"*-pre-migrate-0-{v}.tar.gz"))
     assert len(taken) == 1
-    assert f"before migrating it from schema 0 to 1: {taken[0]}" in log.read_text()
+    assert f"before migrating it from schema 0 to {v}: {taken[0]}" in log.read_text()
     assert schema_version.read(cfg.db_path)[0] == schema_version.SCHEMA_VERSION
     assert chela("backup", "--verify", taken[0]).stdout == "OK\n"
 

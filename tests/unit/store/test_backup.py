@@ -97,6 +97,22 @@ def test_an_archive_holds_the_database_workspace_config_and_channel_state(tmp_pa
     }
 
 
+def test_every_agents_workspace_is_archived_and_restored_to_its_own(tmp_path):
+    from bot.store.restore import Targets, restore
+
+    cfg = home(tmp_path, agents={"helper": {"workspace": str(tmp_path / "ws-helper")}})
+    (tmp_path / "ws-helper").mkdir()
+    (tmp_path / "ws-helper" / "SOUL.md").write_text("the helper's soul")
+    done = take(cfg)
+    assert {"workspaces/main/SOUL.md", "workspaces/helper/SOUL.md"} <= names(done.path)
+    assert set(read_manifest(done.path)["agents"]) == {"main", "helper"}
+    fresh = tmp_path / "fresh"
+    spaces = {"main": fresh / "ws", "helper": fresh / "ws-helper"}
+    restore(done.path, Targets(fresh / "state", spaces, cfg.source, True), 1_800_000_000)
+    assert (fresh / "ws" / "SOUL.md").read_text() == "soul"
+    assert (fresh / "ws-helper" / "SOUL.md").read_text() == "the helper's soul"
+
+
 def test_media_only_when_asked(tmp_path):
     cfg = home(tmp_path)
     got = names(take(cfg, with_media=True).path)

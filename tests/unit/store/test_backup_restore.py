@@ -105,7 +105,8 @@ def test_an_archive_from_a_newer_schema_is_refused(tmp_path):
     newer(cfg)
     archive = take(cfg, out=tmp_path / "b.tar.gz").path  # a newer database backs up fine
     fresh = tmp_path / "fresh"
-    with pytest.raises(ArchiveError, match="schema version 2, newer than this Chela knows"):
+    newer_version = schema_version.SCHEMA_VERSION + 1
+    with pytest.raises(ArchiveError, match=f"schema version {newer_version}, newer than this"):
         restore(archive, targets(cfg, elsewhere=fresh), NOW)
     assert [p.name for p in (fresh / "state").iterdir()] == []
 
@@ -129,8 +130,9 @@ def test_a_newer_database_is_not_opened_for_writing(tmp_path):
     cfg = home(tmp_path)
     newer(cfg)
     before = cfg.db_path.read_bytes()
+    known = schema_version.SCHEMA_VERSION
     with pytest.raises(
-        StoreError, match=r"schema version 2, newer than this Chela knows \(version 1\)"
+        StoreError, match=rf"version {known + 1}, newer than this Chela knows \(version {known}\)"
     ):
         Store(cfg.db_path)
     assert cfg.db_path.read_bytes() == before
@@ -141,13 +143,13 @@ def test_a_newer_database_names_the_backup_to_restore(tmp_path):
     new = schema_version.SCHEMA_VERSION + 1
     folder = backups_dir(cfg)
     folder.mkdir()
-    kept = folder / f"chela-backup-vm-20270101T000000Z-pre-migrate-1-{new}.tar.gz"
+    kept = folder / f"chela-backup-vm-20270101T000000Z-pre-migrate-{new - 1}-{new}.tar.gz"
     kept.write_text("x")
     newer(cfg)
     with pytest.raises(StoreError) as e:
         before_migration(cfg)
     line = str(e.value)
-    assert f"schema version {new}" in line and "(version 1)" in line
+    assert f"schema version {new}" in line and f"(version {new - 1})" in line
     assert f"chela restore {kept}" in line and "\n" not in line
 
 
@@ -158,7 +160,8 @@ def test_an_older_database_is_backed_up_before_its_migration(tmp_path, caplog):
     conn.execute("PRAGMA user_version=0")  # written by a Chela from before versions
     conn.close()
     path = before_migration(cfg)
-    assert path is not None and path.name.endswith("-pre-migrate-0-1.tar.gz")
+    v = schema_version.SCHEMA_VERSION
+    assert path is not None and path.name.endswith(f"-pre-migrate-0-{v}.tar.gz")
     assert [k.pre_migrate for k in archives(backups_dir(cfg))] == [True]
     assert str(path) in caplog.text
     Store(cfg.db_path).close()
