@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import tomllib
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from bot.cli.answers import (
 from bot.app.channels import SPECS
 from bot.config import ConfigError, parse_config
 from bot.config.providers import key_var
+from bot.cli.validate import model_errors, model_problem
 
 __all__ = ["Answers"]
 
@@ -80,8 +82,12 @@ def render(a: Answers) -> str:
 
 
 def validate(text: str, path: Path) -> None:
-    """Raise ConfigError when the text is not a config Chela accepts."""
-    parse_config(tomllib.loads(text), path)
+    """Raise ConfigError when the text is not a config Chela accepts, or names a model
+    string ``chela check`` refuses (checked before anything is written)."""
+    cfg = parse_config(tomllib.loads(text), path)
+    problems = model_errors(cfg)
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 # ------------------------------------------------------------------------------ flags
@@ -157,18 +163,36 @@ def _settings_from(args, a: Answers, name: str, *, enabled: bool) -> None:
 
 
 # ------------------------------------------------------------------------ interactive
-def _q(text: str, default: str = "", ok=None, error: str = "") -> str:
-    """One question; an answer ``ok`` refuses is said so and asked again on an empty line
-    (a new session each time: nothing of the refused text is left to type over)."""
+def _q(text: str, default: str = "", refuse: Callable[[str], str] | None = None) -> str:
+    """One question, answered by a line.  ``refuse`` says why an answer is refused ("" to
+    take it); a refused answer is said so and asked again on an empty line (a new session
+    each time: nothing of the refused text is left to type over)."""
     from prompt_toolkit import PromptSession
 
     while True:
         s: PromptSession = PromptSession()
         answer = s.prompt(f"{text}: ", default=default).strip()
-        if ok is None or ok(answer):
+        why = refuse(answer) if refuse is not None else ""
+        if not why:
             return answer
-        print(f"  {error}")
+        print(f"  {why}")
         default = ""
+
+
+def _replace(path: Path) -> bool:
+    """Whether to replace an existing config: a line, y or n, like every other question."""
+    answer = _q(
+        f"{path} exists. Replace it? Its answers become the suggestions (y/n)",
+        refuse=lambda t: "" if t.lower() in ("y", "yes", "n", "no") else "answer y or n",
+    )
+    return answer.lower() in ("y", "yes")
+
+
+def _model_refusal(answer: str, a: Answers) -> str:
+    """Why the model answer (empty: the suggestion) cannot be routed, "" when it can."""
+    model = answer or a.model
+    problem = model_problem(model, a.api_base)
+    return f"{model!r}: {problem}" if problem else ""
 
 
 def _ask_model(a: Answers, key_given: bool) -> None:
@@ -177,6 +201,7 @@ def _ask_model(a: Answers, key_given: bool) -> None:
         _q(
             "Model (any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest)",
             a.model,
+            refuse=lambda t: _model_refusal(t, a),
         )
         or a.model
     )
@@ -210,8 +235,11 @@ def _ask_channel(a: Answers, name: str) -> None:
         ident = _q(
             f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
             ",".join(a.owners.get(name, [])),
-            ok=lambda t: not t.startswith("@"),
-            error="an id, not a @username (the pairing reply shows your id)",
+            refuse=lambda t: (
+                "an id, not a @username (the pairing reply shows your id)"
+                if t.startswith("@")
+                else ""
+            ),
         )
         a.owners[name] = [i.strip() for i in ident.split(",") if i.strip()]
 
@@ -223,8 +251,11 @@ def ask(a: Answers, path: Path, key_given: bool = False) -> Answers:
         f"Channels to enable, comma separated ({', '.join(CHANNELS)}; "
         "empty for none: `chela chat` always works)",
         ",".join(a.channels),
-        ok=lambda t: all(n.strip().lower() in CHANNELS for n in t.split(",") if n.strip()),
-        error=f"choose from: {', '.join(CHANNELS)}",
+        refuse=lambda t: (
+            ""
+            if all(n.strip().lower() in CHANNELS for n in t.split(",") if n.strip())
+            else f"choose from: {', '.join(CHANNELS)}"
+        ),
     )
     a.channels = [n.strip().lower() for n in picked.split(",") if n.strip()]
     for name in a.channels:
@@ -368,9 +399,7 @@ def run_onboard(args) -> int:
             return 1
         base = None
         if interactive and path.exists():
-            from prompt_toolkit.shortcuts import confirm
-
-            if not confirm(f"{path} exists. Replace it? (its answers are the suggestions)"):
+            if not _replace(path):
                 print("Left it as it was; nothing written.")
                 return 1
             base = answers_from_file(path)

@@ -121,19 +121,29 @@ def model_errors(cfg: Config) -> list[str]:
     """Model strings litellm cannot route, one line each naming the TOML key."""
     out = []
     for key, model, base in model_strings(cfg):
-        if known_prefix(model):  # the prefix alone says litellm routes it
-            continue
-        from bot.model import routing_error
-
-        why = routing_error(model, base)
-        if why:
-            name = model.rsplit("/", 1)[-1] or model
-            said = why.removeprefix("litellm.BadRequestError: ").split(". ")[0]
-            out.append(
-                f"{key} = {model!r}: litellm cannot route this model string; it needs a provider "
-                f'prefix, e.g. "ollama/{name}" or "openai/{name}" (litellm says: {said})'
-            )
+        problem = model_problem(model, base)
+        if problem:
+            out.append(f"{key} = {model!r}: {problem}")
     return out
+
+
+def model_problem(model: str, base: str = "") -> str:
+    """Why litellm cannot route ``model`` ("" when it can).  A provider prefix litellm is
+    known to route is judged here; only an unusual string imports litellm to ask it."""
+    if known_prefix(model):
+        return ""
+    from bot.model import routing_error
+
+    why = routing_error(model, base)
+    if not why:
+        return ""
+    name = model.rsplit("/", 1)[-1] or model
+    said = why.removeprefix("litellm.BadRequestError: ").split(". ")[0]
+    return (
+        f"litellm cannot route this model string; it needs a provider prefix, e.g. "
+        f'"ollama/{name}", or "openai/{name}" with the URL of a local OpenAI-compatible '
+        f"server (litellm says: {said})"
+    )
 
 
 def key_problems(cfg: Config) -> list[tuple[str, str]]:

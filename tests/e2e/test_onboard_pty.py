@@ -94,7 +94,7 @@ async def test_a_rerun_asks_replace_first_and_suggests_the_existing_answers(tmp_
     try:
         i = await expect(child, ["Replace it", "Model"])
         assert i == 0, "asked the questions before saying the file will be replaced"
-        child.send("y")
+        child.send("y\r")
         await expect(child, "Model")
         for _ in range(3):  # model, URL, key: Enter keeps the existing answers
             child.send("\r")
@@ -119,7 +119,7 @@ async def test_declining_replace_asks_nothing_and_keeps_the_file(tmp_path):
     child = _onboard(tmp_path)
     try:
         await expect(child, "Replace it")
-        child.send("n")
+        child.send("n\r")
         out = await _finish(child)
     finally:
         child.close(force=True)
