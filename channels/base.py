@@ -14,10 +14,50 @@ import dataclasses
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 ChatType = Literal["direct", "group"]
 MediaKind = Literal["image", "document", "video", "audio", "voice"]
+
+DEFAULT_ACCOUNT = "default"
+
+
+def account_key(channel: str, account: str = DEFAULT_ACCOUNT) -> str:
+    """The name of one account of a channel: ``telegram`` for its default account (so a
+    config with one account per channel names everything as before), ``telegram:work``
+    for another.  The running adapters are keyed by it, and so are pairing requests and
+    approved senders."""
+    return channel if account in ("", DEFAULT_ACCOUNT) else f"{channel}:{account}"
+
+
+def split_account_key(key: str) -> tuple[str, str]:
+    """``telegram:work`` → ("telegram", "work"); ``telegram`` or ``telegram:default`` →
+    ("telegram", "default")."""
+    channel, _, account = key.partition(":")
+    return channel, account or DEFAULT_ACCOUNT
+
+
+def labels(keys: Iterable[str]) -> dict[str, str]:
+    """How logs, ``chela status``, ``chela doctor`` and the Control UI name each running
+    adapter (keyed by :func:`account_key`): ``channel:account`` for a channel with several
+    accounts (``telegram:default``, ``telegram:work``), the plain channel name otherwise (as
+    before accounts existed)."""
+    keys = list(keys)
+    several = {split_account_key(k)[0] for k in keys if ":" in k}
+    out = {}
+    for key in keys:
+        channel, account = split_account_key(key)
+        out[key] = f"{channel}:{account}" if channel in several else key
+    return out
+
+
+def adapter_for(
+    adapters: Mapping[str, Channel], channel: str, account: str = DEFAULT_ACCOUNT
+) -> Channel | None:
+    """The running adapter of ``channel``'s ``account``; None when that account is not
+    running.  Never another account's adapter: a reply leaves through the account its
+    message came in on, or not at all."""
+    return adapters.get(account_key(channel, account))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from bot.model import ON_CALL
 from bot.model.gate import BudgetRefused
 from bot.prompt.context import PromptContext
 from bot.store import Store
+from channels.base import account_key
 
 if TYPE_CHECKING:
     from bot.agent.tools.base import Tool
@@ -375,7 +376,11 @@ class Agent:
         if self.send_message is None:
             return None
         send = self.send_message
-        here = (route.get("channel", ""), route.get("chat_id", ""))
+        # this chat on the account it came in on (``telegram:work``; ``telegram``: default)
+        here = (
+            account_key(route.get("channel", ""), route.get("account") or ""),
+            route.get("chat_id", ""),
+        )
 
         async def sender(channel: str, to: str, text: str) -> str:
             target = (channel or here[0], to or here[1])

@@ -10,12 +10,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bot.app.channels import SecretMissing, build_channel, enabled_channels
+from bot.app.channels import SecretMissing, build_channel, enabled_accounts
 from bot.agent.compaction import message_counter
 from bot.config import Config
 from bot.store import Store, StoreError
 from bot.store.disk import Publish
-from channels.base import Channel
+from channels.base import Channel, account_key
 
 log = logging.getLogger("chela.daemon")
 
@@ -50,13 +50,14 @@ def configured_channels(
     secret is missing is named and skipped.  ``mounts``: the sub-applications the HTTP channel
     serves beside its API (the UI)."""
     built: dict[str, Channel] = {}
-    for name in enabled_channels(cfg):
+    for name, account in enabled_accounts(cfg):  # one adapter per account
         if names is not None and name not in names:
             continue
-        try:
-            built[name] = build_channel(cfg, name, mounts=mounts)  # only the HTTP row reads it
+        key = account_key(name, account)
+        try:  # only the HTTP row reads mounts
+            built[key] = build_channel(cfg, name, mounts=mounts, account=account)
         except SecretMissing as e:
-            log.error("channel %s not started: %s", name, e)
+            log.error("channel %s not started: %s", key, e)
     return built
 
 

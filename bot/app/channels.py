@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from bot.app import probes
 from bot.config.base import Model
+from bot.config import channel_accounts
 from bot.config.channels import (
     CONFIGURED,
     MESSAGING,
+    ChannelPolicy,
     DiscordConfig,
     HttpConfig,
     SignalConfig,
@@ -33,6 +35,7 @@ from bot.config.channels import (
     env_fields,
     title,
 )
+from channels.base import DEFAULT_ACCOUNT, account_key, labels
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -53,6 +56,7 @@ __all__ = [
     "Given",
     "Setting",
     "env_fields",
+    "labels",
     "title",
 ]
 
@@ -93,6 +97,7 @@ class Given(Generic[SectionT]):
     secrets: Mapping[str, str]
     media_dir: Path
     mounts: Mounts | None = None  # the HTTP channel's sub-applications (the Control UI)
+    account: str = DEFAULT_ACCOUNT  # which account of the channel ``section`` is
 
 
 class AdapterSettings(Protocol):
@@ -111,7 +116,8 @@ class ChannelSpec(Generic[SectionT]):
     owner_id_hint: str = ""  # what `chela onboard` asks for as the owner's id
     settings: tuple[Setting, ...] = ()  # what `chela onboard` asks for besides
     # `chela doctor`'s authenticated request (bot.app.probes)
-    probe: Callable[[Any, Config], Awaitable[probes.Probe]] | None = None
+    # (session, config, the account's section)
+    probe: Callable[[Any, Config, Any], Awaitable[probes.Probe]] | None = None
     loggers: tuple[str, ...] = ()  # its SDK's loggers, too chatty at INFO (set to WARNING)
 
     @property
@@ -131,23 +137,50 @@ class ChannelSpec(Generic[SectionT]):
             raise TypeError(f"channels.{self.name} is not a {self.section.__name__}")
         return section
 
-    def secrets(self, cfg: Config) -> dict[str, str]:
-        """The secrets this channel cannot start without, as ``{key: env var}``."""
-        return cfg.channel_secrets(self.name)
+    def account_section(self, cfg: Config, account: str = DEFAULT_ACCOUNT) -> SectionT:
+        """The section of one account: the channel's own for ``default``, else the
+        account's table merged over it.  Raises ``ValueError`` for an account the config
+        does not have (or has disabled)."""
+        if account == DEFAULT_ACCOUNT:
+            return self.section_of(cfg)
+        section = channel_accounts(cfg, self.name).get(account)
+        if not isinstance(section, self.section):
+            raise ValueError(f"channels.{self.name} has no enabled account {account!r}")
+        return section
+
+    def accounts(self, cfg: Config) -> list[str]:
+        """The names of this channel's enabled accounts, ``default`` first."""
+        if not self.messaging:
+            return [DEFAULT_ACCOUNT]
+        return list(channel_accounts(cfg, self.name)) or [DEFAULT_ACCOUNT]
+
+    def secrets(self, cfg: Config, account: str = DEFAULT_ACCOUNT) -> dict[str, str]:
+        """The secrets this channel's ``account`` cannot start without, as ``{key: env var}``."""
+        if account == DEFAULT_ACCOUNT:
+            return cfg.channel_secrets(self.name)
+        section = self.account_section(cfg, account)
+        return section.required_secrets() if isinstance(section, ChannelPolicy) else {}
 
     def adapter_class(self) -> type[Channel]:
         return self.adapter()
 
-    def build(self, cfg: Config, mounts: Mounts | None = None) -> Channel:
-        """The adapter from its section.  Raises ``SecretMissing`` naming the env var."""
+    def build(
+        self, cfg: Config, mounts: Mounts | None = None, account: str = DEFAULT_ACCOUNT
+    ) -> Channel:
+        """The adapter of one account from its section.  Raises ``SecretMissing`` naming
+        the env var."""
+        where = f"channels.{self.name}"
+        if account != DEFAULT_ACCOUNT:
+            where += f".accounts.{account}"
         secret: dict[str, str] = {}
-        for key, env in self.secrets(cfg).items():
+        for key, env in self.secrets(cfg, account).items():
             secret[key] = cfg.secret(env)
             if not secret[key]:
                 raise SecretMissing(
-                    f"channels.{self.name}.{key}: environment variable {env or '(unset)'} is empty"
+                    f"{where}.{key}: environment variable {env or '(unset)'} is empty"
                 )
-        given = Given(cfg, self.section_of(cfg), secret, cfg.media_dir, mounts)
+        section = self.account_section(cfg, account)
+        given = Given(cfg, section, secret, cfg.media_dir, mounts, account)
         return self.make_settings(given).open()
 
 
@@ -180,6 +213,7 @@ def _telegram(g: Given[TelegramConfig]) -> TelegramSettings:
         poll_timeout=g.section.poll_timeout,
         chunk_limit=g.section.text_chunk_limit,
         commands=telegram_menu,
+        account=g.account,
     )
 
 
@@ -198,6 +232,7 @@ def _discord(g: Given[DiscordConfig]) -> DiscordSettings:
         gateway_url=g.section.gateway_url,
         media_dir=g.media_dir,
         chunk_limit=g.section.text_chunk_limit,
+        account=g.account,
     )
 
 
@@ -219,6 +254,7 @@ def _slack(g: Given[SlackConfig]) -> SlackSettings:
         listen=g.section.listen,
         media_dir=g.media_dir,
         chunk_limit=g.section.text_chunk_limit,
+        account=g.account,
     )
 
 
@@ -236,6 +272,7 @@ def _signal(g: Given[SignalConfig]) -> SignalSettings:
         http_url=g.section.api_base or g.section.http_url,
         media_dir=g.media_dir,
         chunk_limit=g.section.text_chunk_limit,
+        account_name=g.account,
     )
 
 
@@ -348,14 +385,28 @@ def channel_class(name: str) -> type[Channel]:
     return SPECS[name].adapter_class()
 
 
-def build_channel(cfg: Config, name: str, *, mounts: Mounts | None = None) -> Channel:
-    """One adapter from its config section (``mounts``: the sub-applications the HTTP
-    channel serves beside its API).  Raises ``SecretMissing`` naming the env var."""
+def build_channel(
+    cfg: Config, name: str, *, mounts: Mounts | None = None, account: str = DEFAULT_ACCOUNT
+) -> Channel:
+    """The adapter of one account of a channel, from its config section (``mounts``: the
+    sub-applications the HTTP channel serves beside its API).  Raises ``SecretMissing``
+    naming the env var."""
     spec = SPECS.get(name)
     if spec is None:
         raise ValueError(f"channel {name} is not built from the config")
-    return spec.build(cfg, mounts)
+    return spec.build(cfg, mounts, account)
 
 
 def enabled_channels(cfg: Config) -> list[str]:
     return [name for name, spec in SPECS.items() if spec.section_of(cfg).enabled]
+
+
+def enabled_accounts(cfg: Config) -> list[tuple[str, str]]:
+    """Every enabled (channel, account), in the config's order: each is its own adapter
+    (its own token, connection, owner and pairing list)."""
+    return [(name, acct) for name in enabled_channels(cfg) for acct in SPECS[name].accounts(cfg)]
+
+
+def enabled_labels(cfg: Config) -> list[str]:
+    """Every enabled channel account as :func:`labels` names it."""
+    return list(labels(account_key(n, a) for n, a in enabled_accounts(cfg)).values())

@@ -16,13 +16,20 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from bot.app.channels import SecretMissing, build_channel, channel_class, enabled_channels
+from bot.app.channels import (
+    SecretMissing,
+    build_channel,
+    channel_class,
+    enabled_accounts,
+    enabled_channels,
+    labels,
+)
 from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, startup_lines
 from bot.app.timeouts import DEFAULT, Timeouts
 from bot.config import Config, ConfigError
 from bot.reports.notices import Notices
 from bot.store.disk import disk_full
-from channels.base import Channel, ChannelError
+from channels.base import Channel, ChannelError, account_key
 from channels.retry import Backoff
 
 if TYPE_CHECKING:
@@ -110,9 +117,12 @@ class Daemon:
     def _take(self, parts: Components) -> None:
         self.store = parts.store
         self.lanes = parts.lanes
-        self.channels = parts.channels
+        self.channels = parts.channels  # keyed by account (channels.base.account_key)
+        # one supervisor per account, named as logs and `chela status` show it
+        self.labels = labels(self.channels)
         self.outbox = parts.outbox
         self.agent = parts.agent
+        self.agents = parts.agents
         self.mcp = parts.mcp
         self.conversation = parts.conversation
         self.scheduled = parts.scheduled
@@ -145,7 +155,8 @@ class Daemon:
     async def start(self) -> None:
         t0 = time.perf_counter()
         self._enter("store", self.store.close)
-        self._enter("prompt cache", self.agent.cache.close)
+        for agent in self.agents.values():  # each agent's own
+            self._enter("prompt cache", agent.cache.close)
         if self.mcp is not None:
             self.mcp.start()  # connects in the background; start-up never waits for a server
             self._enter("mcp", self.mcp.stop)
@@ -153,7 +164,7 @@ class Daemon:
             "starting agent=%s model=%s channels=%s",
             self.cfg.agent.id,
             self.cfg.agent.model,
-            ", ".join(self.channels) or "none",
+            ", ".join(self.labels.values()) or "none",
         )
         if self.receive:
             await self._start_receiving()
@@ -171,11 +182,11 @@ class Daemon:
         log.info("ready in %.0f ms", (time.perf_counter() - t0) * 1000)
 
     async def _start_sending_only(self) -> None:
-        for name, ch in self.channels.items():
+        for key, ch in self.channels.items():
             try:
                 await ch.open_for_sending()
             except ChannelError as e:
-                log.error("channel %s cannot send: %s", name, e)
+                log.error("channel %s cannot send: %s", self.labels[key], e)
         self._enter("channels", self._stop_channels)
         # this process's own messages only: what the daemon left unsent is the daemon's
         self.outbox.start(recover=False)
@@ -189,13 +200,16 @@ class Daemon:
         self._enter("outbox", self._stop_outbox)
         await self.conversation.recover()
         self._spawn(self._watch_pairing(), "pairing-approvals")
+        self._spawn(self.conversation.outage.watch(), "outage")  # kept messages, the probe
 
     def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
-        """A supervisor per channel; the events are set after each one's first attempt."""
+        """A supervisor per channel account; the events are set after each one's first
+        attempt."""
         started: list[asyncio.Event] = []
-        for name, ch in channels.items():
+        for key, ch in channels.items():
             ev = asyncio.Event()
             started.append(ev)
+            name = self.labels[key]
             self._spawn(self._supervise(name, ch, ev), f"channel:{name}")
         return started
 
@@ -316,7 +330,7 @@ class Daemon:
         """Each channel's state for the Control UI: starting, connected,
         retrying or stopped, with its last error."""
         idle = {"state": "starting", "error": ""}
-        return {name: self.states.get(name, idle) for name in self.channels}
+        return {name: self.states.get(name, idle) for name in self.labels.values()}
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -334,7 +348,8 @@ class Daemon:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, self.request_stop)
-            names = list(self.channels if self.built_channels else enabled_channels(cfg))
+            keys = self.channels if self.built_channels else self._configured(cfg)
+            names = list(labels(keys).values())
             for line in startup_lines(cfg, names):
                 (log.warning if line.startswith("no config file") else log.info)(line)
             started = time.time()
@@ -348,6 +363,11 @@ class Daemon:
         finally:
             lock.release()
         return 0
+
+    @staticmethod
+    def _configured(cfg: Config) -> list[str]:
+        """The adapter keys of every enabled channel account."""
+        return [account_key(name, account) for name, account in enabled_accounts(cfg)]
 
     def _lock_info(self, started: float) -> dict:
         """What ``chela status`` reads: the channels up now, and whether start-up is over."""
@@ -385,7 +405,9 @@ class Daemon:
         """Every channel at once, each bounded by ``timeouts.channel_stop``."""
         for t in self._tasks:
             t.cancel()
-        await asyncio.gather(*(self._stop_one(n, ch) for n, ch in self.channels.items()))
+        await asyncio.gather(
+            *(self._stop_one(self.labels[k], ch) for k, ch in self.channels.items())
+        )
 
     async def _stop_one(self, name: str, ch: Channel) -> None:
         self._set_state(name, "stopped")

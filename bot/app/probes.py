@@ -2,7 +2,8 @@
 shows its token (or its server) works.  Named by the channel's descriptor
 (``bot.app.channels.ChannelSpec.probe``), so ``chela doctor`` names no platform.
 
-A probe takes an aiohttp session and the config and returns a ``Probe``: whether it
+A probe takes an aiohttp session, the config and the section of the channel account it
+checks (each account has its own token or server) and returns a ``Probe``: whether it
 worked, what it saw, and what to do when it did not.  Network errors are the caller's."""
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ async def _call(session: Any, method: str, url: str, **kw: Any) -> tuple[int, di
         return r.status, body if isinstance(body, dict) else None
 
 
-async def telegram(s: Any, cfg: Config) -> Probe:
-    t = cfg.channels.telegram
+async def telegram(s: Any, cfg: Config, t: Any) -> Probe:
     status, body = await _call(
         s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe"
     )
@@ -44,8 +44,7 @@ async def telegram(s: Any, cfg: Config) -> Probe:
     )
 
 
-async def discord(s: Any, cfg: Config) -> Probe:
-    d = cfg.channels.discord
+async def discord(s: Any, cfg: Config, d: Any) -> Probe:
     base = (d.api_base or DEFAULT_DISCORD_API).rstrip("/")
     status, body = await _call(
         s, "GET", f"{base}/users/@me", headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"}
@@ -59,8 +58,7 @@ async def discord(s: Any, cfg: Config) -> Probe:
     )
 
 
-async def slack(s: Any, cfg: Config) -> Probe:
-    sl = cfg.channels.slack
+async def slack(s: Any, cfg: Config, sl: Any) -> Probe:
     status, body = await _call(
         s,
         "POST",
@@ -77,8 +75,7 @@ async def slack(s: Any, cfg: Config) -> Probe:
     )
 
 
-async def signal(s: Any, cfg: Config) -> Probe:
-    g = cfg.channels.signal
+async def signal(s: Any, cfg: Config, g: Any) -> Probe:
     url = f"{(g.api_base or g.http_url).rstrip('/')}/api/v1/rpc"
     status, body = await _call(
         s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1}

@@ -244,16 +244,19 @@ async def check_model(cfg: Config) -> Finding:
     return Finding("OK", "model", f"{where} answered in {(time.monotonic() - t0) * 1000:.0f} ms")
 
 
-async def check_channel(cfg: Config, name: str) -> Finding:
+async def check_channel(
+    cfg: Config, name: str, account: str = "default", label: str = ""
+) -> Finding:
+    """The channel account's probe (``label``: how it is named, ``telegram:work``)."""
     import aiohttp
 
     spec = SPECS.get(name)
     if spec is None or spec.probe is None:
         raise ValueError(name)
-    subject = f"channel {name}"
+    subject = f"channel {label or name}"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as s:
-            got = await spec.probe(s, cfg)
+            got = await spec.probe(s, cfg, spec.account_section(cfg, account))
             return Finding("OK" if got.ok else "FAIL", subject, got.detail, got.fix)
     except (TimeoutError, aiohttp.ClientError, OSError) as e:
         return Finding(
@@ -287,17 +290,20 @@ def check_http_port(cfg: Config, daemon: dict | None) -> Finding:
 
 
 async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
-    from bot.app.daemon import enabled_channels
+    from bot.app.channels import enabled_accounts, labels
     from bot.app.lock import running_daemon
+    from channels.base import account_key
 
     out = static_findings(cfg)
     if not live:
         return out
-    broken = {name for name, _, _ in config_problems(cfg)}
-    names = [n for n in enabled_channels(cfg) if SPECS[n].probe and n not in broken]
+    broken = {key for key, _, _ in config_problems(cfg)}  # telegram, or telegram:work
+    rows = [(n, a, account_key(n, a)) for n, a in enabled_accounts(cfg) if SPECS[n].probe]
+    named = labels(key for _, _, key in rows)
+    probes = [check_channel(cfg, n, a, named[key]) for n, a, key in rows if key not in broken]
     model_failed = any(f.level == "FAIL" and f.subject == "model" for f in out)
     model_live = [] if model_failed else [check_model(cfg)]  # one FAIL line per bad model
-    out += await asyncio.gather(*model_live, *(check_channel(cfg, n) for n in names))
+    out += await asyncio.gather(*model_live, *probes)
     if cfg.mcp.servers:
         out += await check_mcp(cfg)
     if cfg.channels.http.enabled:

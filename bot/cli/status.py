@@ -14,7 +14,7 @@ from datetime import datetime
 from bot.cli.common import add_common, load
 from bot.config import Config
 from bot.reports.tables import table
-from bot.store import readonly
+from bot.store import pending, readonly
 
 
 def add_parser(sub) -> None:
@@ -112,7 +112,7 @@ def cron_rows(cfg: Config, now: float) -> list[list[str]]:
 
 
 def status_text(cfg: Config, now: float | None = None) -> str:
-    from bot.app.channels import enabled_channels
+    from bot.app.channels import enabled_labels
     from bot.app.lock import running_daemon
 
     now = time.time() if now is None else now
@@ -137,10 +137,11 @@ def status_text(cfg: Config, now: float | None = None) -> str:
             out.append(f"HTTP API: http://{daemon['http']}")
     else:
         out.append("daemon: not running (start it with `chela run`)")
-        out.append(f"channels enabled in the config: {', '.join(enabled_channels(cfg)) or 'none'}")
+        out.append(f"channels enabled in the config: {', '.join(enabled_labels(cfg)) or 'none'}")
     from bot.cli.backup import status_lines
 
     out += status_lines(cfg, now)  # the schema version and the last backup
+    out.append(pending.describe(pending.read_view(cfg.db_path), now))  # a model outage
     out.append(next_heartbeat(cfg, daemon, now))
     crons = cron_rows(cfg, now)
     out.append("")

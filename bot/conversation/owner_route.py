@@ -21,11 +21,11 @@ import logging
 import time
 from collections.abc import Mapping
 
-from bot.rules.admission import channel_policy, is_owner_sender
+from bot.rules.admission import NOBODY, channel_policy, is_owner_sender
 from bot.config import Config
 from bot.config.channels import platform
 from bot.store import Store
-from channels.base import Channel, InboundMessage
+from channels.base import DEFAULT_ACCOUNT, Channel, InboundMessage, account_key, adapter_for
 
 log = logging.getLogger("chela.owner_route")
 
@@ -52,7 +52,10 @@ def changes(msg: InboundMessage, *, trust: str | None, proactive: bool) -> dict:
         "trust": "owner",
         "at": time.time(),
     }
-    return dict.fromkeys((KEY, _key(msg.channel)), route)
+    # overall, for its channel and for its account (the same key for a default account)
+    return dict.fromkeys(
+        (KEY, _key(msg.channel), _key(account_key(msg.channel, msg.account))), route
+    )
 
 
 def is_owner_route(route: object, cfg: Config) -> bool:
@@ -63,12 +66,16 @@ def is_owner_route(route: object, cfg: Config) -> bool:
     if not chat or channel_policy(cfg, channel) is None:
         return False  # only messaging channels reach the owner on their own
     sender = str(route.get("sender_id") or chat)
-    probe = InboundMessage(channel=channel, chat_id=chat, sender_id=sender, text="")
+    account = str(route.get("account") or DEFAULT_ACCOUNT)
+    probe = InboundMessage(
+        channel=channel, chat_id=chat, sender_id=sender, text="", account=account
+    )
     return is_owner_sender(probe, cfg)
 
 
 def last(store: Store, cfg: Config, channel: str | None = None) -> dict | None:
-    """The owner's last direct chat (on ``channel`` when given), or None when there is none."""
+    """The owner's last direct chat (on ``channel`` when given: a channel, or one of its
+    accounts as ``telegram:work``), or None when there is none."""
     route = store.get(_key(channel))
     if route is None:
         return None
@@ -89,8 +96,9 @@ def ask_route(
 ) -> dict | None:
     """Where to ask the owner something during a turn (exec approvals): the turn's own chat
     when it is the owner's direct chat on a running channel that can send on its own, else
-    the owner's last direct chat (:func:`last`) when its channel is running; else None."""
-    ch = channels.get(route.get("channel", ""))
+    the owner's last direct chat (:func:`last`) when its channel account is running; else
+    None.  Each account is looked up as itself: never another account's adapter."""
+    ch = adapter_for(channels, route.get("channel", ""), route.get("account") or DEFAULT_ACCOUNT)
     if (
         trust == "owner"
         and route.get("chat_type") == "direct"
@@ -99,14 +107,19 @@ def ask_route(
     ):
         return route
     found = last(store, cfg)
-    return found if found and found.get("channel") in channels else None
+    if not found:
+        return None
+    running = adapter_for(
+        channels, found.get("channel", ""), found.get("account") or DEFAULT_ACCOUNT
+    )
+    return found if running is not None else None
 
 
-def owner_ids(cfg: Config, channel: str) -> list[str]:
-    """The channel's owner ids in config order: ``allow_from``, then ``owner.numbers`` on a
-    platform whose section says they are ids there (Signal)."""
-    pol = channel_policy(cfg, channel)
-    if pol is None:
+def owner_ids(cfg: Config, channel: str, account: str = DEFAULT_ACCOUNT) -> list[str]:
+    """The channel account's owner ids in config order: its ``allow_from``, then
+    ``owner.numbers`` on a platform whose section says they are ids there (Signal)."""
+    pol = channel_policy(cfg, channel, account)
+    if pol is None or pol is NOBODY:
         return []
     section = platform(channel)
     numbers = list(cfg.owner.numbers) if section is not None and section.OWNER_NUMBERS else []
@@ -118,7 +131,7 @@ def first_owner(cfg: Config, channel: str, account: str = "default") -> dict | N
     """The channel's owner route: the direct chat with its first owner id,
     as a route (``channel``, ``chat_id``, ``account``); None when the channel has none.
     How a platform addresses a direct chat by a user id is its section's DIRECT_CHAT."""
-    ids = owner_ids(cfg, channel)
+    ids = owner_ids(cfg, channel, account or DEFAULT_ACCOUNT)
     if not ids:
         return None
     section = platform(channel)

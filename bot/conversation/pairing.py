@@ -13,9 +13,16 @@ from bot.conversation import pairing_requests as pairing
 from bot.config import Config
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
+from bot.rules.admission import session_key
 from bot.rules.untrusted import clean_inline, quoted
-from bot.store import Store
-from channels.base import InboundMessage, OutboundMessage
+from bot.store import InboundRow, Store
+from channels.base import (
+    DEFAULT_ACCOUNT,
+    InboundMessage,
+    OutboundMessage,
+    account_key,
+    split_account_key,
+)
 from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.conversation")
@@ -25,11 +32,12 @@ FIRST_MESSAGE_CHARS = 200  # of the stranger's message, in the owner's notice
 
 def owner_notice(msg: InboundMessage, code: str) -> str:
     """What the owner is told of a new request.  The sender's name and message are theirs
-   : one line each, quoted, capped, so they cannot pose as our own lines."""
+    : one line each, quoted, capped, so they cannot pose as our own lines."""
     name = quoted(msg.sender_name or msg.sender_username or "", 80)
     first = quoted(msg.text or "", FIRST_MESSAGE_CHARS)
     return (
-        f"Pairing request on {msg.channel} from {name} (id {clean_inline(msg.sender_id, 80)})\n"
+        f"Pairing request on {account_key(msg.channel, msg.account)} from {name} "
+        f"(id {clean_inline(msg.sender_id, 80)})\n"
         f"Their message: {first}\n"
         f"Code: {code}\n"
         f"To admit them as a guest: /pair approve {code}\n"
@@ -37,13 +45,27 @@ def owner_notice(msg: InboundMessage, code: str) -> str:
     )
 
 
+def held_message(store: Store, cfg: Config, where: str, sender_id: str) -> InboundRow | None:
+    """The newest message a sender approved on account ``where`` (``telegram:work``) left
+    waiting there (``Conversation.on_inbound`` keeps only the newest); None when none."""
+    channel, account = split_account_key(where)
+    probe = InboundMessage(
+        channel=channel, chat_id=sender_id, sender_id=sender_id, text="", account=account
+    )
+    key = session_key(probe, cfg, "guest")
+    held = store.inbound_with_status("pairing", session_key=key)
+    mine = [r for r in held if r.payload.get("account", DEFAULT_ACCOUNT) == account]
+    return mine[-1] if mine else None
+
+
 async def _tell_owner(cfg: Config, outbox: Outbox, msg: InboundMessage, code: str) -> None:
+    # the owner of the account the request was made on, told through that account
     route = owner_route.first_owner(cfg, msg.channel, msg.account)
     if route is None:
         log.info(
             "pairing request channel=%s sender=%s code=%s: the channel has no owner route "
             "(allow_from is empty); only this log line tells the owner",
-            msg.channel,
+            account_key(msg.channel, msg.account),
             msg.sender_id,
             code,
         )
@@ -66,17 +88,20 @@ async def reply(
     notices: pairing.NoticesPort | None = None,
 ) -> None:
     """Answer a stranger's message with a pairing code (at most one reply an hour); on a
-    new request tell the owner once (``cfg`` given) and publish ``pairing.pending``."""
+    new request tell the owner once (``cfg`` given) and publish ``pairing.pending``.  The
+    request belongs to the account the message came in on (``telegram:work``), and the
+    code and the owner's notice leave through that account."""
+    where = account_key(msg.channel, msg.account)
     made = pairing.request(
-        store, msg.channel, msg.sender_id, msg.sender_name, clean_inline(msg.text or "", 2000)
+        store, where, msg.sender_id, msg.sender_name, clean_inline(msg.text or "", 2000)
     )
     log.info(
         "pairing requested channel=%s sender=%s code=%s replied=%s; to admit them run: chela pairing approve %s %s",
-        msg.channel,
+        where,
         msg.sender_id,
         made.code,
         bool(made.reply),
-        msg.channel,
+        where,
         made.code,
     )
     if made.reply:

@@ -3,7 +3,12 @@
 :func:`approve` is the one way a request is approved (``chela pairing approve``, the
 owner's ``/pair approve`` and the Control UI all call it); it stores the sender as a
 guest and leaves a welcome row the daemon acts on (the sender is told and their waiting
-message answered).  :func:`deny` drops a request without telling the sender."""
+message answered).  :func:`deny` drops a request without telling the sender.
+
+Requests, codes and approvals belong to one account of a channel, named by its key
+(``channels.base.account_key``: ``telegram`` for the default account, ``telegram:work``
+for another): a code made on one account is unknown on another, and a sender approved
+on one is a stranger on the others."""
 
 from __future__ import annotations
 
@@ -13,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from bot.store import Store
+from channels.base import account_key, split_account_key
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CODE_LENGTH = 8
 CODE_TTL = 3600.0  # a code is valid for one hour
 NOTIFY_EVERY = 3600.0  # an unknown sender hears from us at most once an hour
-MAX_PENDING = 3  # pending requests per channel
+MAX_PENDING = 3  # pending requests per channel account
 
 
 Decision = Literal["approve", "deny"]
@@ -59,9 +65,10 @@ def new_code() -> str:
 
 
 def pairing_message(channel: str, sender_id: str, code: str) -> str:
+    """What a stranger is told; ``channel`` is the account's key (``telegram:work``)."""
     return (
         "I only talk to people my owner has approved, and I don't know you yet.\n"
-        f"Your {channel} user id: {sender_id}\n"
+        f"Your {split_account_key(channel)[0]} user id: {sender_id}\n"
         f"Pairing code: {code} (valid for 1 hour)\n"
         f"Ask the owner to run: chela pairing approve {channel} {code}"
     )
@@ -138,8 +145,11 @@ def pending(store: Store, now: float | None = None) -> list[dict]:
 
 
 def find(store: Store, code: str, channel: str | None = None) -> dict:
-    """The stored request holding ``code`` (on ``channel`` when given, else on any channel)."""
+    """The stored request holding ``code`` (on ``channel`` when given: a channel's default
+    account, or ``telegram:work``; else on any account of any channel)."""
     code = code.strip().upper()
+    if channel:
+        channel = account_key(*split_account_key(channel))  # telegram:default is telegram
     found = [r for r in store.pairing_requests(channel) if r["code"] == code]
     if not found:
         where = f" on {channel}" if channel else ""

@@ -34,7 +34,7 @@ from typing import Any
 from bot.delivery.failures import classify
 from bot.store import OUTBOX_PENDING, OutboxRow, Store, storage_full
 from bot.store.disk import DiskAlarm, disk_full
-from channels.base import Channel, MediaItem, OutboundMessage
+from channels.base import Channel, MediaItem, OutboundMessage, account_key, adapter_for
 from channels.retry import Backoff
 
 log = logging.getLogger("chela.outbox")
@@ -371,7 +371,8 @@ class Outbox:
 
     async def _attempt(self, item: _Item) -> tuple[str, float | None]:
         """One send: 'sent', 'failed', or 'retry' (with the platform's retry_after)."""
-        where = f"channel={item.channel} chat={item.out.chat_id} kind={item.kind} row={item.id}"
+        channel = account_key(item.channel, item.out.account)
+        where = f"channel={channel} chat={item.out.chat_id} kind={item.kind} row={item.id}"
         age = time.time() - item.created
         if age > self.max_age:
             log.error(
@@ -382,9 +383,11 @@ class Outbox:
             )
             self._finish(item, "failed", error="not delivered within delivery.max_age")
             return "failed", None
-        ch = self.channels.get(item.channel)
+        # the adapter of the row's own account, never another account's (a reply leaves
+        # through the account its message came in on)
+        ch = adapter_for(self.channels, item.channel, item.out.account)
         if ch is None:
-            log.error("outbox: channel %s is not configured; dropping %s", item.channel, where)
+            log.error("outbox: channel %s is not configured; dropping %s", channel, where)
             self._finish(item, "failed", error="channel not configured")
             return "failed", None
         row_id = item.id

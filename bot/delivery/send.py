@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from bot.config import Config, channel_accounts
+from bot.config.channels import MESSAGING
 from bot.delivery.outbox import Outbox
+from bot.rules.routing import accounts_of_agent
 from bot.store import OutboxRow
-from channels.base import OutboundMessage
+from channels.base import OutboundMessage, account_key, split_account_key
 
 # (route, text) -> True unless the platform refused it for good
 Notify = Callable[[dict, str], Awaitable[bool]]
-# (channel, to, text) -> what the ``message`` tool tells the model
+# (channel or channel:account, to, text) -> what the ``message`` tool tells the model
 SendMessage = Callable[[str, str, str], Awaitable[str]]
 
 
@@ -63,17 +66,40 @@ def notifier(outbox: Outbox, *, kind: str) -> Notify:
     return notify
 
 
-def message_tool(outbox: Outbox) -> SendMessage:
-    """The ``message`` tool's way out: to a running channel, through the outbox."""
+def foreign_accounts(cfg: Config, agent_id: str) -> frozenset[tuple[str, str]]:
+    """The enabled ``(channel, account)`` pairs agent ``agent_id`` may not send through: the
+    ones no binding gives it (accounts no binding names belong to the default agent).
+    ``cfg`` is the daemon's whole config (its ``agent.id`` is the default agent's)."""
+    enabled = {(name, acct) for name in MESSAGING for acct in channel_accounts(cfg, name)}
+    return frozenset(enabled - accounts_of_agent(cfg, agent_id))
+
+
+def message_tool(outbox: Outbox, cfg: Config | None = None, agent_id: str = "") -> SendMessage:
+    """The ``message`` tool's way out for agent ``agent_id``: to a running channel account,
+    through the outbox; an account bound only to other agents is refused (``cfg``: the
+    daemon's whole config; None refuses nothing, for a daemon of one agent built by hand)."""
+    refused: frozenset[tuple[str, str]] = frozenset()
+    mine = "none"
+    if cfg is not None:
+        agent_id = agent_id or cfg.agent.id
+        refused = foreign_accounts(cfg, agent_id)
+        own = sorted(account_key(c, a) for c, a in accounts_of_agent(cfg, agent_id))
+        mine = ", ".join(own) or "none"
 
     async def send(channel: str, to: str, text: str) -> str:
+        """``channel`` names an account as ``telegram:work`` (``telegram``: its default)."""
         running = outbox.channels
-        if channel not in running:
+        name, account = split_account_key(channel)
+        if (name, account) in refused:
+            return (
+                f"Error: {name}:{account} is not an account of agent {agent_id!r}: its "
+                f"messages go only through its own accounts ({mine})"
+            )
+        if account_key(name, account) not in running:
             names = ", ".join(running) or "none"
             return f"Error: channel {channel!r} is not running (running: {names})"
-        status = await deliver(
-            outbox, channel, OutboundMessage(chat_id=to, text=text), kind="message"
-        )
+        out = OutboundMessage(chat_id=to, text=text, account=account)
+        status = await deliver(outbox, name, out, kind="message")
         if status == "queued":
             return (
                 f"queued: {channel} did not accept it yet; it is stored and retried until "

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Literal
 from collections.abc import Container
 
-from bot.config import ChannelPolicy, Config
+from bot.config import ChannelPolicy, Config, channel_accounts
 from bot.rules.keys import session_key_for
-from channels.base import InboundMessage
+from channels.base import DEFAULT_ACCOUNT, InboundMessage, account_key
 
 Trust = Literal["owner", "guest"]
 Action = Literal["serve", "pair", "drop"]
@@ -37,33 +37,52 @@ class Verdict:
         return self.action == "serve"
 
 
-def channel_policy(cfg: Config, channel: str) -> ChannelPolicy | None:
-    """The DM/group policy section of a messaging channel; None for the terminal and the
-    HTTP API, whose callers are the owner by construction (a local user at the keyboard;
-    a caller that presented the API token)."""
+# the policy of an account the config does not have (or has turned off): nobody is
+# served there, not even the owner
+NOBODY = ChannelPolicy(dm_policy="disabled", group_policy="disabled")
+
+
+def channel_policy(
+    cfg: Config, channel: str, account: str = DEFAULT_ACCOUNT
+) -> ChannelPolicy | None:
+    """The DM/group policy section of a messaging channel's account (another account's is
+    its table merged over the channel's, ``allow_from`` included); None for the terminal
+    and the HTTP API, whose callers are the owner by construction (a local user at the
+    keyboard; a caller that presented the API token)."""
     pol = getattr(cfg.channels, channel, None)
-    return pol if isinstance(pol, ChannelPolicy) else None
+    if not isinstance(pol, ChannelPolicy):
+        return None
+    if account in ("", DEFAULT_ACCOUNT):
+        return pol
+    merged = channel_accounts(cfg, channel).get(account)
+    return merged if isinstance(merged, ChannelPolicy) else NOBODY
 
 
 def is_owner_sender(msg: InboundMessage, cfg: Config) -> bool:
-    """The sender is the owner on this channel: by id, in ``allow_from`` or ``owner.numbers``.
-    Says nothing about the *turn*: in a group that is not an owner group, even the owner's
-    message runs as a guest turn."""
-    pol = channel_policy(cfg, msg.channel)
+    """The sender is the owner on this channel account: by id, in the account's
+    ``allow_from`` or ``owner.numbers``.  Says nothing about the *turn*: in a group that is
+    not an owner group, even the owner's message runs as a guest turn."""
+    pol = channel_policy(cfg, msg.channel, msg.account)
     if pol is None:
         return True
     sid = msg.sender_id.strip()
-    return bool(sid) and (sid in pol.allow_from or sid in cfg.owner.numbers)
+    if not sid or pol is NOBODY:
+        return False
+    return sid in pol.allow_from or sid in cfg.owner.numbers
 
 
 def admit(msg: InboundMessage, cfg: Config, approved: Container[tuple[str, str]]) -> Verdict:
-    """The verdict for one inbound message.  ``approved`` holds the (channel, sender id)
-    pairs the owner approved with ``chela pairing approve``."""
+    """The verdict for one inbound message.  ``approved`` holds the (account key, sender
+    id) pairs the owner approved with ``chela pairing approve`` (the key names the
+    channel's account: ``telegram``, ``telegram:work``; one account's guests are nobody
+    on another)."""
     if msg.sender_is_bot:
         return Verdict("drop", reason="sent by a bot")
-    pol = channel_policy(cfg, msg.channel)
+    pol = channel_policy(cfg, msg.channel, msg.account)
     if pol is None:
         return Verdict("serve", "owner", "local or token-authenticated channel")
+    if pol is NOBODY:
+        return Verdict("drop", reason=f"unknown account {msg.account!r}")
     if msg.chat_type == "group":
         return _admit_group(msg, pol)
     return _admit_direct(msg, cfg, pol, approved)
@@ -88,7 +107,7 @@ def _admit_direct(
         return Verdict("drop", reason="direct messages disabled")
     if pol.dm_policy == "open":
         return Verdict("serve", "guest", "open direct messages")
-    if (msg.channel, msg.sender_id) in approved:
+    if (account_key(msg.channel, msg.account), msg.sender_id) in approved:
         return Verdict("serve", "guest", "paired")
     if pol.dm_policy == "pairing":
         return Verdict("pair", reason="unknown sender (pairing)")
@@ -96,7 +115,7 @@ def _admit_direct(
 
 
 def session_key(msg: InboundMessage, cfg: Config, trust: Trust | None) -> str:
-    """ with §9: an owner's DM follows ``session.dm_scope``; anyone else's DM is
+    """with §9: an owner's DM follows ``session.dm_scope``; anyone else's DM is
     always their own ``agent:<id>:<channel>:direct:<peer>`` session."""
     if msg.api:
         # the OpenAI-compatible API: ``user`` names a server-side session; a

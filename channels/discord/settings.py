@@ -15,6 +15,7 @@ class DiscordSettings:
     gateway_url: str
     media_dir: Path
     chunk_limit: int
+    account: str = "default"  # which account of the channel (its config section)
 
     def open(self) -> DiscordChannel:
         return DiscordChannel(
@@ -23,4 +24,5 @@ class DiscordSettings:
             gateway_url=self.gateway_url,
             media_dir=self.media_dir,
             chunk_limit=self.chunk_limit,
+            account=self.account,
         )

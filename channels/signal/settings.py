@@ -14,6 +14,7 @@ class SignalSettings:
     http_url: str  # signal-cli's HTTP daemon
     media_dir: Path
     chunk_limit: int
+    account_name: str = "default"  # which account of the channel (its config section)
 
     def open(self) -> SignalChannel:
         return SignalChannel(
@@ -21,4 +22,5 @@ class SignalSettings:
             http_url=self.http_url,
             media_dir=self.media_dir,
             chunk_limit=self.chunk_limit,
+            account_name=self.account_name,
         )

@@ -18,6 +18,7 @@ class SlackSettings:
     listen: str
     media_dir: Path
     chunk_limit: int
+    account: str = "default"  # which account of the channel (its config section)
 
     def open(self) -> SlackChannel:
         return SlackChannel(
@@ -29,4 +30,5 @@ class SlackSettings:
             listen=self.listen,
             media_dir=self.media_dir,
             chunk_limit=self.chunk_limit,
+            account=self.account,
         )

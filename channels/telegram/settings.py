@@ -17,6 +17,7 @@ class TelegramSettings:
     poll_timeout: int
     chunk_limit: int
     commands: Callable[[], list[tuple[str, str]]] | None = None  # the chat's command menu
+    account: str = "default"  # which account of the channel (its config section)
 
     def open(self) -> TelegramChannel:
         return TelegramChannel(
@@ -25,5 +26,6 @@ class TelegramSettings:
             media_dir=self.media_dir,
             poll_timeout=self.poll_timeout,
             chunk_limit=self.chunk_limit,
+            account=self.account,
             commands=self.commands,
         )

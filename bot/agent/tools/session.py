@@ -10,21 +10,39 @@ import datetime as dt
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from bot.config.channels import MESSAGING
+from channels.base import account_key, split_account_key
+
 from .base import Tool, ToolContext, ToolError, arg_str, schema
 
 # --------------------------------------------------------------------------------------
 # message
 
 
+def message_target(channel: str, to: str) -> tuple[str, str]:
+    """(channel account, recipient) of a ``message`` call: ``to`` may name the channel
+    account too (``telegram:work:<chat id>``), ``channel`` may name an account
+    (``telegram:work``); ``telegram:default`` is ``telegram``.  "" stays "" (this chat's)."""
+    head, _, rest = to.partition(":")
+    if head in MESSAGING and rest and channel in ("", head):
+        account, _, chat = rest.partition(":")
+        channel, to = (f"{head}:{account}", chat) if chat else (head, rest)
+    return (account_key(*split_account_key(channel)) if channel else ""), to
+
+
 async def _message(ctx: ToolContext, args: dict) -> str:
     if ctx.send_message is None:
         raise ToolError("sending messages is not available in this session")
-    channel = arg_str(args, "channel", required=False).strip()
-    to = arg_str(args, "to", required=False).strip()
+    channel, to = message_target(
+        arg_str(args, "channel", required=False).strip(),
+        arg_str(args, "to", required=False).strip(),
+    )
     text = arg_str(args, "text")
     if not text.strip():
         raise ToolError("text is empty")
     result = await ctx.send_message(channel, to, text)
+    if result.startswith("Error: "):
+        raise ToolError(result.removeprefix("Error: "))
     return result or "Sent."
 
 
@@ -35,11 +53,11 @@ MESSAGE = Tool(
         {
             "channel": {
                 "type": "string",
-                "description": "Channel id, e.g. telegram, discord, slack, signal. Empty = the current channel.",
+                "description": "Channel id, e.g. telegram, discord, slack, signal, or one of its accounts as telegram:work. Empty = the current channel.",
             },
             "to": {
                 "type": "string",
-                "description": "Recipient or chat id on that channel. Empty = the current chat.",
+                "description": "Recipient or chat id on that channel (or channel:account:chat id). Empty = the current chat.",
             },
             "text": {"type": "string", "description": "The message text."},
         },

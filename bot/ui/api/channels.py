@@ -7,6 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
+from channels.base import labels, split_account_key
+
 from bot.ui.api.common import guarded, state
 from bot.ui.context import UiContext
 
@@ -57,12 +59,18 @@ def _mcp(ctx: UiContext) -> list[dict[str, Any]]:
 
 
 async def channels(request: web.Request) -> web.Response:
+    """One row per channel account, named as ``chela status`` names it (``telegram``, or
+    ``telegram:default`` and ``telegram:work`` for a channel with several accounts); the
+    traffic columns are the channel's."""
     ctx = state(request).ctx
     states = dict(ctx.channel_states())
-    for name in ctx.conversation.channels:
+    for name in labels(ctx.conversation.channels).values():
         states.setdefault(name, "starting")
     traffic = _traffic(ctx)
-    rows = [_channel(name, info, traffic.get(name, {})) for name, info in sorted(states.items())]
+    rows = [
+        _channel(name, info, traffic.get(split_account_key(name)[0], {}))
+        for name, info in sorted(states.items())
+    ]
     return web.json_response({"channels": rows, "mcp": _mcp(ctx)})
 
 

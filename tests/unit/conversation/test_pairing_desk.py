@@ -120,8 +120,8 @@ def cfg_with(**channels):
 )
 def test_the_owner_route_is_the_first_owner_id(channel, section, chat):
     cfg = cfg_with(**{channel: section})
-    route = owner_route.first_owner(cfg, channel, "acct")
-    assert route == {"channel": channel, "chat_id": chat, "account": "acct"}
+    route = owner_route.first_owner(cfg, channel, "default")
+    assert route == {"channel": channel, "chat_id": chat, "account": "default"}
 
 
 def test_no_owner_id_is_no_owner_route():
