@@ -252,7 +252,7 @@ async def test_jobs_added_edited_and_removed_are_scheduled_by_the_running_daemon
         assert edited is not None and edited.kind == "at"
         # the daemon that is up runs it (target none: the model is asked, nothing is sent),
         # and the page lists it among the ended one-shots
-        await eventually(lambda: len(llm.requests) == 1, timeout=15)
+        await eventually(lambda: len(llm.requests) == 1, timeout=30)
 
         async def ended():
             rows = (await (await c.get("/ui/api/schedule/ended")).json())["jobs"]

@@ -12,6 +12,7 @@ from aiohttp import web
 from bot import fs
 
 from bot import __version__
+from bot.store import pending
 from bot.ui.api.common import guarded, state
 
 
@@ -37,6 +38,7 @@ async def system(request: web.Request) -> web.Response:
             "rss_bytes": rss_bytes(),
             "state_dir": str(ctx.cfg.agent.state_dir),
             "config_path": str(path) if path else None,
+            "outage": pending.view(ctx.store),  # None, or since when and how many are kept
         }
     )
 

@@ -129,3 +129,4 @@ async def test_config_jobs_have_no_edit_or_remove(tmp_path, llm, page):
         await expect(row.get_by_role("button", name="Run now")).to_be_visible()
         await expect(row.get_by_role("button", name="Edit")).to_have_count(0)
         await expect(row.get_by_role("button", name="Remove")).to_have_count(0)
+        await expect(page.get_by_role("table", name="Ended one-shot jobs")).to_contain_text("None.")

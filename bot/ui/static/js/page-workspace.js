@@ -20,7 +20,7 @@ export function mount(root, ctx) {
       "details",
       { class: "panel", open: true },
       h("summary", {}, "Context report"),
-      h("section", { role: "region", "aria-labelledby": "ws-context" }, h("h2", { id: "ws-context", class: "sr-only" }, "Context report"), report),
+      h("section", { role: "region", "aria-label": "Context report" }, report),
     ),
   );
 
