@@ -13,6 +13,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from .agent import AgentConfig, AgentOverrides
 from .backup import BackupConfig
+from .outage import OutageConfig
 from .base import Model, as_strs, ids_only
 from .bindings import Binding
 from .channels import ChannelsConfig, check_target
@@ -206,6 +207,7 @@ class Config(Model):
     mcp: McpConfig = Field(default_factory=McpConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    outage: OutageConfig = Field(default_factory=OutageConfig)
     # more agents ([agents.<id>]) and which of them answers what ([[bindings]]): bot/config/agents.py
     agents: dict[str, AgentOverrides] = Field(default_factory=dict)
     bindings: list[Binding] = Field(default_factory=list)

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
+from bot.agent.request import TurnResult
 from bot.agent.turn import Agent, TurnRequest
 from bot.config import ChannelPolicy
 from bot.conversation.events import EventKind, TurnEvent, TurnEvents
@@ -34,6 +35,7 @@ ACK_EMOJI = "👀"
 FORWARDED = ("text", "step", "tool_start", "tool_end")  # StreamEvent kinds published as events
 
 Live = Preview | StreamText
+Kept = Callable[[InboundMessage, TurnRequest], TurnResult | None] | None
 T = TypeVar("T")
 
 
@@ -107,9 +109,10 @@ def _stopped(task: asyncio.Task) -> bool:
 class Run:
     """One running turn per session at most (the lanes see to it); ``stop`` cancels it."""
 
-    def __init__(self, agent: Agent, events: TurnEvents) -> None:
+    def __init__(self, agent: Agent, events: TurnEvents, kept: Kept = None) -> None:
         self.agent = agent
         self.events = events
+        self.kept = kept  # a turn's result without a model call (the outage's), or None
         self._running: dict[str, asyncio.Task] = {}
         self._senders: dict[str, str] = {}  # who started each running turn (a group's /stop)
 
@@ -175,6 +178,8 @@ class Run:
         """Run the turn; ``model`` and ``effort``: the session's ``/model`` ("" = the
         configured chain) and thinking level ("" = none sent)."""
         key, turn = req.session_key, uuid.uuid4().hex
+        if self.kept is not None and (kept := self.kept(msg, req)) is not None:
+            return TurnOutcome(kept, None, turn)  # the model is down: not called
         self.events.publish(TurnEvent("started", key, turn))
         typing = (
             asyncio.create_task(keep_typing(ch, msg)) if ch and ch.capabilities.typing else None

@@ -405,7 +405,9 @@ def _combined(failed: list[tuple[ModelTarget, LLMError]]) -> LLMError:
         return failed[0][1]
     last = failed[-1][1]
     reasons = "; ".join(f"{t.model}: {e.reason}" for t, e in failed)
-    kind = "config" if all(e.kind == "config" for _, e in failed) else "model"
+    kinds = {e.kind for _, e in failed}
+    # down: no model answered, and none refused for a reason waiting would not mend
+    kind = "config" if kinds == {"config"} else "down" if kinds <= {"down", "config"} else "model"
     return LLMError(
         f"None of the configured models answered ({reasons}). Please try again later.",
         last.cause,

@@ -24,10 +24,11 @@ from bot.model.routing import ModelTarget
 class LLMError(Exception):
     """The model call failed for good.  ``user_message`` is what the user should see.
 
-    ``kind`` is ``"model"`` (the provider failed or refused), ``"config"`` (the model is
-    misconfigured: not routable, no key) or ``"budget"`` (the daily cost limit).  ``failover``
-    says whether the next model of the chain should be tried; ``reason`` is a few words for
-    a combined message ("HTTP 503", "connection failed")."""
+    ``kind`` is ``"model"`` (the provider failed or refused), ``"down"`` (it did not answer:
+    no connection, a timeout, a 5xx or a 429, which an outage is made of), ``"config"`` (the
+    model is misconfigured: not routable, no key) or ``"budget"`` (the daily cost limit).
+    ``failover`` says whether the next model of the chain should be tried; ``reason`` is a
+    few words for a combined message ("HTTP 503", "connection failed")."""
 
     def __init__(
         self,
@@ -231,6 +232,7 @@ def _timed_out(s: _Seen) -> LLMError | None:
             True,
             True,
             "timed out",
+            "down",
         )
     return None
 
@@ -309,7 +311,7 @@ def _rate_limited(s: _Seen) -> LLMError | None:
         )
     else:
         msg = "The model is rate-limited right now (HTTP 429). Please try again in a moment."
-    return s.err(msg, True, True, "rate-limited (HTTP 429)")
+    return s.err(msg, True, True, "rate-limited (HTTP 429)", "down")
 
 
 def _no_response(s: _Seen) -> LLMError | None:
@@ -323,6 +325,7 @@ def _no_response(s: _Seen) -> LLMError | None:
             retryable=True,
             failover=True,
             reason="connection failed",
+            kind="down",
         )
     return None
 
@@ -334,13 +337,14 @@ def _server_side(s: _Seen) -> LLMError | None:
             True,
             True,
             f"HTTP {s.status}",
+            "down",
         )
     return None
 
 
 def _unreachable(s: _Seen) -> LLMError | None:
     if s.name in _CONNECTION_NAMES or isinstance(s.exc, (ConnectionError, OSError)):
-        return s.err(_UNREACHABLE, True, True, "connection failed")
+        return s.err(_UNREACHABLE, True, True, "connection failed", "down")
     return None
 
 

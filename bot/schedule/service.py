@@ -26,7 +26,7 @@ from bot.schedule.clock import Clock, WallClock
 from bot.schedule.jobs import Job, due_between, next_after
 from bot.schedule.registry import Registry
 from bot.schedule.turns import Outcome, Scheduled
-from bot.store import Store
+from bot.store import Store, pending
 
 log = logging.getLogger("chela.heartbeat")
 
@@ -202,6 +202,9 @@ class ScheduleService:
             return ""
         if not manual and self._no_target(job):
             self.store.ledger_note(job.name, due, "skipped", "no target")
+            return ""
+        if job.heartbeat and not manual and pending.down_since(self.store) is not None:
+            self.store.ledger_note(job.name, due, "skipped", "model down")  # not caught up
             return ""
         run_id = uuid.uuid4().hex
         if not self.store.ledger_begin(job.name, due, run_id, manual=manual, catch_up=catch_up):

@@ -347,6 +347,16 @@ class FakeLLM:
         """How many scripted responses are still queued."""
         return len(self._queue)
 
+    def go_down(self, how: Response | None = None) -> None:
+        """An outage from now on: every request not scripted fails with ``how`` (default
+        HTTP 500; ``drop()`` for a connection that breaks) until :meth:`come_up`."""
+        self._answering = self.default
+        self.default = always(how if how is not None else error(500))
+
+    def come_up(self, responder: Callable[[dict], Any] | None = None) -> None:
+        """The outage ends: requests are answered by ``responder`` (default: as before it)."""
+        self.default = responder or getattr(self, "_answering", _echo_ok)
+
     def reset(self) -> None:
         self._queue.clear()
         self.requests.clear()

@@ -9,12 +9,16 @@ from bot.agent.turn import zone
 from bot.conversation.commands import controls
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.types import CommandCall
+from bot.store import pending
 
 ContextKind = Literal["list", "detail", "json"]
 
 
 async def new_conversation(call: CommandCall, ports: CommandPorts) -> str:
     ports.store.reset_session(call.key)
+    dropped = pending.drop(ports.store, call.key)  # kept while the model was down
+    if dropped:
+        return f"Started a fresh conversation. {dropped} message(s) waiting for the model were dropped."
     return "Started a fresh conversation."
 
 
