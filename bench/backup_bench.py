@@ -37,6 +37,7 @@ from e2e_bench import TimedTelegram, pct
 
 from bot.app.daemon import Daemon
 from bot.config import Config
+from bot.schedule.backups import off_loop
 from bot.prompt.init import init_workspace
 from bot.store import Store
 from bot.store.backup import take
@@ -108,7 +109,7 @@ async def cli_backups(cfg_path: Path, out: Path, stop: asyncio.Event) -> int:
 async def thread_backups(cfg: Config, out: Path, stop: asyncio.Event) -> int:
     n = 0
     while not stop.is_set():
-        await asyncio.to_thread(take, cfg, out=out / f"t{n}.tar.gz")
+        await off_loop(take, cfg, out=out / f"t{n}.tar.gz")
         n += 1
     return n
 

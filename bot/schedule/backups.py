@@ -13,6 +13,8 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from bot.config import Config
 from bot.schedule.clock import Clock
@@ -26,6 +28,18 @@ log = logging.getLogger("chela.backup")
 JOB = "[backup]"
 
 Tell = Callable[[str], Awaitable[object]]
+T = TypeVar("T")
+
+
+async def off_loop(fn: Callable[..., T], *args: Any, **kw: Any) -> T:
+    """``fn`` in a thread of its own, not the loop's default executor: ``asyncio.run`` joins
+    that one when the daemon stops, and a stop must not wait for a long backup to end (its
+    partial file is removed by a later prune; its ledger row is closed at the next start)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="chela-backup")
+    try:
+        return await asyncio.wrap_future(pool.submit(fn, *args, **kw))
+    finally:
+        pool.shutdown(wait=False)
 
 
 class Backups:
@@ -68,7 +82,7 @@ class Backups:
         if not self.store.ledger_begin(JOB, due, run_id, catch_up=catch_up):
             return ""  # this occurrence has its row already: never run twice
         try:
-            done = await asyncio.to_thread(take, self.cfg, reason="scheduled")
+            done = await off_loop(take, self.cfg, reason="scheduled")
         except BackupError as e:
             detail = f"failed ({e})"
             self.store.ledger_end(run_id, "ran", "", detail)
@@ -78,7 +92,7 @@ class Backups:
                 await self.tell(f"The scheduled backup failed: {e}")
             return detail
         self.told = False
-        gone = await asyncio.to_thread(prune, backups_dir(self.cfg), self.cfg.backup.keep)
+        gone = await off_loop(prune, backups_dir(self.cfg), self.cfg.backup.keep)
         detail = f"saved {done.path.name} ({done.size} bytes)"
         self.store.ledger_end(run_id, "ran", "", detail)
         log.info(
