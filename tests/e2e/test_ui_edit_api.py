@@ -328,3 +328,15 @@ async def test_a_read_only_ui_saves_nothing(tmp_path, llm):
                 assert r.status == 403 and (await r.json())["error"]["code"] == "read_only"
         assert path.read_bytes() == before
         assert not (tmp_path / "ws" / "USER.md").exists()
+
+
+async def test_chela_checks_warnings_come_with_a_save_and_on_the_config_view(tmp_path, llm):
+    async with edit_daemon(tmp_path, llm) as ui, await ui.login() as c:
+        path = tmp_path / "config.toml"
+        new = path.read_text().replace('enabled = ["cron"]', 'enabled = ["cron", "nosuchtool"]')
+        r = await c.post("/ui/api/config/file", {"base": sha(path), "text": new})
+        assert r.status == 200, await r.text()
+        assert any("nosuchtool" in w for w in (await r.json())["warnings"])
+        # the running config's findings are chela check's too (none for this one)
+        view = await (await c.get("/ui/api/config")).json()
+        assert view["check"] == []

@@ -9,6 +9,7 @@ workspace (atomic, no link followed)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -140,6 +141,10 @@ async def config(request: web.Request) -> web.Response:
     secrets = secret_values(ctx.cfg)
     path = ctx.config_path or ctx.cfg.source
     check = [{"level": "warn", "message": w} for w in config_warnings(ctx.cfg)]
+    if ctx.config_check is not None:  # chela check's own findings, when chela run handed them
+        found = await asyncio.to_thread(ctx.config_check, ctx.cfg)
+        check = [{"level": "error", "message": e} for e in found.errors]
+        check += [{"level": "warn", "message": w} for w in found.warnings]
     return web.json_response(
         scrub_data(
             {"path": str(path) if path else None, "config": config_view(ctx.cfg), "check": check},

@@ -103,7 +103,8 @@ export function mount(root, ctx) {
       const ans = await post("config/file", { base: loaded.sha256, ...payload });
       toast("Config saved.");
       await load();
-      clear(status).append(h("p", {}, `Saved ${ans.path}.`), restartNote(ans.restart) || "");
+      const warnings = (ans.warnings || []).map((w) => h("li", { class: "warn-text" }, `warning: ${w}`));
+      clear(status).append(h("p", {}, `Saved ${ans.path}.`), restartNote(ans.restart) || "", warnings.length ? h("ul", {}, warnings) : "");
     } catch (err) {
       clear(status).append(h("p", { class: "error-text" }, `Not saved: ${err.message}`));
       showProblems(err.body?.error?.problems || []);
