@@ -32,8 +32,8 @@ from bot.ui.hub import scrub, secret_values
 
 MAX_CONFIG = 1024 * 1024  # bytes of config.toml read
 RESTART_HOW = (
-    "restart the daemon to apply them: `systemctl --user restart chela` (or the system "
-    "unit) when it runs under systemd, else stop `chela run` (Ctrl-C) and start it again"
+    "restart the daemon to apply them: `systemctl --user restart chela` (the system unit: "
+    "`sudo systemctl restart chela`), or stop `chela run` (Ctrl-C) and start it again"
 )
 Problem = dict[str, str]
 
