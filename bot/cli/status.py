@@ -7,7 +7,6 @@ running it next to a live daemon changes nothing.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from datetime import datetime
 
@@ -52,18 +51,23 @@ def when(ts: float, now: float) -> str:
 
 
 def next_heartbeat(cfg: Config, daemon: dict | None, now: float) -> str:
+    """The heartbeat's line: its next run as the jobs table (and the schedule) has it."""
+    from bot.agent.turn import zone
     from bot.app.daemon import heartbeat_schedule
+    from bot.schedule.registry import heartbeat_job
 
-    every = cfg.heartbeat.every_seconds
-    sched = heartbeat_schedule(cfg)
-    if every <= 0:
+    job = heartbeat_job(cfg)
+    if job is None:
         return "heartbeat: off"
-    if not daemon or not daemon.get("started"):
-        return f"heartbeat: {sched}; next run when the daemon runs"
-    # APScheduler's interval trigger fires at start + k * every
-    started = float(daemon["started"])
-    k = max(1, math.ceil((now - started) / every))
-    return f"heartbeat: {sched}; next run {when(started + k * every, now)}"
+    kept = readonly.schedule_states(cfg.db_path).get(job.name, (0, None, None))
+    row = readonly.last_ledger_rows(cfg.db_path).get(job.name)
+    if kept[0]:
+        return f"heartbeat: {heartbeat_schedule(cfg)}; paused"
+    nxt = _next_run(job, kept, row, now, zone(cfg))
+    running = daemon and daemon.get("started")
+    return f"heartbeat: {heartbeat_schedule(cfg)}; next run {nxt}" + (
+        "" if running else ", when the daemon runs"
+    )
 
 
 def _known_jobs(cfg: Config) -> list:
@@ -77,18 +81,27 @@ def _known_jobs(cfg: Config) -> list:
 
 
 def _job_row(job, kept: tuple, row: dict | None, now: float, tz) -> list[str]:
-    from bot.schedule.jobs import describe, next_after
+    from bot.schedule.jobs import describe
     from bot.schedule.views import result_text
 
-    paused, anchor, _ = kept
+    paused = kept[0]
+    nxt_s = "-" if paused else _next_run(job, kept, row, now, tz)
+    state = "paused" if paused else "active"
+    return [job.name, describe(job), job.source, state, nxt_s, result_text(row, tz)]
+
+
+def _next_run(job, kept: tuple, row: dict | None, now: float, tz) -> str:
+    """When the job runs next, counted as the schedule counts it: from its stored anchor
+    and after its last ledger row (the table's and the header's one answer)."""
+    from bot.schedule.jobs import next_after
+
+    anchor = kept[1]
     anchored = job.with_anchor(anchor if anchor is not None else now)
     try:
         nxt = next_after(anchored, max(now, (row or {}).get("due") or 0), tz)
-        nxt_s = "-" if paused else when(nxt, now) if nxt else "never"
     except ValueError as e:
-        nxt_s = f"bad schedule: {e}"
-    state = "paused" if paused else "active"
-    return [job.name, describe(job), job.source, state, nxt_s, result_text(row, tz)]
+        return f"bad schedule: {e}"
+    return when(nxt, now) if nxt else "never"
 
 
 def cron_rows(cfg: Config, now: float) -> list[list[str]]:
