@@ -239,3 +239,52 @@ async def test_status_names_each_account(tmp_path, llm, tg):
         await eventually(lambda: len(d.up) == 2, timeout=15)
         assert sorted(d.up) == ["telegram:default", "telegram:work"]
         assert set(d.channel_states()) == {"telegram:default", "telegram:work"}
+
+
+def two_agents(tmp_path, llm, tg):
+    """Agent ``work`` answers the work bot (a binding); the default agent the other."""
+    return with_work(
+        tg,
+        tmp_path,
+        llm,
+        work={"allow_from": [str(OWNER), str(WORK_OWNER)]},
+        agents={"work": {"workspace": str(tmp_path / "ws-work")}},
+        bindings=[{"agent": "work", "channel": "telegram", "account": "work"}],
+    )
+
+
+def tool_results(llm) -> list[str]:
+    return [
+        m.get("content", "") for r in llm.requests for m in r["messages"] if m.get("role") == "tool"
+    ]
+
+
+async def test_the_message_tool_refuses_an_account_not_bound_to_the_agent(tmp_path, llm, tg):
+    cfg, work = two_agents(tmp_path, llm, tg)
+    async with running(cfg) as d:
+        # the default agent (on the default bot) tries to write through the work bot
+        llm.script(
+            tool_calls([("message", {"to": f"telegram:work:{WORK_OWNER}", "text": "psst"})]),
+            text("tried"),
+        )
+        tg.inject_message(OWNER, "tell work's owner psst", from_id=OWNER)
+        await tg.wait_for(lambda: texts(tg, OWNER), timeout=15)
+        await settled(d, taken(tg, work))
+    assert work.sent == [] and texts(tg, OWNER) == ["tried"]
+    refusal = tool_results(llm)[-1]
+    assert "telegram:work is not an account of agent 'main'" in refusal
+
+
+async def test_the_message_tool_sends_through_an_account_bound_to_the_agent(tmp_path, llm, tg):
+    """Twin: agent ``work`` (bound to the work bot) sends through it."""
+    cfg, work = two_agents(tmp_path, llm, tg)
+    async with running(cfg) as d:
+        llm.script(
+            tool_calls([("message", {"to": f"telegram:work:{WORK_OWNER}", "text": "psst"})]),
+            text("sent it"),
+        )
+        work.inject_message(OWNER, "tell work's owner psst", from_id=OWNER)
+        await work.wait_for(lambda: texts(work, OWNER), timeout=15)
+        await settled(d, taken(tg, work))
+    assert texts(work, WORK_OWNER) == ["psst"] and texts(work, OWNER) == ["sent it"]
+    assert tg.sent == [] and tool_results(llm)[-1] == "sent"
