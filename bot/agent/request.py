@@ -14,6 +14,9 @@ from bot.rules.admission import Trust
 class TurnRequest:
     session_key: str
     user_text: str  # the full user turn (metadata block included)
+    # the agent that runs the turn: chosen once (a chat message's binding at intake, a
+    # heartbeat's or cron job's agent) and carried to the commit; "" only outside a daemon
+    agent: str = ""
     kind: str = "chat"  # chat | heartbeat | cron | subagent
     session_kind: str = "main"  # PromptContext.session_kind
     channel: str = ""

@@ -15,7 +15,7 @@ from bot.conversation import owner_route
 from bot.agent.turn import Agent
 from bot.app.build import configured_channels, open_store
 from bot.conversation.approvals import Approvals
-from bot.config import Config
+from bot.config import Config, agent_config, agent_ids
 from bot.conversation.lanes import SessionLanes
 from bot.conversation.pipeline import Conversation
 from bot.delivery import send
@@ -38,7 +38,8 @@ class Components:
     lanes: SessionLanes
     channels: dict[str, Channel]
     outbox: Outbox
-    agent: Agent
+    agent: Agent  # the default agent
+    agents: dict[str, Agent]  # every agent by id, the default agent's first
     mcp: McpManager | None  # only when [[mcp.servers]] are configured
     conversation: Conversation
     scheduled: Scheduled
@@ -55,7 +56,7 @@ def approvals_for(
 ) -> Approvals | None:
     """Exec security "ask": held commands wait for the owner, asked in a direct chat and
     listed in the Control UI's Inbox (with the UI on they wait there when no chat can ask)."""
-    if cfg.tools.exec.security != "ask":
+    if all(agent_config(cfg, a).tools.exec.security != "ask" for a in agent_ids(cfg)):
         return None
     return Approvals(
         send.notifier(outbox, kind="approval"),
@@ -114,23 +115,29 @@ def build(
     # tells the agent its tools changed (after start), and the agent's cron tool reaches the
     # cron service, which runs its jobs through the agent (agent → cron → scheduled → agent)
     def tools_changed() -> None:
-        agent.refresh_tools()
+        for agent in agents.values():
+            agent.refresh_tools()
 
     mcp = _mcp(cfg, tools_changed)
-    agent = Agent(
-        cfg,
-        store,
-        hooks=hooks,
-        send_message=send.message_tool(outbox),
-        approvals=approvals,
-        mcp=mcp,
-        cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
-    )
+    # one Agent per agent id, each with its own config view (workspace, model, tools, memory,
+    # budgets), prompt cache, compaction and usage
+    agents = {
+        agent_id: Agent(
+            agent_config(cfg, agent_id),
+            store,
+            hooks=hooks,
+            send_message=send.message_tool(outbox, cfg, agent_id),  # its own accounts only
+            approvals=approvals,
+            mcp=mcp,
+            cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
+        )
+        for agent_id in agent_ids(cfg)
+    }
     conversation = Conversation(
-        cfg, store, agent, lanes, channels, outbox, approvals=approvals, notices=notices
+        cfg, store, agents, lanes, channels, outbox, approvals=approvals, notices=notices
     )
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
-    scheduled = Scheduled(cfg, store, agent, lanes, outbox, channels, runner=conversation.runner)
+    scheduled = Scheduled(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
     cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
     ui = UiContext(
         cfg=cfg,
@@ -147,6 +154,7 @@ def build(
         schedule=cron,  # the Schedule page's jobs, run now, pause, resume
         config_check=config_check,  # `chela check`'s verdict, for the Config page's Save
     )
+    default = agents[cfg.agent.id]
     return Components(
-        store, lanes, channels, outbox, agent, mcp, conversation, scheduled, cron, notices
+        store, lanes, channels, outbox, default, agents, mcp, conversation, scheduled, cron, notices
     )

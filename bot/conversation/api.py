@@ -174,6 +174,16 @@ def plan(
     )
 
 
+def state_values(
+    turn: ApiTurn | None, reply: dict | None, epoch: int, key: str
+) -> dict[str, Any] | None:
+    """What the client has seen, as the store values kept with the turn (a stateful API
+    session only; None otherwise)."""
+    if turn is None or not turn.stateful:
+        return None
+    return {state_key(key): remember(turn, reply, epoch)}
+
+
 def remember(turn: ApiTurn, reply: dict | None, epoch: int) -> dict:
     """The session's record after the request: its messages and the answer the client
     got (``reply``: the assistant message as sent; None when the turn failed)."""

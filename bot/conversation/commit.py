@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from bot.conversation import owner_route
+from bot.conversation.types import HistoryOnly
 from bot.agent.turn import TurnRequest, TurnResult
 from bot.delivery.outbox import out_json
 from bot.store import OutboxRow, Store, storage_full
@@ -69,11 +71,13 @@ class Commit:
         *,
         channel: str | None = None,
         owner: OwnerChat | None = None,
+        agent: str = "",
     ) -> list[OutboxRow]:
         """A model turn with its reply: the outbox rows, as stored (for the outbox to
         send without reading them back).  ``channel``: the inbound message's (looked up
         from its row when not given); ``owner``: its chat, stored in the same commit as
-        the owner's last route when it is one (decided at the moment of the commit)."""
+        the owner's last route when it is one (decided at the moment of the commit); ``agent``:
+        the turn's, recorded on its outbox rows."""
         outbound = [out_json(o) for o in outs]
 
         def store_turn() -> list[OutboxRow]:
@@ -87,6 +91,7 @@ class Commit:
                 usage=result.usage,
                 channel=channel,
                 state={**(state or {}), **route},
+                agent=agent,
             )
             return rows
 
@@ -100,6 +105,7 @@ class Commit:
         what: str,
         *,
         channel: str | None = None,
+        agent: str = "",
     ) -> list[OutboxRow]:
         """An answer that is not a model turn (a command's, a refusal), with its message."""
         return await self.write(
@@ -112,6 +118,7 @@ class Commit:
                 outbound=[out_json(o) for o in outs],
                 outbox_kind="command",
                 channel=channel,
+                agent=agent,
             ),
         )
 
@@ -142,6 +149,7 @@ class Commit:
                 outbound=[out_json(o) for o in outs] or None,
                 channel=channel,
                 state=state,
+                agent=req.agent,
             ),
         )
 
@@ -165,6 +173,15 @@ class OwnerChat:
             return {}
 
 
+def history_only(store: Store, inbound_id: int, step: HistoryOnly, cap: int) -> None:
+    """A group message not addressed to the agent joins the group's pending history (at most
+    ``cap`` kept)."""
+    msg = step.msg
+    label = msg.sender_name or msg.sender_username or msg.sender_id
+    store.add_group_history(step.key, label, msg.text or "", msg.timestamp or time.time(), cap)
+    store.set_inbound_status(inbound_id, "history")
+
+
 def scheduled(
     store: Store,
     key: str,
@@ -174,6 +191,7 @@ def scheduled(
     channel: str | None = None,
     out: OutboundMessage | None = None,
     state: dict[str, Any] | None = None,
+    agent: str = "",
 ) -> list[int]:
     """A heartbeat or cron turn, with its reply's outbox row for ``channel`` when it has one
     (and ``state``): the outbox row ids."""
@@ -187,4 +205,5 @@ def scheduled(
         outbound=[out_json(out)] if out is not None else None,
         outbox_kind=kind,
         state=state,
+        agent=agent,
     )

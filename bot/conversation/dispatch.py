@@ -9,19 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.rules.admission import Verdict
-from bot.conversation.types import CommandCall, Dispatched, HistoryOnly, Skipped, TurnCall
-from channels.base import InboundMessage
+from bot.conversation.types import (
+    Accepted,
+    CommandCall,
+    Dispatched,
+    HistoryOnly,
+    Skipped,
+    TurnCall,
+)
 
 
 def dispatch(
-    msg: InboundMessage,
-    key: str,
-    verdict: Verdict,
+    acc: Accepted,
     *,
     command: Callable[[], CommandCall | None],
     addressed: Callable[[], bool],
 ) -> Dispatched:
+    msg, key, verdict = acc.msg, acc.key, acc.verdict
     if not verdict.served:
         return Skipped(verdict.reason, msg.channel, key)
     call = command()
@@ -29,4 +33,4 @@ def dispatch(
         return call
     if msg.chat_type == "group" and not addressed():
         return HistoryOnly(msg, key)
-    return TurnCall(msg, key, verdict)
+    return TurnCall(msg, key, verdict, acc.agent)

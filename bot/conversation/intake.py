@@ -46,6 +46,11 @@ def _valid_data(v: Any) -> Any:
     return v
 
 
+def where(msg: InboundMessage) -> str:
+    """Where a message came from, for the log."""
+    return f"channel={msg.channel}:{msg.account} chat={msg.chat_id} sender={msg.sender_id}"
+
+
 class Approved:
     """The stored pairing approvals, as the container ``admit`` looks in."""
 

@@ -21,7 +21,14 @@ from bot.conversation import api, gating, requests
 from bot.delivery.outbound import channel_traits
 from bot.conversation.types import ApiTurn, UserTurn
 from bot.store import Store
-from channels.base import Channel, ChannelError, InboundMessage, MediaItem, MediaTooLarge
+from channels.base import (
+    Channel,
+    ChannelError,
+    InboundMessage,
+    MediaItem,
+    MediaTooLarge,
+    adapter_for,
+)
 
 log = logging.getLogger("chela.conversation")
 
@@ -32,10 +39,13 @@ def file_root(cfg: Config, key: str, verdict: Verdict) -> Path | None:
 
 
 class Prepare:
+    """One agent's prepare stage (``cfg``: that agent's view of the config)."""
+
     def __init__(
         self, cfg: Config, agent: Agent, channels: dict[str, Channel], store: Store
     ) -> None:
         self.cfg = cfg
+        self.agent_id = cfg.agent.id  # the agent whose turns this stage prepares
         self.agent = agent
         self.channels = channels
         self.store = store
@@ -74,7 +84,7 @@ class Prepare:
         from bot.prompt.group import group_chat_context
 
         pol = channel_policy(self.cfg, msg.channel)
-        caps, reactions = channel_traits(self.channels.get(msg.channel), pol)
+        caps, reactions = channel_traits(adapter_for(self.channels, msg.channel, msg.account), pol)
         extra = ""
         if msg.chat_type == "group":
             sess = self.store.session(key)
@@ -93,7 +103,7 @@ class Prepare:
             media=media,
         )
         return requests.chat_request(
-            msg, key, user_text, requests.Traits(caps, reactions), ctx, api
+            msg, key, user_text, requests.Traits(caps, reactions), ctx, api, agent=self.agent_id
         )
 
     async def user_turn(
@@ -145,7 +155,7 @@ class Prepare:
         """Download the attachments of an admitted message: into the media dir
         for the owner, into the guest's own directory otherwise; capped in size.  Returns
         notes for the user turn about files that could not be fetched."""
-        ch = self.channels.get(msg.channel)
+        ch = adapter_for(self.channels, msg.channel, msg.account)
         todo = [m for m in msg.attachments if m.ref and not m.target]
         if ch is None or not todo:
             return []

@@ -35,9 +35,11 @@ class ChatContext:
     media: tuple[dict, ...] = field(default_factory=tuple)
 
 
-def route_of(msg: InboundMessage) -> dict[str, Any]:
-    """Where a chat turn came from (its tools reply there)."""
+def route_of(msg: InboundMessage, agent: str = "") -> dict[str, Any]:
+    """Where a chat turn of ``agent`` came from (its tools reply there; a cron job its turn
+    adds runs as that agent)."""
     return {
+        "agent": agent,
         "channel": msg.channel,
         "chat_id": msg.chat_id,
         "account": msg.account,
@@ -53,12 +55,16 @@ def chat_request(
     traits: Traits,
     ctx: ChatContext,
     api: ApiTurn | None = None,
+    *,
+    agent: str,
 ) -> TurnRequest:
-    """A turn answering ``msg`` (a chat message, a command's turn, an HTTP API call)."""
+    """A turn of ``agent`` answering ``msg`` (a chat message, a command's turn, an HTTP API
+    call)."""
     group = msg.chat_type == "group"
     req = TurnRequest(
         session_key=key,
         user_text=user_text,
+        agent=agent,
         channel=msg.channel,
         account=msg.account,
         chat_type=msg.chat_type,
@@ -68,7 +74,7 @@ def chat_request(
         capabilities=traits.capabilities,
         reactions=traits.reactions,
         after_user_system=ctx.after_user_system,
-        route=route_of(msg),
+        route=route_of(msg, agent),
         message_text=msg.text,
         trust=ctx.trust,
         file_root=ctx.file_root,
@@ -93,11 +99,14 @@ def scheduled_request(
     session_kind: str,
     route: dict[str, Any] | None,
     traits: Traits,
+    agent: str,
 ) -> TurnRequest:
-    """A heartbeat or cron turn; ``route``: where its reply goes (None: nowhere)."""
+    """A heartbeat or cron turn of ``agent``; ``route``: where its reply goes (None:
+    nowhere)."""
     return TurnRequest(
         session_key=key,
         user_text=text,
+        agent=agent,
         kind=kind,
         session_kind=session_kind,
         channel=route["channel"] if route else "",

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar, cast
 
 from bot.agent.request import TurnResult
@@ -107,10 +107,11 @@ def _stopped(task: asyncio.Task) -> bool:
 
 
 class Run:
-    """One running turn per session at most (the lanes see to it); ``stop`` cancels it."""
+    """One running turn per session at most (the lanes see to it); ``stop`` cancels it.
+    ``agents``: every agent by id; a turn runs on the one its request names."""
 
-    def __init__(self, agent: Agent, events: TurnEvents, kept: Kept = None) -> None:
-        self.agent = agent
+    def __init__(self, agents: Mapping[str, Agent], events: TurnEvents, kept: Kept = None) -> None:
+        self.agents = agents
         self.events = events
         self.kept = kept  # a turn's result without a model call (the outage's), or None
         self._running: dict[str, asyncio.Task] = {}
@@ -157,10 +158,13 @@ class Run:
             self._release(key, task)
 
     def _start(self, req: TurnRequest, on_event, model: str, effort: str) -> asyncio.Task:
-        """The turn's task, its model calls following the session's choices."""
-        token = CHOICE.set(Choice(getattr(self.agent, "llm", None), model, effort))
+        """The turn's task on its agent, its model calls following the session's choices."""
+        agent = self.agents.get(req.agent)
+        if agent is None:  # never another agent's answer (nor the default one's)
+            raise LookupError(f"the turn names no agent of this daemon: {req.agent!r}")
+        token = CHOICE.set(Choice(getattr(agent, "llm", None), model, effort))
         try:  # the task copies the context now: the choice is its own, not the lane's
-            return asyncio.ensure_future(self.agent.run_turn(req, on_event=on_event))
+            return asyncio.ensure_future(agent.run_turn(req, on_event=on_event))
         finally:
             CHOICE.reset(token)
 

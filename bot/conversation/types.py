@@ -97,12 +97,25 @@ class HistoryOnly:
 
 
 @dataclass(frozen=True)
-class TurnCall:
-    """A message the model answers."""
+class Accepted:
+    """An admitted, stored message: its session and the agent that answers it.  The agent is
+    chosen once, at intake (its binding, or an HTTP API ``chela/<id>`` model), stored with
+    the inbound row, and carried from here to the commit: never taken from the session key."""
 
     msg: InboundMessage
     key: str
     verdict: Verdict
+    agent: str
+
+
+@dataclass(frozen=True)
+class TurnCall:
+    """A message the model answers (``agent``: the agent chosen at intake)."""
+
+    msg: InboundMessage
+    key: str
+    verdict: Verdict
+    agent: str
 
 
 Dispatched = CommandCall | HistoryOnly | TurnCall | Skipped

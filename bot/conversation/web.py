@@ -139,7 +139,13 @@ class WebTurns:
         inbound_id = await conv.commit.write(
             "storing a web message",
             lambda: conv.store.add_inbound(
-                CHANNEL, msg.account, m.session, m.client_msg_id, m.session, msg.to_json()
+                CHANNEL,
+                msg.account,
+                m.session,
+                m.client_msg_id,
+                m.session,
+                msg.to_json(),
+                conv.cfg.agent.id,  # the web chat talks to the default agent
             ),
         )
         if inbound_id is None:

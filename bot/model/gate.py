@@ -3,8 +3,9 @@
 Turns, compaction summaries, memory flushes, sub-agents, transcription and speech all run
 for one trust level: before the call the gate says whether that level's daily budget
 allows it, after the call it records the usage and cost (one row of the store's ``usage``
-table).  ``agent.daily_cost_limit_usd`` counts every call of the day; for a guest call
-``agent.guest_daily_cost_limit_usd`` also counts the calls made for all guests.
+table, with the agent the call was made for).  Budgets are per agent: an agent's
+``daily_cost_limit_usd`` counts every call of the day made for that agent; for a guest call
+its ``guest_daily_cost_limit_usd`` also counts the calls it made for all guests.
 
 The gate knows nothing of the config or store classes (it sits below them in the house's
 layers): it reads ``cfg.agent`` and calls ``store.usage_totals`` / ``store.add_usage``.
@@ -55,15 +56,18 @@ def budget_refusal(cfg: Any, store: Any, trust: str, now: float | None = None) -
     if not a.daily_cost_limit_usd and not guest_limit:
         return None
     since = day_start(cfg, now)
-    if a.daily_cost_limit_usd and store.usage_totals(since)["cost_usd"] >= a.daily_cost_limit_usd:
+    spent = store.usage_totals(since, agent=a.id)["cost_usd"] if a.daily_cost_limit_usd else 0.0
+    if a.daily_cost_limit_usd and spent >= a.daily_cost_limit_usd:
         if trust == "guest":
             return ALL_USED_UP_GUEST
         return (
             f"Today's model budget of {money(a.daily_cost_limit_usd)} "
             f"(agent.daily_cost_limit_usd) is used up: no more model calls until midnight."
         )
-    if guest_limit and store.usage_totals(since, trust="guest")["cost_usd"] >= guest_limit:
-        return GUEST_USED_UP
+    if guest_limit:
+        guests = store.usage_totals(since, trust="guest", agent=a.id)["cost_usd"]
+        if guests >= guest_limit:
+            return GUEST_USED_UP
     return None
 
 
@@ -107,6 +111,7 @@ class ModelGate:
             cost_usd=float(cost or 0.0),
             kind=purpose,
             trust=trust,
+            agent=self.cfg.agent.id,
         )
 
     def bind(self, trust: str, session: str, turn: str = "") -> GateCall:

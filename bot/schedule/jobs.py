@@ -34,6 +34,7 @@ class Job:
     source: Literal["config", "tool", "heartbeat"] = "config"
     anchor: float = 0.0  # at: the time itself; every: the grid's origin; schedule: first seen
     route: dict[str, Any] = field(default_factory=dict)  # a tool job's chat of origin
+    agent: str = ""  # the agent whose turn it runs; "" = the default agent
 
     @property
     def one_shot(self) -> bool:

@@ -8,20 +8,36 @@ from __future__ import annotations
 import logging
 from datetime import tzinfo
 
-from bot.config import Config
+from bot.config import Config, agent_config, agent_ids
 from bot.schedule.jobs import HEARTBEAT, Job, check_spec, local, next_after, parse_at
 from bot.store import Store
 
 log = logging.getLogger("chela.schedule")
 
 
-def heartbeat_job(cfg: Config) -> Job | None:
-    hb = cfg.heartbeat
+def heartbeat_job(cfg: Config, agent: str = "") -> Job | None:
+    """The heartbeat of ``agent`` (its ``[agents.<id>.heartbeat]``, else the top-level one):
+    named ``heartbeat`` for the default agent, ``heartbeat:<id>`` for another."""
+    own = agent_config(cfg, agent) if agent else cfg
+    hb = own.heartbeat
     if hb.every_seconds <= 0:
         return None
+    name = HEARTBEAT if own is cfg else f"{HEARTBEAT}:{agent}"
     return Job(
-        HEARTBEAT, "every", hb.every, target=hb.target, to=hb.to, catch_up=0, source="heartbeat"
+        name,
+        "every",
+        hb.every,
+        target=hb.target,
+        to=hb.to,
+        catch_up=0,
+        source="heartbeat",
+        agent="" if own is cfg else agent,
     )
+
+
+def heartbeat_jobs(cfg: Config) -> list[Job | None]:
+    """Every agent's heartbeat, the default agent's first."""
+    return [heartbeat_job(cfg), *(heartbeat_job(cfg, a) for a in agent_ids(cfg)[1:])]
 
 
 def config_jobs(cfg: Config) -> list[Job]:
@@ -34,6 +50,7 @@ def config_jobs(cfg: Config) -> list[Job]:
             target=j.target,
             to=j.to,
             catch_up=j.catch_up_seconds,
+            agent=j.agent,
         )
         for j in cfg.cron
     ]
@@ -52,6 +69,7 @@ def tool_jobs(store: Store) -> list[Job]:
             source="tool",
             anchor=r["anchor"],
             route=r["route"],
+            agent=str((r["route"] or {}).get("agent") or ""),  # the agent whose turn added it
         )
         for r in store.cron_jobs()
     ]
@@ -67,7 +85,7 @@ class Registry:
     def load(self, now: float) -> list[Job]:
         """Every job that still has occurrences, anchored."""
         self._jobs.clear()
-        found = [heartbeat_job(self.cfg), *config_jobs(self.cfg)]
+        found = [*heartbeat_jobs(self.cfg), *config_jobs(self.cfg)]
         for job in found:
             if job is None:
                 continue
@@ -106,7 +124,7 @@ class Registry:
         return job
 
     def add(self, job: Job, now: float) -> Job:
-        if job.name in self._jobs or job.name == HEARTBEAT:
+        if job.name in self._jobs or job.name.split(":")[0] == HEARTBEAT:
             raise ValueError(f"a job named {job.name!r} exists already (remove it first)")
         job = self.check(job, now)
         stored = self.store.add_cron_job(

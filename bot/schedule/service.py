@@ -215,21 +215,22 @@ class ScheduleService:
         return run_id  # next occurrence is due makes that one skipped (session busy)
 
     async def _call(self, job: Job) -> Outcome:
+        agent = job.agent or None  # the job's agent; none named: the default agent
         if job.heartbeat:
-            return await self.scheduled.heartbeat()
-        return await self.scheduled.run_cron(job.name, job.prompt, job.target, job.to)
+            return await self.scheduled.heartbeat(agent=agent)
+        return await self.scheduled.run_cron(job.name, job.prompt, job.target, job.to, agent)
 
     async def _call_heartbeat_when_free(self, job: Job, due: float) -> Outcome:
         """A heartbeat that finds the main session busy tries again shortly, until its
         next occurrence is due (then it was skipped: session busy)."""
-        out = await self.scheduled.heartbeat()
+        out = await self.scheduled.heartbeat(agent=job.agent or None)
         nxt = next_after(job, due, self.tz) or due
         while out.status == "skipped" and out.reason == hb_rules.REASON_BUSY:
             retry = self.clock.now() + BUSY_RETRY
             if retry >= nxt:
                 break
             await self.clock.sleep_until(retry)
-            out = await self.scheduled.heartbeat()
+            out = await self.scheduled.heartbeat(agent=job.agent or None)
         return out
 
     async def _execute(self, job: Job, due: float, run_id: str, *, manual: bool) -> None:

@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS inbound (
     status      TEXT NOT NULL DEFAULT 'pending',   -- pending | done | skipped | history | pairing | failed
     outbound    TEXT,                              -- unused (replies live in the outbox)
     created     REAL NOT NULL,
+    agent       TEXT NOT NULL DEFAULT '',          -- the agent its binding chose at intake
     UNIQUE (channel, account, chat_id, message_id)
 );
 CREATE INDEX IF NOT EXISTS inbound_status ON inbound(status, id);
@@ -127,7 +128,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     error       TEXT,
     sent_ids    TEXT,                              -- JSON list of platform message ids
     created     REAL NOT NULL,
-    updated     REAL NOT NULL
+    updated     REAL NOT NULL,
+    agent       TEXT NOT NULL DEFAULT ''           -- the agent whose turn wrote it ('' unknown)
 );
 CREATE INDEX IF NOT EXISTS outbox_state ON outbox(state, id);
 
@@ -212,11 +214,19 @@ CREATE TABLE IF NOT EXISTS usage (
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     cached_tokens     INTEGER NOT NULL DEFAULT 0,
     cost_usd          REAL NOT NULL DEFAULT 0,
-    created           REAL NOT NULL
+    created           REAL NOT NULL,
+    agent             TEXT NOT NULL DEFAULT ''        -- the agent the call was made for
 );
 CREATE INDEX IF NOT EXISTS usage_created ON usage(created);
 CREATE INDEX IF NOT EXISTS usage_session ON usage(session_key, created);
 """
+
+
+# the id in ``agent:<id>:...``, for rows from before the agent column (once, migrating)
+_AGENT_FROM_KEY = (
+    "UPDATE {table} SET agent = substr(session_key, 7, instr(substr(session_key, 7), ':') - 1)"
+    " WHERE session_key LIKE 'agent:%:%'"
+)
 
 
 def storage_full(e: BaseException) -> bool:
@@ -384,6 +394,19 @@ class Database:
             self.db.execute("ALTER TABLE messages ADD COLUMN tokens INTEGER")
         if "summary_id" not in cols:
             self.db.execute("ALTER TABLE messages ADD COLUMN summary_id INTEGER")
+        self._add_agent_columns()
+
+    def _add_agent_columns(self) -> None:
+        """Schema version 2 (several agents): the agent of each inbound, outbox and usage
+        row.  Inbound and usage rows written before it get the agent named in their session
+        key (every key was ``agent:<id>:...``); older outbox rows keep '' (unknown)."""
+        for table in ("inbound", "outbox", "usage"):
+            cols = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+            if "agent" not in cols:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN agent TEXT NOT NULL DEFAULT ''")
+                if table != "outbox":
+                    self.db.execute(_AGENT_FROM_KEY.format(table=table))
+        self.db.execute("CREATE INDEX IF NOT EXISTS usage_agent ON usage(agent, created)")
 
     def close(self) -> None:
         self.db.close()

@@ -9,6 +9,13 @@ from bot.store.db import Database
 from bot.store.rows import InboundRow
 
 
+_ROW = "id, session_key, payload, status, outbound, agent"
+
+
+def _inbound_row(r: tuple) -> InboundRow:
+    return InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None, r[5])
+
+
 class InboundMixin(Database):
     def add_inbound(
         self,
@@ -18,12 +25,23 @@ class InboundMixin(Database):
         message_id: str,
         session_key: str,
         payload: dict,
+        agent: str = "",
     ) -> int | None:
-        """Persist an inbound message; None when the same platform message was stored before."""
+        """Persist an inbound message (``agent``: the one its binding chose); None when the
+        same platform message was stored before."""
         cur = self.db.execute(
-            "INSERT OR IGNORE INTO inbound(channel, account, chat_id, message_id, session_key, payload, created)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (channel, account, chat_id, message_id, session_key, json.dumps(payload), time.time()),
+            "INSERT OR IGNORE INTO inbound(channel, account, chat_id, message_id, session_key,"
+            " payload, created, agent) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                channel,
+                account,
+                chat_id,
+                message_id,
+                session_key,
+                json.dumps(payload),
+                time.time(),
+                agent,
+            ),
         )
         return cur.lastrowid if cur.rowcount else None
 
@@ -34,18 +52,14 @@ class InboundMixin(Database):
 
     def unfinished_inbound(self) -> list[InboundRow]:
         rows = self.db.execute(
-            "SELECT id, session_key, payload, status, outbound FROM inbound"
-            " WHERE status='pending' ORDER BY id"
+            f"SELECT {_ROW} FROM inbound WHERE status='pending' ORDER BY id"
         ).fetchall()
-        return [
-            InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None)
-            for r in rows
-        ]
+        return [_inbound_row(r) for r in rows]
 
     def inbound_with_status(
         self, status: str, *, channel: str | None = None, session_key: str | None = None
     ) -> list[InboundRow]:
-        q = "SELECT id, session_key, payload, status, outbound FROM inbound WHERE status=?"
+        q = f"SELECT {_ROW} FROM inbound WHERE status=?"
         args: list = [status]
         if channel is not None:
             q += " AND channel=?"
@@ -54,10 +68,7 @@ class InboundMixin(Database):
             q += " AND session_key=?"
             args.append(session_key)
         rows = self.db.execute(q + " ORDER BY id", args).fetchall()
-        return [
-            InboundRow(r[0], r[1], json.loads(r[2]), r[3], json.loads(r[4]) if r[4] else None)
-            for r in rows
-        ]
+        return [_inbound_row(r) for r in rows]
 
     def hold_for_pairing(self, inbound_id: int, session_key: str) -> None:
         """Keep this message of an unknown sender for after their pairing is approved, and
@@ -69,9 +80,11 @@ class InboundMixin(Database):
                 (session_key, inbound_id),
             )
 
-    def requeue_inbound(self, inbound_id: int, session_key: str) -> None:
-        """Make a held message pending again (e.g. after its sender's pairing was approved)."""
+    def requeue_inbound(self, inbound_id: int, session_key: str, agent: str = "") -> None:
+        """Make a held message pending again (e.g. after its sender's pairing was approved),
+        for ``agent`` (its binding's) in the session ``session_key``."""
         self.db.execute(
-            "UPDATE inbound SET status='pending', session_key=?, outbound=NULL WHERE id=?",
-            (session_key, inbound_id),
+            "UPDATE inbound SET status='pending', session_key=?, outbound=NULL, agent=?"
+            " WHERE id=?",
+            (session_key, agent, inbound_id),
         )

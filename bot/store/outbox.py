@@ -31,17 +31,24 @@ def queued_rows(
 
 class OutboxMixin(Database):
     def _insert_outbox(
-        self, channel: str, outs: list[dict], kind: str, inbound_id: int | None, now: float
+        self,
+        channel: str,
+        outs: list[dict],
+        kind: str,
+        inbound_id: int | None,
+        now: float,
+        agent: str = "",
     ) -> list[tuple[int, str, str]]:
         """Insert the rows (inside the caller's transaction): each one's id, payload JSON
-        and nonce (:func:`queued_rows` makes them the rows ``outbox_rows`` would read)."""
+        and nonce (:func:`queued_rows` makes them the rows ``outbox_rows`` would read).
+        ``agent``: the agent whose turn wrote them ("" when no agent did)."""
         made = []
         for o in outs:
             payload = json.dumps(o, ensure_ascii=False)
             nonce = _new_nonce()
             cur = self.db.execute(
                 "INSERT INTO outbox(channel, account, chat_id, kind, payload, nonce, inbound_id,"
-                " created, updated) VALUES (?,?,?,?,?,?,?,?,?)",
+                " created, updated, agent) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
                     channel,
                     str(o.get("account") or "default"),
@@ -52,17 +59,24 @@ class OutboxMixin(Database):
                     inbound_id,
                     now,
                     now,
+                    agent,
                 ),
             )
             made.append((int(cur.lastrowid or 0), payload, nonce))
         return made
 
     def add_outbox(
-        self, channel: str, outs: list[dict], *, kind: str, inbound_id: int | None = None
+        self,
+        channel: str,
+        outs: list[dict],
+        *,
+        kind: str,
+        inbound_id: int | None = None,
+        agent: str = "",
     ) -> list[int]:
         """Queue outbound messages (OutboundMessage dicts) for ``channel``; their ids."""
         with self._tx():
-            made = self._insert_outbox(channel, outs, kind, inbound_id, time.time())
+            made = self._insert_outbox(channel, outs, kind, inbound_id, time.time(), agent)
         return [row_id for row_id, _, _ in made]
 
     def outbox_rows(self, ids: Iterable[int]) -> list[OutboxRow]:

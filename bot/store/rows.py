@@ -12,6 +12,7 @@ class InboundRow:
     payload: dict
     status: str
     outbound: list | None
+    agent: str = ""  # the agent chosen at intake
 
 
 @dataclass

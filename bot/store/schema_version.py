@@ -14,8 +14,9 @@ import sqlite3
 from pathlib import Path
 
 # Raise this, and add the migration, whenever the schema changes in a way an older Chela
-# could not read or write correctly.
-SCHEMA_VERSION = 1
+# could not read or write correctly.  Versions: 1 the first recorded; 2 the ``agent`` column
+# of the outbox and usage tables (several agents).
+SCHEMA_VERSION = 2
 WRITTEN_BY = "schema.written_by"
 
 

@@ -42,10 +42,12 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
         outbox_kind: str = "reply",
         channel: str | None = None,
         state: dict[str, Any] | None = None,
+        agent: str = "",
     ) -> list[OutboxRow]:
         """:meth:`commit_turn`, returning the new outbox rows as stored (what
         ``outbox_rows`` would read back), for the sender to queue without reading them.
-        A caller that knows the inbound row's channel passes it (it is not looked up)."""
+        A caller that knows the inbound row's channel passes it (it is not looked up);
+        ``agent``: the agent whose turn it is, recorded on its outbox rows."""
         now = time.time()
         rows = [
             (m.get("role", ""), s, len(s), self._count(m))
@@ -67,7 +69,9 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
             if outbound and channel is None and inbound_id is not None:
                 channel = self._inbound_channel(inbound_id)
             if outbound and channel is not None:
-                made = self._insert_outbox(channel, outbound, outbox_kind, inbound_id, now)
+                made = self._insert_outbox(
+                    channel, outbound, outbox_kind, inbound_id, now, agent
+                )
             if inbound_id is not None:
                 self.db.execute(
                     "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)

@@ -27,11 +27,13 @@ class UsageMixin(Database):
         kind: str = "chat",
         trust: str = "owner",
         created: float | None = None,
+        agent: str = "",
     ) -> None:
-        """Record one model call."""
+        """Record one model call (``agent``: the agent it was made for)."""
         self.db.execute(
             "INSERT INTO usage(session_key, turn, kind, trust, model, prompt_tokens,"
-            " completion_tokens, cached_tokens, cost_usd, created) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            " completion_tokens, cached_tokens, cost_usd, created, agent)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (
                 session_key,
                 turn,
@@ -43,16 +45,25 @@ class UsageMixin(Database):
                 int(cached_tokens),
                 float(cost_usd),
                 time.time() if created is None else created,
+                agent,
             ),
         )
 
     def usage_totals(
-        self, since: float, *, session_key: str | None = None, trust: str | None = None
+        self,
+        since: float,
+        *,
+        session_key: str | None = None,
+        trust: str | None = None,
+        agent: str | None = None,
     ) -> dict[str, Any]:
         """Calls, tokens and cost since ``since`` (epoch seconds), optionally of one
-        session or one trust level."""
+        session, one trust level or one agent."""
         q = _USAGE_TOTALS
         args: list[Any] = [since]
+        if agent is not None:
+            q += " AND agent=?"
+            args.append(agent)
         if session_key is not None:
             q += " AND session_key=?"
             args.append(session_key)
@@ -81,6 +92,7 @@ class UsageMixin(Database):
             "cached_tokens",
             "cost_usd",
             "created",
+            "agent",
         )
         rows = self.db.execute(
             f"SELECT {', '.join(cols)} FROM usage WHERE created>=? ORDER BY id", (since,)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.rules.admission import Verdict
 from bot.conversation.dispatch import dispatch
-from bot.conversation.types import CommandCall, HistoryOnly, Skipped, TurnCall
+from bot.conversation.types import Accepted, CommandCall, HistoryOnly, Skipped, TurnCall
 from channels.base import InboundMessage
 
 DM = InboundMessage(channel="telegram", chat_id="42", sender_id="42", text="hi")
@@ -14,18 +14,22 @@ GROUP = InboundMessage(
 SERVE = Verdict("serve", "owner")
 
 
+def acc(msg, verdict=SERVE):
+    return Accepted(msg, "k", verdict, "work")
+
+
 def never():
     raise AssertionError("not asked")
 
 
 def test_a_sender_no_longer_served_is_skipped():
-    got = dispatch(DM, "k", Verdict("drop", reason="gone"), command=never, addressed=never)
+    got = dispatch(acc(DM, Verdict("drop", reason="gone")), command=never, addressed=never)
     assert got == Skipped("gone", "telegram", "k")
 
 
 def test_a_command_comes_first():
     call = CommandCall("help", "", DM, "k", SERVE, True)
-    assert dispatch(GROUP, "k", SERVE, command=lambda: call, addressed=never) is call
+    assert dispatch(acc(GROUP), command=lambda: call, addressed=never) is call
 
 
 def test_a_group_message_not_addressed_joins_the_history():
@@ -35,13 +39,13 @@ def test_a_group_message_not_addressed_joins_the_history():
         asked.append(1)
         return False
 
-    got = dispatch(GROUP, "k", SERVE, command=lambda: None, addressed=addressed)
+    got = dispatch(acc(GROUP), command=lambda: None, addressed=addressed)
     assert got == HistoryOnly(GROUP, "k") and asked == [1]
-    got = dispatch(GROUP, "k", SERVE, command=lambda: None, addressed=lambda: True)
-    assert got == TurnCall(GROUP, "k", SERVE)
+    got = dispatch(acc(GROUP), command=lambda: None, addressed=lambda: True)
+    assert got == TurnCall(GROUP, "k", SERVE, "work")
 
 
 def test_a_direct_message_is_a_turn_without_asking_about_addressing():
-    assert dispatch(DM, "k", SERVE, command=lambda: None, addressed=never) == TurnCall(
-        DM, "k", SERVE
+    assert dispatch(acc(DM), command=lambda: None, addressed=never) == TurnCall(
+        DM, "k", SERVE, "work"
     )

@@ -74,7 +74,9 @@ async def conv():
     store = Store(":memory:")
     ch = MemoryChannel()
     outbox = Outbox(store, {"telegram": ch})
-    c = Conversation(CFG, store, ScriptedAgent(), SessionLanes(), {"telegram": ch}, outbox)
+    c = Conversation(
+        CFG, store, {"main": ScriptedAgent()}, SessionLanes(), {"telegram": ch}, outbox
+    )
     outbox.start(recover=True)
     await c.recover()
     yield c
@@ -204,7 +206,9 @@ async def test_messages_stored_before_recovery_are_answered_by_it():
     store = Store(":memory:")
     ch = MemoryChannel()
     outbox = Outbox(store, {"telegram": ch})
-    c = Conversation(CFG, store, ScriptedAgent(), SessionLanes(), {"telegram": ch}, outbox)
+    c = Conversation(
+        CFG, store, {"main": ScriptedAgent()}, SessionLanes(), {"telegram": ch}, outbox
+    )
     try:
         await c.on_inbound(dm("while starting"))
         assert statuses(c) == ["pending"] and ch.sent == []

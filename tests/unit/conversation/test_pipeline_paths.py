@@ -88,7 +88,9 @@ async def test_recovery_skips_last_runs_api_calls_and_senders_no_longer_served()
     gone = dm("I was allowed once", n="2", sender="99")
     store.add_inbound("telegram", "default", "99", "2", "agent:main:x", gone.to_json())
     outbox = Outbox(store, {"telegram": ch})
-    c = Conversation(CFG, store, ScriptedAgent(), SessionLanes(), {"telegram": ch}, outbox)
+    c = Conversation(
+        CFG, store, {"main": ScriptedAgent()}, SessionLanes(), {"telegram": ch}, outbox
+    )
     try:
         outbox.start(recover=True)
         assert await c.recover() == 1  # the API call is not queued

@@ -62,7 +62,7 @@ class FakeChannel:
 
 
 def req(key="k1"):
-    return TurnRequest(session_key=key, user_text="hi")
+    return TurnRequest(session_key=key, user_text="hi", agent="main")
 
 
 def drain(sub):
@@ -82,7 +82,7 @@ async def test_a_watched_turn_streams_and_publishes_in_order():
         StreamEvent("text", "lo"),
         text="Hello",
     )
-    run = Run(agent, TurnEvents())
+    run = Run({"main": agent}, TurnEvents())
     with run.events.subscribe("k1") as sub:
         out = await run.run(req(), MSG, None, None, lambda: None)
         evs = drain(sub)
@@ -96,7 +96,7 @@ async def test_a_watched_turn_streams_and_publishes_in_order():
 
 async def test_nobody_looking_means_no_streaming():
     agent = ScriptedAgent()
-    run = Run(agent, TurnEvents())
+    run = Run({"main": agent}, TurnEvents())
     with run.events.subscribe("another session") as sub:
         await run.run(req(), MSG, None, None, lambda: None)
         assert drain(sub) == []
@@ -104,14 +104,14 @@ async def test_nobody_looking_means_no_streaming():
 
 
 async def test_an_error_result_is_published_as_error():
-    run = Run(ScriptedAgent(text="the model failed", error="boom"), TurnEvents())
+    run = Run({"main": ScriptedAgent(text="the model failed", error="boom")}, TurnEvents())
     with run.events.subscribe() as sub:
         await run.run(req(), MSG, None, None, lambda: None)
         assert [(e.kind, e.text) for e in drain(sub)][-1] == ("error", "the model failed")
 
 
 async def test_a_failing_turn_publishes_error_and_raises():
-    run = Run(ScriptedAgent(fail=RuntimeError("broken")), TurnEvents())
+    run = Run({"main": ScriptedAgent(fail=RuntimeError("broken"))}, TurnEvents())
     with run.events.subscribe() as sub:
         with pytest.raises(RuntimeError):
             await run.run(req(), MSG, None, None, lambda: None)
@@ -122,7 +122,7 @@ async def test_a_failing_turn_publishes_error_and_raises():
 async def test_stop_cancels_the_running_turn_only():
     gate = asyncio.Event()
     agent = ScriptedAgent(gate=gate)
-    run = Run(agent, TurnEvents())
+    run = Run({"main": agent}, TurnEvents())
     assert await run.stop("k1") is False  # nothing runs
     with run.events.subscribe() as sub:
         task = asyncio.create_task(run.run(req(), MSG, None, None, lambda: None))
@@ -140,7 +140,7 @@ async def test_cancelling_the_caller_is_not_a_stop():
     # a daemon stop cancels the lane's task: that cancellation goes on up
     gate = asyncio.Event()
     agent = ScriptedAgent(gate=gate)
-    run = Run(agent, TurnEvents())
+    run = Run({"main": agent}, TurnEvents())
     with run.events.subscribe() as sub:
         task = asyncio.create_task(run.run(req(), MSG, None, None, lambda: None))
         await agent.entered.wait()
@@ -155,7 +155,7 @@ async def test_typing_and_the_ack_reaction():
     pol = ChannelPolicy(reactions="ack")
     gate = asyncio.Event()
     agent = ScriptedAgent(gate=gate)
-    run = Run(agent, TurnEvents())
+    run = Run({"main": agent}, TurnEvents())
     task = asyncio.create_task(run.run(req(), MSG, ch, pol, lambda: None))
     await agent.entered.wait()
     await asyncio.sleep(0)
@@ -195,6 +195,6 @@ def test_live_output_follows_the_channel_and_policy():
 async def test_a_live_output_gets_the_events_too():
     sink = []
     live = StreamText(lambda k, v: sink.append((k, v)), every=0)
-    run = Run(ScriptedAgent(StreamEvent("text", "abc"), text="abc"), TurnEvents())
+    run = Run({"main": ScriptedAgent(StreamEvent("text", "abc"), text="abc")}, TurnEvents())
     out = await run.run(req(), MSG, None, None, lambda: live)
     assert out.live is live and sink == [("text", "abc")]

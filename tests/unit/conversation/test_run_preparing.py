@@ -27,7 +27,7 @@ async def _slow(entered: asyncio.Event) -> str:
 
 
 async def test_stop_during_preparation_raises_stopped_and_frees_the_session():
-    run, entered = Run(agent=None, events=TurnEvents()), asyncio.Event()
+    run, entered = Run(agents={}, events=TurnEvents()), asyncio.Event()
     prepared = asyncio.ensure_future(run.preparing("k", "bob", _slow(entered)))
     await entered.wait()
     assert run.running("k") and run.started_by("k") == "bob"
@@ -39,7 +39,7 @@ async def test_stop_during_preparation_raises_stopped_and_frees_the_session():
 
 
 async def test_a_finished_preparation_hands_its_value_on():
-    run = Run(agent=None, events=TurnEvents())
+    run = Run(agents={}, events=TurnEvents())
 
     async def quick() -> str:
         return "the user turn"
@@ -49,7 +49,7 @@ async def test_a_finished_preparation_hands_its_value_on():
 
 
 async def test_a_daemon_stop_during_preparation_is_not_a_stop():
-    run, entered = Run(agent=None, events=TurnEvents()), asyncio.Event()
+    run, entered = Run(agents={}, events=TurnEvents()), asyncio.Event()
     outer = asyncio.ensure_future(run.preparing("k", "bob", _slow(entered)))
     await entered.wait()
     outer.cancel()  # the lane's task is cancelled: the daemon stops

@@ -37,7 +37,9 @@ async def parts(tmp_path):
 async def send_alert(sched) -> str:
     result = TurnResult(text="ALERT", to_store=[], turn_id="t1")
     plan = scheduled_plan(result, heartbeat=True)
-    return await sched._commit_and_send("agent:main:main", result, plan, ROUTE, kind="heartbeat")
+    return await sched._commit_and_send(
+        "agent:main:main", result, plan, ROUTE, kind="heartbeat", own=sched.cfg
+    )
 
 
 async def test_a_send_that_does_not_answer_is_reported_queued_after_the_wait(parts, monkeypatch):

@@ -112,7 +112,8 @@ async def rig(tmp_path: Path, cfg, *, at: float = T0, agent: ScriptedAgent | Non
     outbox.start(recover=False)
     agent = agent or ScriptedAgent()
     lanes = SessionLanes(4)
-    scheduled = Scheduled(cfg, store, agent, lanes, outbox, {"telegram": channel})  # type: ignore[arg-type]
+    agents = {cfg.agent.id: agent}
+    scheduled = Scheduled(cfg, store, agents, lanes, outbox, {"telegram": channel})  # type: ignore[arg-type]
     clock = ManualClock(at)
     svc = ScheduleService(cfg, store, scheduled, clock=clock)
     svc.start(housekeeping=False)
