@@ -14,7 +14,7 @@ from bot.config import (
     DEFAULT_ACCOUNT,
     AgentConfig,
     Config,
-    account_key,
+    account_toml_key,
     agent_config,
     agent_ids,
     channel_accounts,
@@ -63,11 +63,11 @@ def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:
                         (
                             name if account == DEFAULT_ACCOUNT else f"{name}:{account}",
                             (
-                                f"{account_key(name, account, key)}: environment variable "
+                                f"{account_toml_key(name, account, key)}: environment variable "
                                 f"{env or '(unset)'} is empty and the {what} is enabled"
                             ),
                             f"export {env}=... (or set "
-                            f"{account_key(name, account, 'enabled')} = false)",
+                            f"{account_toml_key(name, account, 'enabled')} = false)",
                         )
                     )
     h = cfg.channels.http

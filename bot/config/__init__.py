@@ -21,10 +21,11 @@ tests/architecture/test_config_is_the_bottom.py); its modules, by job:
 
 from __future__ import annotations
 
+from channels.base import DEFAULT_ACCOUNT
+
 from .agent import AgentConfig, AgentOverrides, CompactionConfig, FallbackModel
 from .agents import (
-    DEFAULT_ACCOUNT,
-    account_key,
+    account_toml_key,
     agent_config,
     agent_ids,
     channel_accounts,
@@ -101,7 +102,7 @@ __all__ = [
     "TelegramConfig",
     "ToolsConfig",
     "WebConfig",
-    "account_key",
+    "account_toml_key",
     "agent_config",
     "agent_ids",
     "channel_accounts",

@@ -18,6 +18,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from channels.base import DEFAULT_ACCOUNT  # the channel's own table, [channels.<name>]
+
 from .agent import AgentConfig
 from .bindings import binding_errors
 from .channels import MESSAGING, ChannelPolicy
@@ -25,7 +27,6 @@ from .schema import Config
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 NAME_RULE = "use letters, digits, '-' or '_' (at most 64)"
-DEFAULT_ACCOUNT = "default"  # the channel's own table, [channels.<name>]
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -88,7 +89,7 @@ def all_accounts(cfg: Config, channel: str) -> dict[str, ChannelPolicy]:
     return out
 
 
-def account_key(channel: str, account: str, key: str) -> str:
+def account_toml_key(channel: str, account: str, key: str) -> str:
     """The TOML key of ``key`` in an account's table: under ``accounts.<account>`` of the
     channel's section, or the section's own key for "default"."""
     if account == DEFAULT_ACCOUNT:
@@ -192,8 +193,8 @@ def _shared_connections(channel: str, accounts: dict[str, ChannelPolicy]) -> lis
             first = owner.setdefault((key, value), name)
             if first != name:
                 out.append(
-                    f"{account_key(channel, name, key)}: {value} is also "
-                    f"{account_key(channel, first, key)} (account {first!r}); each account "
+                    f"{account_toml_key(channel, name, key)}: {value} is also "
+                    f"{account_toml_key(channel, first, key)} (account {first!r}); each account "
                     "connects with its own"
                 )
     return out
