@@ -236,6 +236,17 @@ async def test_jobs_added_edited_and_removed_are_scheduled_by_the_running_daemon
         )
         assert r.status == 409
 
+        r = await c.post("/ui/api/schedule/stretch/pause", {})
+        assert r.status == 200
+        r = await c.post(
+            "/ui/api/schedule/stretch/edit",
+            {"name": "stretch", "prompt": "Say stretch now", "kind": "every", "when": "3h"},
+        )
+        assert r.status == 200, await r.text()
+        assert (await r.json())["job"]["paused"] is True  # an edit keeps the job paused
+        assert cron.registry.get("stretch").prompt == "Say stretch now"
+        r = await c.post("/ui/api/schedule/stretch/resume", {})
+        assert r.status == 200
         r = await c.post(
             "/ui/api/schedule/stretch/edit",
             {

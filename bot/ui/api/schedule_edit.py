@@ -14,6 +14,7 @@ heartbeat) are refused with 409: they are edited in the file."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -111,8 +112,8 @@ async def add(request: web.Request) -> web.Response:
 
 
 async def edit(request: web.Request) -> web.Response:
-    """Check the new schedule first, then remove the old job and add the new one; should the
-    add still fail, the old job is put back."""
+    """Check the new schedule first, then remove the old job and add the new one (paused
+    when the old one was); should the add still fail, the old job is put back."""
     ctx = state(request).ctx
     old_name = request.match_info["name"]
     new_name, prompt, when = _job_fields(await body(request))
@@ -134,6 +135,11 @@ async def edit(request: web.Request) -> web.Response:
         where = {"target": target[0], "to": target[1] if len(target) > 1 else ""}
         await api.add(old_name, old.get("prompt", ""), **{spec["kind"]: spec["when"]}, **where)
         raise BadRequest(str(e)) from None
+    if old.get("paused"):
+        result = _schedule(ctx).pause(new_name)
+        if inspect.isawaitable(result):
+            await result
+        job = _row(ctx, new_name) or job
     return web.json_response({"job": job})
 
 
