@@ -41,7 +41,7 @@ def validate(cfg: Config) -> Verdict:
     v.errors += model_errors(cfg)
     for level, line in key_problems(cfg):
         (v.errors if level == "error" else v.warnings).append(line)
-    v.warnings += tool_warnings(cfg)
+    v.warnings += tool_warnings(cfg) + binding_warnings(cfg)
     if cfg.mcp.servers:  # the MCP package is imported only for a config that has servers
         from bot.mcp.diagnose import disabled_tools_warnings
 
@@ -209,4 +209,19 @@ def tool_warnings(cfg: Config) -> list[str]:
                         f"{where}.{key}: unknown tool {n!r}; ignored "
                         f"(known: {', '.join(sorted(known))})"
                     )
+    return out
+
+
+def binding_warnings(cfg: Config) -> list[str]:
+    """A binding that can match nothing because its channel or account is not enabled."""
+    out = []
+    for i, b in enumerate(cfg.bindings):
+        running = channel_accounts(cfg, b.channel)
+        if b.account and b.account not in running:
+            where = account_toml_key(b.channel, b.account, "enabled")
+        elif not running:
+            where = f"channels.{b.channel}.enabled"
+        else:
+            continue
+        out.append(f"bindings[{i}]: matches no message while {where} is false")
     return out
