@@ -31,10 +31,11 @@ DEFAULT_TOOLS = [
     "memory_get",
     "message",
     "session_status",
+    "cron",  # reminders work out of the box (owner-only: OWNER_ONLY_TOOLS)
 ]
 # Every built-in tool's name, for checking tools.enabled/guest without importing the tools
 # (`chela run` checks its config before the first poll); tests hold it equal to the registry's
-BUILTIN_TOOLS = (*DEFAULT_TOOLS, "sessions_spawn", "cron")
+BUILTIN_TOOLS = (*DEFAULT_TOOLS, "sessions_spawn")
 # Tools a guest turn never gets, whatever tools.guest says.
 OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
 
