@@ -367,3 +367,15 @@ def test_a_cron_jobs_agent_must_exist(tmp_path):
     assert "cron[0].agent: unknown agent 'play' (agents: main, work)" in error(data)
     job["agent"] = "work"
     assert parse_config(data).cron[0].agent == "work"
+
+
+def test_every_messaging_sections_accounts_are_of_its_own_class():
+    # a new channel's section narrows `accounts` to itself, or its account tables would
+    # refuse the channel's own keys
+    from typing import get_args
+
+    from bot.config.channels import MESSAGING, SECTIONS
+
+    for name in MESSAGING:
+        cls = SECTIONS[name]
+        assert get_args(cls.model_fields["accounts"].annotation)[1] is cls, name
