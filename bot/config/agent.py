@@ -14,6 +14,7 @@ from .base import Model
 from .clock import check_zone
 from .durations import parse_duration
 from .heartbeat import HeartbeatConfig
+from .memory import MemoryConfig
 from .tools import ToolsConfig
 
 
@@ -158,3 +159,4 @@ class AgentOverrides(AgentConfig):
 
     tools: ToolsConfig | None = None
     heartbeat: HeartbeatConfig | None = None
+    memory: MemoryConfig | None = None

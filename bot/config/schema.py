@@ -18,6 +18,7 @@ from .base import Model, as_strs, ids_only
 from .bindings import Binding
 from .channels import ChannelsConfig, check_target
 from .heartbeat import HeartbeatConfig
+from .memory import MemoryConfig
 from .durations import parse_duration
 from .env_values import Secrets, collect, env_names
 from .tools import McpConfig, ToolsConfig
@@ -208,6 +209,7 @@ class Config(Model):
     ui: UiConfig = Field(default_factory=UiConfig)
     backup: BackupConfig = Field(default_factory=BackupConfig)
     outage: OutageConfig = Field(default_factory=OutageConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)  # search by meaning
     # more agents ([agents.<id>]) and which of them answers what ([[bindings]]): bot/config/agents.py
     agents: dict[str, AgentOverrides] = Field(default_factory=dict)
     bindings: list[Binding] = Field(default_factory=list)
