@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import field_validator
 
-from .base import Model, as_strs
+from .base import Model, ids_only
 from .channels import MESSAGING
 
 # a binding's specificity, by which of chat/peer it names (an account only matters when
@@ -30,13 +30,18 @@ class Binding(Model):
     chat: str = ""
     peer: str = ""
 
-    @field_validator("chat", "peer", "account", mode="before")
+    @field_validator("chat", "peer", mode="before")
     @classmethod
     def _str(cls, v: Any) -> Any:
         # ids are often written as TOML integers
-        return as_strs([v])[0] if isinstance(v, int) and not isinstance(v, bool) else v
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
-    @field_validator("chat", "peer", "account", "agent")
+    @field_validator("chat", "peer")
+    @classmethod
+    def _ids(cls, v: str) -> str:
+        return ids_only([v], "bindings")[0] if v.strip() else ""
+
+    @field_validator("account", "agent")
     @classmethod
     def _strip(cls, v: str) -> str:
         return v.strip()
@@ -96,8 +101,9 @@ def binding_errors(
     for i, b in enumerate(bindings):
         for j in range(i + 1, len(bindings)):
             if b.overlaps(bindings[j]):
+                narrower = b if b.account else bindings[j]
                 out.append(
-                    f"bindings[{i}] and bindings[{j}]: both match {bindings[j].describe()} "
+                    f"bindings[{i}] and bindings[{j}]: both match {narrower.describe()} "
                     f"with the same specificity (agents {b.agent!r} and {bindings[j].agent!r}); "
                     "make one more specific or remove one (the first is never preferred)"
                 )

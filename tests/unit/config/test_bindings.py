@@ -73,6 +73,14 @@ def test_an_account_of_another_channel_is_unknown_here():
         ({"agent": "work"}, "bindings[0].channel: Field required"),
         ({"channel": "telegram"}, "bindings[0].agent: Field required"),
         ({"agent": "work", "channel": "telegram", "user": "1"}, "bindings[0].user: unknown key"),
+        (
+            {"agent": "work", "channel": "telegram", "peer": "@boss"},
+            "bindings[0].peer: '@boss' is a username",
+        ),
+        (
+            {"agent": "work", "channel": "telegram", "chat": "@team"},
+            "bindings[0].chat: '@team' is a username",
+        ),
     ],
 )
 def test_a_malformed_binding_names_its_key(binding, key):
@@ -118,6 +126,11 @@ def test_a_tie_is_refused_naming_both(what, a, b):
 @pytest.mark.parametrize("what, a, b", NOT_TIES, ids=[t[0] for t in NOT_TIES])
 def test_distinguishable_bindings_load(what, a, b):
     assert len(parse_config(config(a, b)).bindings) == 2
+
+
+def test_a_tie_names_the_account_it_happens_on():
+    said = error(tg("work", chat="-1"), tg("play", chat="-1", account="team"))
+    assert "both match channel=telegram account=team chat=-1" in said
 
 
 def test_every_tie_is_named_not_just_the_first():
