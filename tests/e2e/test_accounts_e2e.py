@@ -7,6 +7,7 @@ and paired senders are per account.  Each refusal has its twin on the other acco
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import pytest
 from bot.cli import main as cli_main
 from tests.e2e import eventually, make_config, running, telegram_section
 from tests.e2e.harness import settled
-from tests.fakes.llm import last_user_text, text, tool_calls
+from tests.fakes.llm import last_user_text, streamed, text, tool_calls
 from tests.fakes.media_samples import image_bytes
 
 OWNER, WORK_OWNER, STRANGER = 42, 99, 77
@@ -288,3 +289,30 @@ async def test_the_message_tool_sends_through_an_account_bound_to_the_agent(tmp_
         await settled(d, taken(tg, work))
     assert texts(work, WORK_OWNER) == ["psst"] and texts(work, OWNER) == ["sent it"]
     assert tg.sent == [] and tool_results(llm)[-1] == "sent"
+
+
+def edited(bot, words: str) -> bool:
+    """The bot edited a message (its preview) into ``words``."""
+    return any(e.get("text") == words for e in bot.calls_of("editMessageText"))
+
+
+async def test_a_live_preview_is_shown_and_edited_through_the_turns_account(tmp_path, llm, tg):
+    cfg, work = with_work(tg, tmp_path, llm, home={"streaming": "partial"})
+    gate = asyncio.Event()
+    async with running(cfg) as d:
+        llm.script(streamed("Hello", " there from work", gate=gate))
+        work.inject_message(OWNER, "stream please", from_id=OWNER)
+        preview = await work.wait_for(lambda: work.calls_of("sendMessage"), timeout=15)
+        assert preview[0]["text"] == "Hello"  # the preview, while the model still writes
+        gate.set()
+        await work.wait_for(lambda: edited(work, "Hello there from work"), timeout=15)
+        # twin: a turn on the default bot previews there
+        gate2 = asyncio.Event()
+        llm.script(streamed("Hi", " from home", gate=gate2))
+        tg.inject_message(OWNER, "stream please", from_id=OWNER)
+        await tg.wait_for(lambda: tg.calls_of("sendMessage"), timeout=15)
+        gate2.set()
+        await tg.wait_for(lambda: edited(tg, "Hi from home"), timeout=15)
+        await settled(d, taken(tg, work))
+    assert len(work.calls_of("sendMessage")) == 1 and not edited(work, "Hi from home")
+    assert len(tg.calls_of("sendMessage")) == 1 and not edited(tg, "Hello there from work")
