@@ -10,9 +10,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .agents import config_errors
+from .agents import agent_config, agent_ids, config_errors
 from .schema import Config
 from .env_values import collect
+from .triggers import trigger_errors
 
 
 class ConfigError(Exception):
@@ -49,11 +50,17 @@ def parse_config(data: dict[str, Any], source: Path | None = None) -> Config:
     except ValidationError as e:
         raise ConfigError(f"invalid config{where}:\n{_format_errors(e)}") from None
     problems = config_errors(cfg)  # agents, accounts, bindings: what one key alone cannot show
+    if not problems:  # webhooks and mail: their agents and tools
+        problems = trigger_errors(cfg, agent_ids(cfg), lambda a: _tools_of(cfg, a))
     if problems:
         raise ConfigError(f"invalid config{where}:\n" + "\n".join(problems))
     cfg.source = source
     cfg._secrets = collect(cfg.secret_env_names())  # the registry, filled now
     return cfg
+
+
+def _tools_of(cfg: Config, agent: str) -> list[str]:
+    return list(agent_config(cfg, agent or cfg.agent.id).tools.enabled)
 
 
 def resolve_config_path(explicit: str | None = None) -> Path | None:

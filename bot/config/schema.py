@@ -22,6 +22,7 @@ from .memory import MemoryConfig
 from .durations import parse_duration
 from .env_values import Secrets, collect, env_names
 from .tools import McpConfig, ToolsConfig
+from .triggers import HookConfig, MailConfig
 from .ui import UiConfig
 
 
@@ -213,6 +214,8 @@ class Config(Model):
     # more agents ([agents.<id>]) and which of them answers what ([[bindings]]): bot/config/agents.py
     agents: dict[str, AgentOverrides] = Field(default_factory=dict)
     bindings: list[Binding] = Field(default_factory=list)
+    hooks: list[HookConfig] = Field(default_factory=list)  # signed webhooks (triggers.py)
+    mail: list[MailConfig] = Field(default_factory=list)  # IMAP accounts watched (triggers.py)
 
     # where it was loaded from (not a TOML key)
     source: Path | None = Field(default=None, exclude=True)

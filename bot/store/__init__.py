@@ -32,6 +32,7 @@ from bot.store.rows import OUTBOX_PENDING, InboundRow, OutboxRow, WindowRow
 from bot.store.sessions import SessionsMixin
 from bot.store.summaries import SummariesMixin
 from bot.store.turns import TurnsMixin
+from bot.store.triggers import TriggersMixin
 from bot.store.ui import UiAuthMixin
 from bot.store.usage import UsageMixin
 from bot.store.views import ViewsMixin
@@ -66,6 +67,7 @@ class Store(
     UsageMixin,
     UiAuthMixin,
     ViewsMixin,
+    TriggersMixin,
 ):
     """The state database: one connection, every table group's methods."""
 
@@ -73,4 +75,5 @@ class Store(
         super()._open()
         # data migrations, after the schema (inside __init__'s StoreError guard)
         self._migrate_delivering()
+        self._create_trigger_tables()
         schema_version.stamp(self.db, __version__)  # the migrations above have run

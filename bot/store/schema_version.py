@@ -15,8 +15,10 @@ from pathlib import Path
 
 # Raise this, and add the migration, whenever the schema changes in a way an older Chela
 # could not read or write correctly.  Versions: 1 the first recorded; 2 the ``agent`` column
-# of the outbox and usage tables (several agents).
-SCHEMA_VERSION = 2
+# of the outbox and usage tables (several agents); 3 the memory index tables (memory_files,
+# memory_chunks, memory_fts, memory_vectors, memory_state: bot/store/memory_index.py); 4 the
+# triggers' tables (trigger_events, trigger_deliveries, mail_cursor: bot/store/triggers.py).
+SCHEMA_VERSION = 4
 WRITTEN_BY = "schema.written_by"
 
 

@@ -1,0 +1,167 @@
+"""``[[hooks]]`` (signed webhooks on the HTTP channel's listener) and ``[[mail]]`` (IMAP
+accounts watched for new mail): each wakes an agent with an event turn.  The checks that
+need the whole config (the agent exists, its tools, the HTTP channel, the secret set) are
+:func:`trigger_errors`, run by the loader."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from .base import Model
+from .durations import parse_duration
+
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+SCHEMES = ("github", "stripe", "standard", "hmac", "token")
+DEFAULT_HOOK_PROMPT = (
+    "An event arrived on webhook {name}. Tell me in one or two lines if it needs me; "
+    "else answer NO_REPLY.\n\n{body}"
+)
+DEFAULT_MAIL_PROMPT = (
+    "A mail arrived. If it needs me today, tell me in two lines; else answer NO_REPLY.\n\n{mail}"
+)
+
+
+def _name(v: str) -> str:
+    if not NAME_RE.fullmatch(v):
+        raise ValueError("use lower-case letters, digits, '-' or '_' (at most 64)")
+    return v
+
+
+def _deliver(v: str) -> str:
+    v = v.strip()
+    if v in ("owner", "none"):
+        return v
+    parts = v.split(":")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise ValueError(f"{v!r}: use owner, none or <channel>[:<account>]:<chat id>")
+    return v
+
+
+class HookConfig(Model):
+    """One ``[[hooks]]`` table: ``POST /hooks/<name>``."""
+
+    name: str
+    scheme: Literal["github", "stripe", "standard", "hmac", "token"]
+    secret_env: str
+    agent: str = ""  # "" = the default agent
+    prompt: str = DEFAULT_HOOK_PROMPT
+    deliver: str = "owner"
+    tools: list[str] = Field(default_factory=list)
+    header: str = ""  # hmac: the header holding the signature
+    tolerance: str = "5m"  # stripe/standard: how far a signed timestamp may be from now
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        return _name(v)
+
+    @field_validator("deliver")
+    @classmethod
+    def _check_deliver(cls, v: str) -> str:
+        return _deliver(v)
+
+    @field_validator("tolerance")
+    @classmethod
+    def _tolerance(cls, v: str) -> str:
+        if parse_duration(v) <= 0:
+            raise ValueError(f"invalid duration {v!r}: must be more than 0")
+        return v
+
+    @property
+    def tolerance_seconds(self) -> float:
+        return parse_duration(self.tolerance)
+
+
+class MailConfig(Model):
+    """One ``[[mail]]`` table: an IMAP folder watched for new mail (read-only)."""
+
+    name: str
+    host: str
+    port: int = Field(993, ge=1, le=65535)
+    tls: Literal["implicit", "starttls", "none"] = "implicit"
+    username_env: str
+    password_env: str
+    folder: str = "INBOX"
+    from_allow: list[str] = Field(default_factory=list)  # addresses or @domains; [] = all
+    agent: str = ""
+    prompt: str = DEFAULT_MAIL_PROMPT
+    deliver: str = "owner"
+    tools: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        return _name(v)
+
+    @field_validator("deliver")
+    @classmethod
+    def _check_deliver(cls, v: str) -> str:
+        return _deliver(v)
+
+    @field_validator("from_allow")
+    @classmethod
+    def _allow(cls, v: list[str]) -> list[str]:
+        return [x.strip().lower() for x in v if x.strip()]
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _common_errors(key: str, item: Any, ids: list[str], tools_of: Any) -> list[str]:
+    out = []
+    if item.agent and item.agent not in ids:
+        out.append(f"{key}.agent: unknown agent {item.agent!r} (agents: {', '.join(ids)})")
+        return out
+    has = set(tools_of(item.agent))
+    for t in item.tools:
+        if t not in has:
+            out.append(f"{key}.tools: {t!r} is not a tool of agent {item.agent or ids[0]!r}")
+    return out
+
+
+def _secret_error(key: str, env: str) -> list[str]:
+    if not os.environ.get(env, ""):
+        return [f"{key}: the environment variable {env} is not set"]
+    return []
+
+
+def trigger_errors(cfg: Any, ids: list[str], tools_of: Any) -> list[str]:
+    """Every problem of ``[[hooks]]`` and ``[[mail]]`` that one key alone cannot show, one
+    ``key: message`` line each.  ``ids``: the agent ids (the default first); ``tools_of``:
+    agent id ("" = default) → the names of its enabled tools."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, hook in enumerate(cfg.hooks):
+        key = f"hooks[{i}]"
+        if hook.name in seen:
+            out.append(f"{key}.name: {hook.name!r} is used by another hook")
+        seen.add(hook.name)
+        if not cfg.channels.http.enabled:
+            out.append(f"{key}: webhooks are served by the HTTP channel; enable [channels.http]")
+        if hook.scheme == "hmac" and not hook.header.strip():
+            out.append(f"{key}.header: the hmac scheme needs the header that holds the signature")
+        out += _secret_error(f"{key}.secret_env", hook.secret_env)
+        out += _common_errors(key, hook, ids, tools_of)
+    seen = set()
+    for i, box in enumerate(cfg.mail):
+        key = f"mail[{i}]"
+        if box.name in seen:
+            out.append(f"{key}.name: {box.name!r} is used by another [[mail]] account")
+        seen.add(box.name)
+        if box.tls == "none" and not _loopback(box.host):
+            out.append(f"{key}.tls: 'none' sends the password in clear: only to a loopback host")
+        out += _secret_error(f"{key}.username_env", box.username_env)
+        out += _secret_error(f"{key}.password_env", box.password_env)
+        out += _common_errors(key, box, ids, tools_of)
+    return out

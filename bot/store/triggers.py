@@ -1,0 +1,204 @@
+"""The triggers' tables: the event ledger (every webhook request and mail with its verdict
+and its turn's result), the delivery ids seen (kept 7 days, so a redelivery is answered
+``duplicate`` and never run twice) and each mail account's place in its folder (the
+UIDVALIDITY and the last UID seen)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from typing import Any
+
+from bot.store.db import Database
+
+DEDUPE_SECONDS = 7 * 86400
+LEDGER_SECONDS = 30 * 86400
+# the kv key the event turn's commit writes in its own transaction: the turn ran
+DONE_KEY = "trigger.done:"
+
+TRIGGER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trigger_events (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,          -- the hook's name, or mail:<name>
+    delivery_id TEXT NOT NULL DEFAULT '',
+    verdict TEXT NOT NULL,         -- accepted | duplicate | unauthorized | too large | ...
+    status TEXT NOT NULL DEFAULT '',  -- pending | done | '' (nothing to run)
+    result TEXT NOT NULL DEFAULT '',
+    payload TEXT NOT NULL DEFAULT '',  -- JSON: what the turn needs (never a secret)
+    received REAL NOT NULL,
+    finished REAL
+);
+CREATE INDEX IF NOT EXISTS trigger_events_source ON trigger_events(source, received);
+CREATE INDEX IF NOT EXISTS trigger_events_pending ON trigger_events(status) WHERE status='pending';
+CREATE TABLE IF NOT EXISTS trigger_deliveries (
+    source TEXT NOT NULL,
+    delivery_id TEXT NOT NULL,
+    seen REAL NOT NULL,
+    PRIMARY KEY (source, delivery_id)
+);
+CREATE TABLE IF NOT EXISTS mail_cursor (
+    account TEXT PRIMARY KEY,
+    uidvalidity INTEGER NOT NULL,
+    last_uid INTEGER NOT NULL
+);
+"""
+
+EVENT_COLUMNS = (
+    "id",
+    "source",
+    "delivery_id",
+    "verdict",
+    "status",
+    "result",
+    "payload",
+    "received",
+    "finished",
+)
+_SELECT = f"SELECT {', '.join(EVENT_COLUMNS)} FROM trigger_events"
+_INSERT = (
+    "INSERT INTO trigger_events(id, source, delivery_id, verdict, status, payload, received,"
+    " result) VALUES (?,?,?,?,?,?,?,?)"
+)
+
+
+def _row(r: tuple) -> dict[str, Any]:
+    d = dict(zip(EVENT_COLUMNS, r, strict=True))
+    d["payload"] = json.loads(d["payload"]) if d["payload"] else {}
+    return d
+
+
+def new_event_id() -> str:
+    return "evt_" + uuid.uuid4().hex[:20]
+
+
+class TriggersMixin(Database):
+    def _create_trigger_tables(self) -> None:
+        self.db.executescript(TRIGGER_SCHEMA)
+
+    def trigger_accept(
+        self, source: str, delivery_id: str, payload: dict[str, Any], now: float | None = None
+    ) -> str | None:
+        """An accepted event, stored ``pending`` with what its turn needs: its id; None when
+        ``delivery_id`` was seen on this source within 7 days (a ``duplicate`` row is
+        written instead).  One transaction."""
+        now = time.time() if now is None else now
+        event_id = new_event_id()
+        with self._tx():
+            if delivery_id and not self._first_delivery(source, delivery_id, now):
+                self.db.execute(
+                    _INSERT, (event_id, source, delivery_id, "duplicate", "", "", now, "")
+                )
+                return None
+            self.db.execute(
+                _INSERT,
+                (event_id, source, delivery_id, "accepted", "pending", json.dumps(payload), now, ""),
+            )
+        return event_id
+
+    def _first_delivery(self, source: str, delivery_id: str, now: float) -> bool:
+        self.db.execute(
+            "DELETE FROM trigger_deliveries WHERE source=? AND delivery_id=? AND seen<?",
+            (source, delivery_id, now - DEDUPE_SECONDS),
+        )
+        try:
+            self.db.execute(
+                "INSERT INTO trigger_deliveries(source, delivery_id, seen) VALUES (?,?,?)",
+                (source, delivery_id, now),
+            )
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def trigger_refused(
+        self, source: str, verdict: str, delivery_id: str = "", result: str = ""
+    ) -> None:
+        """A ledger row for a request or mail that runs no turn (unauthorized, too large,
+        rate limited, skipped (from_allow) ...)."""
+        self.db.execute(
+            _INSERT, (new_event_id(), source, delivery_id, verdict, "", "", time.time(), result)
+        )
+
+    def trigger_pending(self) -> list[dict[str, Any]]:
+        """Accepted events whose turn has not run, oldest first.  An event whose turn was
+        committed (its done key written in the turn's transaction) is closed here instead."""
+        rows = [
+            _row(r)
+            for r in self.db.execute(_SELECT + " WHERE status='pending' ORDER BY received, rowid")
+        ]
+        out = []
+        for row in rows:
+            done = self.db.execute(
+                "SELECT value FROM kv WHERE key=?", (DONE_KEY + row["id"],)
+            ).fetchone()
+            if done is None:
+                out.append(row)
+            else:
+                self.trigger_finish(row["id"], json.loads(done[0]) or "ran")
+        return out
+
+    def trigger_finish(self, event_id: str, result: str) -> None:
+        with self._tx():
+            self.db.execute(
+                "UPDATE trigger_events SET status='done', result=?, finished=? WHERE id=?",
+                (result, time.time(), event_id),
+            )
+            self.db.execute("DELETE FROM kv WHERE key=?", (DONE_KEY + event_id,))
+
+    def trigger_log(self, source: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest ledger rows (of one source), newest first; payloads left out."""
+        where, args = (" WHERE source=?", (source,)) if source else ("", ())
+        rows = self.db.execute(
+            _SELECT + where + " ORDER BY received DESC, rowid DESC LIMIT ?", (*args, limit)
+        )
+        return [{**_row(r), "payload": {}} for r in rows]
+
+    def trigger_prune(self, now: float | None = None) -> None:
+        """Delivery ids older than 7 days and finished ledger rows older than 30."""
+        now = time.time() if now is None else now
+        self.db.execute("DELETE FROM trigger_deliveries WHERE seen<?", (now - DEDUPE_SECONDS,))
+        self.db.execute(
+            "DELETE FROM trigger_events WHERE status!='pending' AND received<?",
+            (now - LEDGER_SECONDS,),
+        )
+
+    # ------------------------------------------------------------------------- mail
+    def mail_cursor(self, account: str) -> tuple[int, int] | None:
+        """(UIDVALIDITY, last UID seen) of a mail account; None before its first start."""
+        row = self.db.execute(
+            "SELECT uidvalidity, last_uid FROM mail_cursor WHERE account=?", (account,)
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else None
+
+    def mail_set_cursor(self, account: str, uidvalidity: int, last_uid: int) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO mail_cursor(account, uidvalidity, last_uid) VALUES (?,?,?)",
+            (account, uidvalidity, last_uid),
+        )
+
+    def mail_take(
+        self,
+        account: str,
+        uidvalidity: int,
+        uid: int,
+        payload: dict[str, Any] | None,
+        verdict: str = "accepted",
+    ) -> str | None:
+        """Message ``uid`` of a mail account, in ONE transaction with the cursor moved past
+        it: stored ``pending`` (``payload`` given: its event id) or recorded with
+        ``verdict`` (skipped).  None when the cursor is past it already."""
+        source = f"mail:{account}"
+        event_id = new_event_id()
+        with self._tx():
+            cur = self.mail_cursor(account)
+            if cur is not None and cur[0] == uidvalidity and uid <= cur[1]:
+                return None
+            status = "pending" if payload is not None else ""
+            body = json.dumps(payload) if payload is not None else ""
+            self.db.execute(
+                _INSERT,
+                (event_id, source, str(uid), verdict, status, body, time.time(), ""),
+            )
+            self.mail_set_cursor(account, uidvalidity, uid)
+        return event_id if payload is not None else None
