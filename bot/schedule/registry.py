@@ -145,6 +145,14 @@ class Registry:
         self._jobs[job.name] = job
         return job
 
+    def put(self, job: Job) -> None:
+        """Hold ``job`` as it is stored (a tool job another process added or changed)."""
+        self._jobs[job.name] = job
+
+    def drop(self, name: str) -> None:
+        """Forget a tool job another process removed (the store has it no more)."""
+        self._jobs.pop(name, None)
+
     def remove(self, name: str) -> bool:
         job = self._jobs.get(name)
         if job is not None and job.source != "tool":

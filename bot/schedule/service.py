@@ -21,7 +21,7 @@ from bot.agent.turn import zone
 from bot.config import Config
 from bot.reports.notices import Notices
 from bot.rules import heartbeat as hb_rules
-from bot.schedule import backups, maintenance, notes
+from bot.schedule import backups, maintenance, notes, sync
 from bot.schedule.clock import Clock, WallClock
 from bot.schedule.jobs import Job, due_between, next_after
 from bot.schedule.registry import Registry
@@ -74,11 +74,14 @@ class ScheduleService:
         self._tasks: set[asyncio.Task] = set()
         self.booted = asyncio.Event()
         self.last_note = ""
+        self.running = False  # started: this process runs the jobs (a chat never does)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, *, housekeeping: bool = True) -> None:
+        self.running = True
         self._spawn(self.boot())
         if housekeeping:
+            self._spawn(sync.follow(self))  # jobs another process added, changed or removed
             self._spawn(maintenance.prune_forever(self.cfg, self.store))
             self._spawn(  # [backup] every
                 backups.scheduled(self.cfg, self.store, self.clock, self.booted, self.scheduled)
@@ -262,7 +265,14 @@ class ScheduleService:
             loop.cancel()
 
     # ------------------------------------------------------------------ control
+    def _loaded(self) -> None:
+        """A process that does not run the scheduler (``chela chat``, a CLI) reads the jobs
+        as they are stored now: the daemon may have added or ended some."""
+        if not self.running:
+            self.registry.load(self.clock.now())
+
     def _job(self, name: str) -> Job:
+        self._loaded()
         job = self.registry.get(name)
         if job is None:
             raise KeyError(name)
@@ -270,8 +280,11 @@ class ScheduleService:
 
     async def run_now(self, name: str) -> str:
         """One occurrence now, delivered like a scheduled one (ledger: ran, manual); the
-        schedule does not move.  KeyError: unknown; Conflict: running already."""
+        schedule does not move.  KeyError: unknown; Conflict: running already; ValueError:
+        this process does not run the scheduler (its outbox would reach no chat)."""
         job = self._job(name)
+        if not self.running:
+            raise ValueError(f"{name}: the daemon is not running here; start `chela run` to run it")
         return await self._occur(job, self.clock.now(), manual=True)
 
     async def wait_run(self, name: str) -> None:
@@ -299,12 +312,27 @@ class ScheduleService:
 
     def add(self, job: Job) -> Job:
         """A tool job (validated by the registry); ValueError says why it is refused."""
+        self._loaded()
         added = self.registry.add(job, self.clock.now())
-        self._watch(added)
+        if self.running:  # else stored for the daemon, which picks it up (bot.schedule.sync)
+            self._watch(added)
         return added
+
+    def adopt(self, job: Job) -> None:
+        """Run ``job`` from now on: a tool job another process stored or changed."""
+        self.registry.put(job)
+        self._watch(job)
+
+    def forget(self, name: str) -> None:
+        """Stop running a tool job another process removed."""
+        self.registry.drop(name)
+        loop = self._loops.pop(name, None)
+        if loop is not None:
+            loop.cancel()
 
     def remove(self, name: str) -> bool:
         """False: no such job; ValueError: a config job (edit config.toml)."""
+        self._loaded()
         removed = self.registry.remove(name)
         if removed:
             loop = self._loops.pop(name, None)
@@ -316,6 +344,7 @@ class ScheduleService:
         """The jobs as ``GET /ui/api/schedule`` lists them."""
         from bot.schedule.views import heartbeat_off, ui_job
 
+        self._loaded()
         rows = [ui_job(self, job) for job in self.registry.jobs()]
         if self.registry.get("heartbeat") is None:
             rows.insert(0, heartbeat_off(self))
@@ -325,6 +354,7 @@ class ScheduleService:
         """One line per job (``/cron list``)."""
         from bot.schedule.views import listing
 
+        self._loaded()
         return listing(self)
 
     def for_route(self, route: dict[str, Any]) -> Any:

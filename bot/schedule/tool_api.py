@@ -1,6 +1,8 @@
 """The ``cron`` tool's view of the scheduler for one turn: ``add`` resolves
 ``in`` against the server clock and answers the next run as a local date-time with its zone;
-a job delivers by default to the chat it was created from."""
+a job delivers by default to the chat it was created from, or, from a chat that cannot be
+reached later (the terminal, the HTTP API), to the owner's last direct chat; the answer
+names where, and a job with nowhere to go is refused (so the model never promises it)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from bot.config.durations import parse_duration
 from bot.rules.admission import channel_policy
 from bot.schedule.jobs import DEFAULT_CATCH_UP, Job, local, next_after, resolve_in
 from bot.schedule.views import fmt_local, listing
+from bot.schedule.where import delivery_words
 
 ScheduleService = Any  # the service (bot.schedule.service), not imported: it imports this module
 
@@ -52,10 +55,12 @@ class ToolApi:
             source="tool",
             route=dict(self.route),
         )
+        agent = str(self.route.get("agent") or "")
+        where = delivery_words(self.svc, target, to, self.route, agent)  # ValueError: nowhere
         added = self.svc.add(job)
         nxt = next_after(added, self.svc.clock.now(), self.svc.tz)
         when_text = fmt_local(nxt, self.svc.tz) if nxt is not None else "never"
-        return f"Scheduled job {name!r}; next run {when_text}."
+        return f"Scheduled job {name!r}; next run {when_text}; {where}."
 
     def preview(self, **when: str) -> float | None:
         """The next run a job with this ``at``/``in``/``every``/``schedule`` would have if

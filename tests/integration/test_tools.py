@@ -376,9 +376,11 @@ async def test_cron_tool(reg, ws, tmp_path):
 
     add = {"action": "add", "prompt": "remind tea"}
     out = await cron(**add, name="tea", schedule="0 9 * * *", target="telegram", to="7")
-    assert out == "Scheduled job 'tea'; next run 2027-01-15 09:00 UTC."
+    assert out == (
+        "Scheduled job 'tea'; next run 2027-01-15 09:00 UTC; it will be sent to your Telegram chat."
+    )
     assert await cron(**add, name="nap", **{"in": "20m"}) == (
-        "Scheduled job 'nap'; next run 2027-01-15 08:20 UTC."  # Chela's arithmetic
+        "Scheduled job 'nap'; next run 2027-01-15 08:20 UTC; it will be sent to this chat."
     )
     assert (await cron(**add, name="x", schedule="soon")).startswith(
         "Error: could not add job 'x': bad crontab"

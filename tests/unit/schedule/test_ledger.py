@@ -127,7 +127,7 @@ async def test_a_reminder_in_2m_runs_once_and_removes_itself(tmp_path):
     r = await rig(tmp_path, config(tmp_path))
     api = r.svc.for_route({"channel": "telegram", "chat_id": OWNER, "account": "default"})
     answer = await api.add("tea", "Tea is ready.", **{"in": "2m"})
-    assert answer == "Scheduled job 'tea'; next run 2027-01-15 08:02 UTC."
+    assert answer == "Scheduled job 'tea'; next run 2027-01-15 08:02 UTC; it will be sent to this chat."
     assert [j["name"] for j in r.store.cron_jobs()] == ["tea"]
     await r.advance(120)
     await until(lambda: r.channel.sent)
@@ -177,7 +177,7 @@ async def test_a_run_a_killed_daemon_left_running_is_not_run_again(tmp_path):
 
 async def test_a_past_at_is_refused_naming_the_current_time(tmp_path):
     r = await rig(tmp_path, config(tmp_path))
-    api = r.svc.for_route({})
+    api = r.svc.for_route({"channel": "telegram", "chat_id": OWNER, "account": "default"})
     with pytest.raises(ValueError, match="it is now 2027-01-15 08:00 UTC"):
         await api.add("old", "x", at="2027-01-15T07:00")
     with pytest.raises(ValueError, match="exists already"):

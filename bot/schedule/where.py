@@ -1,0 +1,59 @@
+"""Where a new job's answers will go, in the words the ``cron`` tool answers with.
+
+A job made from a chat that can be reached later goes back to it; one made from the
+terminal or the HTTP API goes to the owner's ``last`` direct chat.  When no chat can be
+named the job is refused: a tool answer that says "scheduled" makes the model promise a
+reminder that would never arrive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+LABELS = {
+    "telegram": "Telegram",
+    "discord": "Discord",
+    "slack": "Slack",
+    "signal": "Signal",
+    "whatsapp": "WhatsApp",
+}
+
+
+def nowhere(target: str, origin: dict[str, Any]) -> str:
+    """Why a job with ``target`` has no chat to go to."""
+    if target != "last":
+        return (
+            f"there is no chat to deliver it to on {target}: no direct chat with the owner "
+            "there is known yet (give `to`, or write to me there once)"
+        )
+    here = str(origin.get("channel") or "")
+    why = "this chat cannot be reached later, and " if here in ("terminal", "http") else ""
+    return (
+        f"there is no chat to deliver it to: {why}no direct chat with the owner on "
+        "Telegram, Discord, Slack or Signal is known yet (write to me there once, or give "
+        "target and to). Tell the user it was not scheduled"
+    )
+
+
+def delivery_words(svc: Any, target: str, to: str, origin: dict[str, Any], agent: str = "") -> str:
+    """Where a job of ``target``/``to`` made from ``origin`` delivers, as a clause of the
+    tool's answer.  ValueError (the refusal) when there is nowhere."""
+    if target == "none":
+        return "it runs without sending anything (target none)"
+    route = svc.scheduled.resolve_target(target, to, agent)
+    if route is None:
+        raise ValueError(nowhere(target, origin))
+    channel = str(route.get("channel") or "")
+    same = channel == origin.get("channel") and str(route.get("chat_id")) == str(
+        origin.get("chat_id")
+    )
+    words = (
+        "it will be sent to this chat"
+        if same
+        else (f"it will be sent to your {LABELS.get(channel, channel)} chat")
+    )
+    if not getattr(svc, "running", True):
+        words += (
+            "; the daemon is not running now: it runs when `chela run` is started (a run "
+            "missed by less than its catch_up is made up once)"
+        )
+    return words
