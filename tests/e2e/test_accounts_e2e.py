@@ -316,3 +316,26 @@ async def test_a_live_preview_is_shown_and_edited_through_the_turns_account(tmp_
         await settled(d, taken(tg, work))
     assert len(work.calls_of("sendMessage")) == 1 and not edited(work, "Hi from home")
     assert len(tg.calls_of("sendMessage")) == 1 and not edited(tg, "Hello there from work")
+
+
+async def test_pair_in_the_chat_decides_another_accounts_code_only_for_its_owner(tmp_path, llm, tg):
+    """The default bot's owner (42) is no owner of the work bot (99 is): their /pair cannot
+    admit a stranger there; twin: work's owner approves it from the work bot."""
+    cfg, work = with_work(tg, tmp_path, llm, work={"allow_from": [str(WORK_OWNER)]})
+    llm.default = echo
+    async with running(cfg) as d:
+        work.inject_message(STRANGER, "work-please", from_id=STRANGER)
+        notice = await work.wait_for(lambda: texts(work, WORK_OWNER), timeout=15)
+        code = notice[0].split("Code: ")[1][:8]
+        tg.inject_message(OWNER, f"/pair approve {code}", from_id=OWNER)
+        refused = await tg.wait_for(lambda: texts(tg, OWNER), timeout=15)
+        assert refused == [
+            f"Nothing done: code {code} was asked for on telegram:work, where you are not an owner."
+        ]
+        await settled(d, taken(tg, work))
+        assert not d.store.is_approved("telegram:work", str(STRANGER))
+        work.inject_message(WORK_OWNER, f"/pair approve {code}", from_id=WORK_OWNER)
+        await work.wait_for(lambda: "re: work-please" in texts(work, STRANGER), timeout=15)
+        assert d.store.is_approved("telegram:work", str(STRANGER))
+        await settled(d, taken(tg, work))
+    assert [m.chat_id for m in tg.sent] == [OWNER]

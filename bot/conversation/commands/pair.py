@@ -13,7 +13,9 @@ import time
 from bot.conversation import pairing_requests as pairing
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.types import CommandCall
+from bot.rules.admission import is_owner_sender
 from bot.rules.untrusted import quoted
+from channels.base import DEFAULT_ACCOUNT, InboundMessage, split_account_key
 
 USAGE = "Usage: /pair, /pair approve CODE or /pair deny CODE (CHANNEL CODE works too)."
 
@@ -47,6 +49,26 @@ def _target(words: list[str]) -> tuple[str | None, str] | None:
     return None
 
 
+def _not_an_owner_there(
+    call: CommandCall, ports: CommandPorts, channel: str | None, code: str
+) -> str | None:
+    """A code asked for on another account of a channel (``telegram:work``) is decided only
+    by an owner of that account: its guests are its owners' to admit."""
+    try:
+        row = pairing.find(ports.store, code, channel)
+    except pairing.PairingError:
+        return None  # decide() says why
+    name, account = split_account_key(row["channel"])
+    if account == DEFAULT_ACCOUNT:
+        return None
+    sender = call.msg.sender_id
+    probe = InboundMessage(channel=name, chat_id=sender, sender_id=sender, text="", account=account)
+    if is_owner_sender(probe, ports.cfg):
+        return None
+    where = row["channel"]
+    return f"Nothing done: code {row['code']} was asked for on {where}, where you are not an owner."
+
+
 async def pair(call: CommandCall, ports: CommandPorts) -> str:
     words = call.args.split()
     if not words:
@@ -57,6 +79,8 @@ async def pair(call: CommandCall, ports: CommandPorts) -> str:
         return USAGE
     channel, code = target
     decision: pairing.Decision = "approve" if action == "approve" else "deny"
+    if refused := _not_an_owner_there(call, ports, channel, code):
+        return refused
     try:
         row = pairing.decide(ports.store, channel, code, decision, notices=ports.notices)
     except pairing.PairingError as e:
