@@ -30,6 +30,7 @@ async def _heartbeat(cfg: Config, dry_run: bool) -> int:
     from bot.app.daemon import Daemon, build_channel
     from bot.schedule import resolve_target
     from bot.store import Store
+    from channels.base import account_key
 
     # start only the channel the heartbeat would deliver to
     probe = Store(cfg.db_path)
@@ -37,7 +38,8 @@ async def _heartbeat(cfg: Config, dry_run: bool) -> int:
     probe.close()
     channels = {}
     if route and not dry_run:
-        channels[route["channel"]] = build_channel(cfg, route["channel"])
+        ch, account = route["channel"], route.get("account") or "default"  # the route's own bot
+        channels[account_key(ch, account)] = build_channel(cfg, ch, account=account)
     # send-only: a running daemon keeps its updates and its stored messages
     daemon = Daemon(cfg, channels=channels, scheduler=False, receive=False)
     await daemon.start()
