@@ -31,6 +31,8 @@ class TurnRequest:
     route: dict = field(default_factory=dict)  # where the turn came from (for tools)
     message_text: str = ""  # the raw user text (for hooks)
     trust: Trust = "owner"  # decided by admission, never by the model
+    # a trigger turn (webhook, mail): exactly these of the agent's tools; None = by trust
+    tools: tuple[str, ...] | None = None
     file_root: Path | None = None  # a guest's own directory; None = the workspace
     media: list[dict] = field(default_factory=list)  # image references of the user turn (bot.media)
     # an HTTP API client's request: its system/developer messages, added after

@@ -173,6 +173,8 @@ class Agent:
         tools = self._tool_specs[req.trust]
         return prompt_context(self.cfg, req, tools, self._hash_secret, self.runtime)
 
+        if req.tools is not None:  # a trigger turn: exactly its tools
+            tools = tuple(t for t in tools if t.name in req.tools)
     def system_prompt(self, req: TurnRequest) -> str:
         return self.cache.get(self.prompt_context(req)).text
 
@@ -240,7 +242,9 @@ class Agent:
         registry = self.registry if owner else self.guest_registry
         fit = None
         if a.compaction.enabled:
-            tools = self._openai_tools(req.trust)
+        if req.tools is not None:  # a trigger turn: exactly its tools
+            registry = registry.without(*(n for n in registry.names() if n not in req.tools))
+            tools = registry.openai_tools() if a.native_tools and len(registry) else None
             if req.client_tools and a.native_tools:
                 tools = [*(tools or []), *req.client_tools]
             history, state = await self.compactor.history_for_turn(

@@ -24,6 +24,7 @@ from bot.reports.notices import Notices
 from bot.schedule import Scheduled, ScheduleService
 from bot.store import Store
 from bot.ui.context import UiContext
+from bot.triggers.events import Triggers
 from channels.base import Channel
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class Components:
     cron: ScheduleService
     notices: Notices  # the one notice stream: channel states are published on it
 
+    triggers: Triggers  # webhook and mail events, each run as one turn
 
 def approvals_for(
     cfg: Config,
@@ -89,6 +91,19 @@ def _ui_mounts(
 
 
 def build(
+def _mounts(
+    cfg: Config, ctx: Callable[[], UiContext], triggers: Callable[[], Triggers]
+) -> Callable[[], list[tuple[str, Any]]] | None:
+    """The HTTP channel's sub-applications: the Control UI (first: ``/`` leads there) and
+    the ``/hooks`` routes of ``[[hooks]]``."""
+    ui = _ui_mounts(cfg, ctx)
+    if not cfg.hooks:
+        return ui
+    from bot.triggers import hooks_mounts
+
+    return lambda: [*(ui() if ui else []), *hooks_mounts(cfg, triggers)]
+
+
     cfg: Config,
     given_channels: dict[str, Channel] | None = None,
     channel_states: Callable[[], Mapping[str, Any]] | None = None,
@@ -106,7 +121,7 @@ def build(
     if given_channels is not None:
         channels = dict(given_channels)
     else:  # the HTTP channel serves the Control UI, whose context is made below
-        channels = configured_channels(cfg, _ui_mounts(cfg, lambda: ui))
+        channels = configured_channels(cfg, _mounts(cfg, lambda: ui, lambda: triggers))
     # everything that sends goes through the outbox: built before any of them
     outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds, notices=notices)
     approvals = approvals_for(cfg, store, outbox, channels, notices)
@@ -141,6 +156,8 @@ def build(
     cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
     ui = UiContext(
         cfg=cfg,
+    # webhook and mail events enter at the run stage too
+    triggers = Triggers(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
         store=store,
         conversation=conversation,
         outbox=outbox,
@@ -156,5 +173,16 @@ def build(
     )
     default = agents[cfg.agent.id]
     return Components(
-        store, lanes, channels, outbox, default, agents, mcp, conversation, scheduled, cron, notices
+        store,
+        lanes,
+        channels,
+        outbox,
+        default,
+        agents,
+        mcp,
+        conversation,
+        scheduled,
+        cron,
+        notices,
+        triggers,
     )

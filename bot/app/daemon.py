@@ -128,6 +128,7 @@ class Daemon:
         self.scheduled = parts.scheduled
         self.cron = parts.cron
         self.notices = parts.notices
+        self.triggers = parts.triggers
 
     async def __aenter__(self) -> Daemon:
         await self.start()
@@ -202,6 +203,7 @@ class Daemon:
         self._spawn(self._watch_pairing(), "pairing-approvals")
         self._spawn(self.conversation.outage.watch(), "outage")  # kept messages, the probe
 
+        self.triggers.recover()  # webhook and mail events stored but not run yet
     def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
         """A supervisor per channel account; the events are set after each one's first
         attempt."""

@@ -1,0 +1,228 @@
+"""Event turns: a stored webhook or mail event becomes one turn of its agent, entering the
+conversation pipeline where scheduled turns do (run → reply → commit → outbox).
+
+The session is ``hook:<name>`` (``mail:<name>``) of the event's agent; the turn has exactly
+the tools its ``[[hooks]]``/``[[mail]]`` table lists; the substituted values are fenced as
+untrusted; ``NO_REPLY`` delivers nothing.  The turn, its reply's outbox row and the mark
+"this event ran" are committed in ONE transaction, so a crash either re-runs an event
+whose turn was never stored or closes one whose turn was — never twice."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from bot.agent.turn import Agent, TurnRequest
+from bot.config import Config, agent_config
+from bot.config.triggers import HookConfig, MailConfig
+from bot.conversation import commit
+from bot.conversation.commands.controls import session_choice
+from bot.conversation.events import TurnEvents
+from bot.conversation.lanes import SessionLanes
+from bot.conversation.reply import scheduled_outbound, scheduled_plan
+from bot.conversation.requests import Traits, scheduled_request
+from bot.conversation.run import Run
+from bot.delivery import send
+from bot.delivery.outbound import channel_traits
+from bot.delivery.outbox import Outbox
+from bot.rules.admission import channel_policy
+from bot.rules.untrusted import untrusted_block
+from bot.schedule.turns import last_of_agent
+from bot.store import Store
+from bot.store.triggers import DONE_KEY
+from channels.base import Channel, InboundMessage, adapter_for
+
+log = logging.getLogger("chela.hooks")
+
+FIRST_ATTEMPT_WAIT = 10.0  # seconds an event's send is awaited before the outbox goes on alone
+Spec = HookConfig | MailConfig
+
+
+def session_key(agent: str, source: str) -> str:
+    """``agent:<id>:hook:<name>`` (``source`` is the hook's name) or ``agent:<id>:mail:<name>``."""
+    kind = "" if source.startswith("mail:") else "hook:"
+    return f"agent:{agent}:{kind}{source}"
+
+
+def render(prompt: str, name: str, payload: Mapping[str, Any]) -> str:
+    """The hook's prompt (the owner's own text) with each value fenced as untrusted."""
+    where = f"webhook {name}" if "mail" not in payload else f"mail account {name}"
+    values = {
+        "{body}": ("Webhook body", payload.get("body", "")),
+        "{event}": ("Webhook event name", payload.get("event", "")),
+        "{headers}": ("Webhook headers", payload.get("headers", "")),
+        "{mail}": ("Mail", payload.get("mail", "")),
+    }
+    text = prompt.replace("{name}", name)
+    for marker, (what, value) in values.items():
+        if marker in text:
+            text = text.replace(marker, untrusted_block(what, where, str(value)))
+    return text
+
+
+def explicit_route(deliver: str) -> dict[str, Any]:
+    """``<channel>[:<account>]:<chat id>`` as a route."""
+    parts = deliver.split(":")
+    channel, account = parts[0], parts[1] if len(parts) == 3 else "default"
+    return {"channel": channel, "chat_id": parts[-1], "account": account, "thread_id": None}
+
+
+class Triggers:
+    """Runs event turns: one per accepted event, on its session's lane."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        store: Store,
+        agents: Mapping[str, Agent],
+        lanes: SessionLanes,
+        outbox: Outbox,
+        channels: dict[str, Channel],
+        runner: Run | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.lanes = lanes
+        self.outbox = outbox
+        self.channels = channels
+        self.runner = runner or Run(agents or {}, TurnEvents())
+        self.specs: dict[str, Spec] = {h.name: h for h in cfg.hooks}
+        self.specs.update({f"mail:{m.name}": m for m in cfg.mail})
+        self._tasks: set[asyncio.Task] = set()
+        self._accepted: dict[str, dict[str, Any]] = {}  # stored, its turn not started yet
+
+    # ------------------------------------------------------------------- accepting
+    def accept(self, source: str, delivery_id: str, payload: dict) -> str | None:
+        """Store an event (None: its delivery id was seen); ``started`` runs it."""
+        event_id = self.store.trigger_accept(source, delivery_id, payload)
+        if event_id is not None:
+            self._accepted[event_id] = {"id": event_id, "source": source, "payload": payload}
+        return event_id
+
+    def refuse(self, source: str, verdict: str) -> None:
+        self.store.trigger_refused(source, verdict)
+
+    def started(self, event_id: str) -> None:
+        """Run a stored event's turn in the background."""
+        row = self._accepted.pop(event_id, None)
+        if row is not None:
+            self._spawn(row)
+
+    def _spawn(self, row: dict[str, Any]) -> None:
+        task = asyncio.create_task(self.run_event(row), name=f"event:{row['id']}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def recover(self) -> int:
+        """Every event accepted but not run (the daemon stopped first): run now, once."""
+        self.store.trigger_prune()
+        rows = self.store.trigger_pending()
+        for row in rows:
+            self._spawn(row)
+        if rows:
+            log.info("running %d stored event(s) left by the last run", len(rows))
+        return len(rows)
+
+    async def drain(self) -> None:
+        """Let running event turns finish (the daemon's stop bounds the wait)."""
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    # ---------------------------------------------------------------------- the turn
+    async def run_event(self, row: dict[str, Any]) -> str:
+        spec = self.specs.get(row["source"])
+        if spec is None:  # the hook was removed from the config since
+            self.store.trigger_finish(row["id"], "skipped (no such trigger now)")
+            return "skipped"
+        own = agent_config(self.cfg, spec.agent or self.cfg.agent.id)
+        key = session_key(own.agent.id, row["source"])
+        try:
+            result = await self.lanes.submit(key, lambda: self._turn(row, spec, own, key))
+        except Exception as e:  # never lost silently: the ledger says what happened
+            log.exception("event %s of %s failed", row["id"], row["source"])
+            result = f"failed: {type(e).__name__}"
+        self.store.trigger_finish(row["id"], result)
+        log.info("event %s of %s: %s", row["id"], row["source"], result)
+        return result
+
+    def _route(self, spec: Spec, agent: str) -> dict[str, Any] | None:
+        if spec.deliver == "none":
+            return None
+        if spec.deliver == "owner":
+            return last_of_agent(self.store, self.cfg, agent)
+        return explicit_route(spec.deliver)
+
+    def _request(self, key: str, text: str, route: dict | None, own: Config, spec: Spec):
+        caps, reactions = (
+            channel_traits(
+                adapter_for(self.channels, route["channel"], route.get("account") or "default"),
+                channel_policy(self.cfg, route["channel"]),
+            )
+            if route
+            else ((), "off")
+        )
+        req = scheduled_request(
+            key,
+            text,
+            kind="hook" if isinstance(spec, HookConfig) else "mail",
+            session_kind="cron",  # an isolated session: the minimal prompt, as a cron job's
+            route=route,
+            traits=Traits(caps, reactions),
+            agent=own.agent.id,
+        )
+        return replace(req, tools=tuple(spec.tools))
+
+    async def _turn(self, row: dict[str, Any], spec: Spec, own: Config, key: str) -> str:
+        route = self._route(spec, own.agent.id)
+        name = row["source"].removeprefix("mail:")
+        req: TurnRequest = self._request(
+            key, render(spec.prompt, name, row["payload"]), route, own, spec
+        )
+        msg = InboundMessage(
+            channel=route["channel"] if route else "hooks",
+            chat_id=str(route["chat_id"]) if route else key,
+            sender_id="",
+            text=req.user_text,
+        )
+        model, effort = session_choice(own, self.store, key)
+        outcome = await self.runner.run(
+            req, msg, None, None, lambda: None, model=model, effort=effort
+        )
+        result = outcome.result
+        if result is None:
+            return "stopped"
+        if result.error:
+            return f"failed: {result.error_kind or 'error'}"
+        done = {DONE_KEY + row["id"]: "ran"}
+        plan = scheduled_plan(result, heartbeat=False)
+        if plan.silent or route is None:
+            commit.scheduled(self.store, key, result, kind=req.kind, state=done, agent=own.agent.id)
+            if plan.silent:
+                return "silent (NO_REPLY)"
+            log.warning("event %s: deliver = %r has no route; not sent", row["id"], spec.deliver)
+            return "no target (the owner has no route yet)"
+        return await self._send(key, result, plan, route, own, req.kind, done)
+
+    async def _send(self, key, result, plan, route, own: Config, kind: str, done: dict) -> str:
+        ch = adapter_for(self.channels, route["channel"], route.get("account") or "default")
+        out = scheduled_outbound(own, ch, plan, route)
+        ids = commit.scheduled(
+            self.store,
+            key,
+            result,
+            kind=kind,
+            channel=route["channel"],
+            out=out,
+            state=done,
+            agent=own.agent.id,
+        )
+        try:
+            sent = await asyncio.wait_for(send.deliver_stored(self.outbox, ids), FIRST_ATTEMPT_WAIT)
+        except TimeoutError:
+            sent = ["queued"]
+        status = (sent or ["failed"])[0]
+        where = f"{route['channel']}:{route['chat_id']}"
+        return f"delivered to {where}" if status == "sent" else f"{status} ({where})"
