@@ -30,6 +30,7 @@ NAMES = (
     "init",
     "check",
     "pairing",
+    "hooks",
     "heartbeat",
     "backup",
     "restore",

@@ -202,3 +202,27 @@ class TriggersMixin(Database):
             )
             self.mail_set_cursor(account, uidvalidity, uid)
         return event_id if payload is not None else None
+
+
+def read_log(db_path: Any, source: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    """The newest ledger rows read beside a running daemon (read-only: never created,
+    never migrated); [] without a database or before the table existed."""
+    from pathlib import Path
+
+    path = Path(db_path)
+    if not path.is_file():
+        return []
+    where, args = (" WHERE source=?", (source,)) if source else ("", ())
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return []
+    try:
+        rows = conn.execute(
+            _SELECT + where + " ORDER BY received DESC, rowid DESC LIMIT ?", (*args, limit)
+        ).fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return [{**_row(r), "payload": {}} for r in rows]

@@ -6,13 +6,17 @@ twin: without a kill the event runs once too."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
 import socket
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
 
-from tests.e2e.test_crash import eventually, kill9, start, stop, toml
+from tests.e2e.test_crash import ROOT, eventually, kill9, start, stop, toml
 from tests.e2e.test_hooks_e2e import SECRET, signed
 from tests.fakes.llm import delay, text
 
@@ -132,3 +136,10 @@ async def test_without_a_kill_the_event_runs_once(tmp_path, llm, tg, monkeypatch
         rc = stop(proc)
     assert replies(tg) == [ANSWER]
     assert rc == 0
+    env = {**os.environ, "TEST_TG_TOKEN": "x", "PYTHONPATH": str(ROOT)}
+    chela = [sys.executable, "-m", "bot", "hooks"]
+    log = subprocess.run([*chela, "log", "--config", str(cfg)], env=env, capture_output=True)
+    assert log.returncode == 0, log.stderr
+    assert re.search(rb"deploy +crash-1 +accepted +delivered to telegram:42", log.stdout)
+    listed = subprocess.run([*chela, "list", "--config", str(cfg)], env=env, capture_output=True)
+    assert b"POST /hooks/deploy" in listed.stdout and b"accepted" in listed.stdout
