@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from bot.app import probes
 from bot.config.base import Model
-from bot.config import channel_accounts
+from bot.config import agent_ids, channel_accounts
 from bot.config.channels import (
     CONFIGURED,
     MESSAGING,
@@ -149,10 +149,11 @@ class ChannelSpec(Generic[SectionT]):
         return section
 
     def accounts(self, cfg: Config) -> list[str]:
-        """The names of this channel's enabled accounts, ``default`` first."""
-        if not self.messaging:
-            return [DEFAULT_ACCOUNT]
-        return list(channel_accounts(cfg, self.name)) or [DEFAULT_ACCOUNT]
+        """The names of this channel's enabled accounts, ``default`` first (the HTTP API
+        has only its own table)."""
+        if self.messaging:
+            return list(channel_accounts(cfg, self.name))
+        return [DEFAULT_ACCOUNT] if self.section_of(cfg).enabled else []
 
     def secrets(self, cfg: Config, account: str = DEFAULT_ACCOUNT) -> dict[str, str]:
         """The secrets this channel's ``account`` cannot start without, as ``{key: env var}``."""
@@ -297,6 +298,7 @@ def _http(g: Given[HttpConfig]) -> HttpSettings:
         port=port,
         token=token,
         model_name=f"chela/{g.cfg.agent.id}",
+        more_models=tuple(f"chela/{a}" for a in agent_ids(g.cfg)[1:]),
         allowed_origins=tuple(h.allowed_origins),
         token_hint=hint,
         mounts=g.mounts,
@@ -403,8 +405,9 @@ def enabled_channels(cfg: Config) -> list[str]:
 
 def enabled_accounts(cfg: Config) -> list[tuple[str, str]]:
     """Every enabled (channel, account), in the config's order: each is its own adapter
-    (its own token, connection, owner and pairing list)."""
-    return [(name, acct) for name in enabled_channels(cfg) for acct in SPECS[name].accounts(cfg)]
+    (its own token, connection, owner and pairing list).  An account that sets
+    ``enabled`` runs whatever its channel's own table says."""
+    return [(name, acct) for name, spec in SPECS.items() for acct in spec.accounts(cfg)]
 
 
 def enabled_labels(cfg: Config) -> list[str]:

@@ -339,3 +339,15 @@ async def test_pair_in_the_chat_decides_another_accounts_code_only_for_its_owner
         assert d.store.is_approved("telegram:work", str(STRANGER))
         await settled(d, taken(tg, work))
     assert [m.chat_id for m in tg.sent] == [OWNER]
+
+
+async def test_an_account_runs_when_its_channels_own_table_is_off(tmp_path, llm, tg):
+    """``enabled = true`` on the account starts the work bot alone; the default bot is off."""
+    cfg, work = with_work(tg, tmp_path, llm, home={"enabled": False}, work={"enabled": True})
+    llm.default = echo
+    async with running(cfg) as d:
+        assert list(d.channels) == ["telegram:work"]
+        work.inject_message(OWNER, "work-alone", from_id=OWNER)
+        await work.wait_for(lambda: texts(work, OWNER), timeout=15)
+        await settled(d, taken(work))
+    assert texts(work, OWNER) == ["re: work-alone"] and tg.calls == []
