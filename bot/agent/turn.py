@@ -240,10 +240,10 @@ class Agent:
         ctx = self.tool_context(req)
         owner = req.trust == "owner"
         registry = self.registry if owner else self.guest_registry
-        fit = None
-        if a.compaction.enabled:
         if req.tools is not None:  # a trigger turn: exactly its tools
             registry = registry.without(*(n for n in registry.names() if n not in req.tools))
+        fit = None
+        if a.compaction.enabled:
             tools = registry.openai_tools() if a.native_tools and len(registry) else None
             if req.client_tools and a.native_tools:
                 tools = [*(tools or []), *req.client_tools]
