@@ -23,8 +23,8 @@ from bot.delivery.outbox import Outbox
 from bot.reports.notices import Notices
 from bot.schedule import Scheduled, ScheduleService
 from bot.store import Store
-from bot.ui.context import UiContext
 from bot.triggers.events import Triggers
+from bot.ui.context import UiContext
 from channels.base import Channel
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ class Components:
     scheduled: Scheduled
     cron: ScheduleService
     notices: Notices  # the one notice stream: channel states are published on it
-
     triggers: Triggers  # webhook and mail events, each run as one turn
+
 
 def approvals_for(
     cfg: Config,
@@ -90,7 +90,6 @@ def _ui_mounts(
     return lambda: ui_mounts(ctx())
 
 
-def build(
 def _mounts(
     cfg: Config, ctx: Callable[[], UiContext], triggers: Callable[[], Triggers]
 ) -> Callable[[], list[tuple[str, Any]]] | None:
@@ -104,6 +103,7 @@ def _mounts(
     return lambda: [*(ui() if ui else []), *hooks_mounts(cfg, triggers)]
 
 
+def build(
     cfg: Config,
     given_channels: dict[str, Channel] | None = None,
     channel_states: Callable[[], Mapping[str, Any]] | None = None,
@@ -154,10 +154,10 @@ def _mounts(
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
     scheduled = Scheduled(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
     cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
-    ui = UiContext(
-        cfg=cfg,
     # webhook and mail events enter at the run stage too
     triggers = Triggers(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
+    ui = UiContext(
+        cfg=cfg,
         store=store,
         conversation=conversation,
         outbox=outbox,
