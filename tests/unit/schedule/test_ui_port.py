@@ -11,7 +11,19 @@ from tests.unit.schedule.helpers import T0, config, job, rig
 
 pytestmark = pytest.mark.timeout(30)
 
-KEYS = {"name", "kind", "schedule", "target", "paused", "next_run", "last_run", "last_result"}
+KEYS = {
+    "name",
+    "kind",
+    "schedule",
+    "target",
+    "paused",
+    "next_run",
+    "last_run",
+    "last_result",
+    "source",
+    "spec",
+    "prompt",
+}
 
 
 async def test_jobs_lists_the_heartbeat_and_each_job_in_the_ui_shape(tmp_path):
