@@ -199,7 +199,7 @@ def test_check_rejects_an_unroutable_model_naming_the_key(tmp_path, capsys):
     assert '"ollama/llama3.2"' in out
     rc, out = _check(tmp_path, "openai/gpt-4o-mini", capsys, fallbacks=["mystery-model"])
     assert rc == 1
-    assert "agent.fallbacks[0] = 'mystery-model'" in out and "agent.model =" not in out
+    assert "agent.fallbacks[0] = 'mystery-model'" in out and "error: agent.model" not in out
 
 
 def test_check_accepts_a_routable_model(tmp_path, capsys):
