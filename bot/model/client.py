@@ -218,7 +218,7 @@ class LLMClient:
             f"The model's answer broke off ({err.reason}). Please try again.",
             err.cause,
             status=err.status,
-            kind=err.kind,
+            kind="model" if err.kind == "down" else err.kind,  # it answered: not an outage
             reason=f"stream broke off: {err.reason}",
         )
 
