@@ -204,6 +204,9 @@ class Daemon:
         self._spawn(self.conversation.outage.watch(), "outage")  # kept messages, the probe
 
         self.triggers.recover()  # webhook and mail events stored but not run yet
+        if self.cfg.mail:
+            self._spawn(self.triggers.watch_mail(), "mail")  # IMAP, one connection per account
+        self.triggers.recover()  # webhook and mail events stored but not run yet
     def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
         """A supervisor per channel account; the events are set after each one's first
         attempt."""

@@ -33,6 +33,7 @@ from bot.rules.untrusted import untrusted_block
 from bot.schedule.turns import last_of_agent
 from bot.store import Store
 from bot.store.triggers import DONE_KEY
+from bot.triggers.mail import MailWatcher
 from channels.base import Channel, InboundMessage, adapter_for
 
 log = logging.getLogger("chela.hooks")
@@ -115,6 +116,39 @@ class Triggers:
         task = asyncio.create_task(self.run_event(row), name=f"event:{row['id']}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------------- mail
+    def mail_watchers(self) -> list[MailWatcher]:
+        """One watcher per ``[[mail]]`` account."""
+        return [self._watcher(m) for m in self.cfg.mail]
+
+    def _watcher(self, spec: MailConfig) -> MailWatcher:
+        name, store = spec.name, self.store
+
+        def take(validity: int, uid: int, payload: Any, verdict: str) -> str | None:
+            event_id = store.mail_take(name, validity, uid, payload, verdict)
+            if event_id is not None:
+                self._accepted[event_id] = {
+                    "id": event_id,
+                    "source": f"mail:{name}",
+                    "payload": payload,
+                }
+            return event_id
+
+        return MailWatcher(
+            spec,
+            lambda: (self.cfg.secret(spec.username_env), self.cfg.secret(spec.password_env)),
+            lambda: store.mail_cursor(name),
+            lambda validity, uid: store.mail_set_cursor(name, validity, uid),
+            take,
+            self.started,
+        )
+
+    async def watch_mail(self, watchers: list[MailWatcher] | None = None) -> None:
+        """Watch every mail account until cancelled (each reconnects by itself)."""
+        watchers = self.mail_watchers() if watchers is None else watchers
+        if watchers:
+            await asyncio.gather(*(w.run() for w in watchers))
 
     def recover(self) -> int:
         """Every event accepted but not run (the daemon stopped first): run now, once."""

@@ -1,0 +1,195 @@
+"""Mail end to end: the daemon watches a folder on the fake IMAP server (tests/fakes/imap.py)
+through the real ``imaplib``.  Mail there before the first start is not processed; each new
+mail is one turn whose answer reaches Telegram; a restart neither repeats nor skips one; a
+sender outside ``from_allow`` is recorded and skipped; nothing on the server changes (no
+flag, no move); a dropped connection is reconnected and nothing is lost."""
+
+from __future__ import annotations
+
+import json
+from email.message import EmailMessage
+
+import pytest
+
+from tests.e2e import make_config, running, telegram_section
+from tests.e2e.harness import eventually
+from tests.fakes.imap import FakeImap
+from tests.fakes.llm import text
+
+OWNER = 42
+PASSWORD = "imap-password-value-93a1"
+
+
+def mail(subject: str, sender: str = "alice@example.com", body: str = "Hello there") -> bytes:
+    m = EmailMessage()
+    m["From"] = f"Alice <{sender}>"
+    m["To"] = "me@example.com"
+    m["Date"] = "Sat, 28 Nov 2026 09:30:00 +0000"
+    m["Subject"] = subject
+    m.set_content(body)
+    return bytes(m)
+
+
+@pytest.fixture
+async def imap():
+    fake = await FakeImap(password=PASSWORD).start()
+    yield fake
+    await fake.stop()
+
+
+def config(tmp_path, llm, tg, imap, monkeypatch, **mail_kw):
+    monkeypatch.setenv("TEST_IMAP_USER", imap.user)
+    monkeypatch.setenv("TEST_IMAP_PASSWORD", PASSWORD)
+    box = {
+        "name": "inbox",
+        "host": "127.0.0.1",
+        "port": imap.port,
+        "tls": "none",
+        "username_env": "TEST_IMAP_USER",
+        "password_env": "TEST_IMAP_PASSWORD",
+        "prompt": "A mail arrived:\n{mail}",
+        "deliver": f"telegram:{OWNER}",
+        **mail_kw,
+    }
+    return make_config(tmp_path, llm, channels=telegram_section(tg), mail=[box])
+
+
+def answer(request: dict) -> object:
+    """The model names the subject it was shown."""
+    joined = json.dumps(request["messages"][-1])  # this turn's mail (the session has more)
+    if "Subject: " not in joined:
+        return text("NO_REPLY")
+    return text("about: " + joined.split("Subject: ")[-1].split("\\n")[0])
+
+
+def told(tg) -> list[str]:
+    return [s.text for s in tg.sent if s.chat_id == OWNER]
+
+
+def mail_turns(d) -> list[str]:
+    rows = d.store.db.execute("SELECT session_key FROM messages WHERE role='user' AND kind='mail'")
+    return [r[0] for r in rows]
+
+
+async def connected(d, imap) -> None:
+    await eventually(lambda: imap.idling == 1, timeout=10)
+
+
+async def test_new_mail_is_one_turn_and_the_server_is_left_as_it_was(
+    tmp_path, llm, tg, imap, monkeypatch
+):
+    llm.default = answer
+    imap.add(mail("old news"))  # before the first start: not processed
+    async with running(config(tmp_path, llm, tg, imap, monkeypatch)) as d:
+        await connected(d, imap)
+        imap.add(mail("lunch on friday?"))
+        await tg.wait_for(lambda: told(tg), timeout=10)
+        assert told(tg) == ["about: lunch on friday?"]
+        assert mail_turns(d) == ["agent:main:mail:inbox"]
+        prompt = json.dumps(llm.requests[-1]["messages"])
+        assert "Untrusted data" in prompt and "From: Alice <alice@example.com>" in prompt
+        assert "Date: Sat, 28 Nov 2026 09:30:00 +0000" in prompt and "Hello there" in prompt
+        assert PASSWORD not in prompt
+        assert llm.requests[-1].get("tools") in (None, [])  # tools = [] by default
+    assert imap.flags() == {1: set(), 2: set()}  # nothing marked read
+    assert imap.changes == []  # nothing stored, copied, moved or expunged
+    assert "EXAMINE" in imap.commands and "SELECT" not in imap.commands
+
+
+async def test_restart_neither_repeats_nor_skips(tmp_path, llm, tg, imap, monkeypatch):
+    llm.default = answer
+    cfg = config(tmp_path, llm, tg, imap, monkeypatch)
+    async with running(cfg) as d:
+        await connected(d, imap)
+        imap.add(mail("first"))
+        await tg.wait_for(lambda: len(told(tg)) == 1, timeout=10)
+    imap.add(mail("while down"))  # arrives while the daemon is stopped
+    async with running(cfg) as d:
+        await tg.wait_for(lambda: len(told(tg)) == 2, timeout=10)
+        await connected(d, imap)
+        imap.add(mail("after"))
+        await tg.wait_for(lambda: len(told(tg)) == 3, timeout=10)
+    assert told(tg) == ["about: first", "about: while down", "about: after"]
+
+
+async def test_a_sender_outside_from_allow_is_recorded_and_skipped(
+    tmp_path, llm, tg, imap, monkeypatch
+):
+    llm.default = answer
+    cfg = config(tmp_path, llm, tg, imap, monkeypatch, from_allow=["@example.com"])
+    async with running(cfg) as d:
+        await connected(d, imap)
+        imap.add(mail("spoofy", sender="mallory@evil.test"))
+        imap.add(mail("from a colleague", sender="bob@example.com"))  # twin: allowed
+        await tg.wait_for(lambda: told(tg), timeout=10)
+        await eventually(lambda: len(d.store.trigger_log("mail:inbox")) == 2)
+        verdicts = sorted(r["verdict"] for r in d.store.trigger_log("mail:inbox"))
+    assert told(tg) == ["about: from a colleague"]
+    assert verdicts == ["accepted", "skipped (from_allow)"]
+
+
+async def test_a_connection_dropped_mid_idle_is_reconnected_and_nothing_is_lost(
+    tmp_path, llm, tg, imap, monkeypatch
+):
+    llm.default = answer
+    async with running(config(tmp_path, llm, tg, imap, monkeypatch)) as d:
+        await connected(d, imap)
+        imap.drop()  # mid-IDLE
+        imap.add(mail("sent during the outage"))
+        await tg.wait_for(lambda: told(tg), timeout=15)
+        await connected(d, imap)
+        imap.add(mail("after the reconnect"))
+        await tg.wait_for(lambda: len(told(tg)) == 2, timeout=10)
+    assert told(tg) == ["about: sent during the outage", "about: after the reconnect"]
+    assert [u for u, ok in imap.logins if ok] == [imap.user, imap.user]
+
+
+async def test_a_huge_attachment_and_malformed_mime_are_one_turn_each(
+    tmp_path, llm, tg, imap, monkeypatch
+):
+    llm.default = answer
+    big = EmailMessage()
+    big["From"], big["To"], big["Subject"] = "alice@example.com", "me@example.com", "the video"
+    big.set_content("see attached")
+    big.add_attachment(b"\0" * (20 * 1024 * 1024), "video", "mp4", filename="party.mp4")
+    broken = (
+        b"From: alice@example.com\r\nSubject: broken\r\nContent-Type: multipart/mixed; "
+        b'boundary="zz"\r\n\r\n--zz\r\nContent-Type: text/plain\r\n\r\nstill readable'
+        b"\r\n--zz\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!not base64"
+    )
+    async with running(config(tmp_path, llm, tg, imap, monkeypatch)) as d:
+        await connected(d, imap)
+        imap.add(bytes(big))
+        imap.add(broken)
+        await tg.wait_for(lambda: len(told(tg)) == 2, timeout=20)
+        prompts = [json.dumps(r["messages"]) for r in llm.requests]
+    assert told(tg) == ["about: the video", "about: broken"]
+    assert "party.mp4 (over" in prompts[0] and "see attached" in prompts[0]
+    assert max(len(p) for p in prompts) < 200_000  # the attachment was not read into the turn
+    assert "still readable" in prompts[1]
+
+
+async def test_doctor_check_names_a_wrong_password(imap):
+    from bot.config.triggers import MailConfig
+    from bot.triggers.mail import doctor_check
+
+    spec = MailConfig(
+        name="inbox",
+        host="127.0.0.1",
+        port=imap.port,
+        tls="none",
+        username_env="U",
+        password_env="P",
+    )
+    imap.add(mail("one"))
+    imap.add(mail("two"))
+    ok, line = await _in_thread(doctor_check, spec, imap.user, "wrong")
+    assert not ok and "wrong username or password" in line
+    ok, line = await _in_thread(doctor_check, spec, imap.user, PASSWORD)  # twin
+    assert ok and "INBOX holds 2 message(s)" in line
+
+
+async def _in_thread(fn, *args):
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args)
