@@ -351,3 +351,21 @@ async def test_an_account_runs_when_its_channels_own_table_is_off(tmp_path, llm,
         await work.wait_for(lambda: texts(work, OWNER), timeout=15)
         await settled(d, taken(work))
     assert texts(work, OWNER) == ["re: work-alone"] and tg.calls == []
+
+
+async def test_doctor_checks_each_accounts_token(tmp_path, llm, tg, monkeypatch):
+    from bot.cli.doctor import doctor
+
+    cfg, _ = with_work(tg, tmp_path, llm)
+    monkeypatch.setenv(WORK_ENV, "777001:WRONG")
+    by = {f.subject: f for f in await doctor(cfg)}
+    assert (
+        by["channel telegram:work"].level == "FAIL" and WORK_ENV in by["channel telegram:work"].fix
+    )
+    assert by["channel telegram:default"].level == "OK"  # twin: the default bot's own token
+    monkeypatch.setenv(WORK_ENV, WORK_TOKEN)  # twin: the work bot's right token
+    by = {f.subject: f for f in await doctor(cfg)}
+    assert (
+        by["channel telegram:work"].level == "OK"
+        and "@work_bot" in by["channel telegram:work"].detail
+    )
