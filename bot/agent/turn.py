@@ -78,6 +78,7 @@ class Agent:
         approvals: Any = None,
         mcp: McpTools | None = None,
         cron: Callable[[], Any] | None = None,
+        memory: Any = None,  # bot.memory.MemoryIndex: memory_search by meaning (None: words)
     ):
         from bot.model import LLMClient
         from bot.prompt.cache import PromptCache
@@ -91,6 +92,7 @@ class Agent:
         self.approvals = approvals  # bot.conversation.approvals.Approvals, for exec security "ask"
         self.cache = PromptCache()
         self.mcp = mcp
+        self.memory = memory
         self._web_tools = _web_tools_for(cfg)
         self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
@@ -361,6 +363,7 @@ class Agent:
             cron=with_origin(self.cron_api, req.route) if owner else None,
             secrets=self.secrets,
             request_approval=self._approver_for(req),
+            memory=self.memory if owner else None,  # guests have no memory tools
         )
 
     def file_root(self, req: TurnRequest) -> Path:

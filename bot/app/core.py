@@ -20,6 +20,7 @@ from bot.conversation.lanes import SessionLanes
 from bot.conversation.pipeline import Conversation
 from bot.delivery import send
 from bot.delivery.outbox import Outbox
+from bot.memory import memory_index
 from bot.reports.notices import Notices
 from bot.schedule import Scheduled, ScheduleService
 from bot.store import Store
@@ -145,6 +146,7 @@ def build(
             approvals=approvals,
             mcp=mcp,
             cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
+            memory=memory_index(agent_config(cfg, agent_id), store),  # None: full-text only
         )
         for agent_id in agent_ids(cfg)
     }

@@ -158,6 +158,9 @@ class Daemon:
         self._enter("store", self.store.close)
         for agent in self.agents.values():  # each agent's own
             self._enter("prompt cache", agent.cache.close)
+            if agent.memory is not None and self.receive:  # its memory index, kept fresh
+                agent.memory.start()
+                self._enter("memory index", agent.memory.stop)
         if self.mcp is not None:
             self.mcp.start()  # connects in the background; start-up never waits for a server
             self._enter("mcp", self.mcp.stop)

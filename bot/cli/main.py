@@ -35,6 +35,7 @@ NAMES = (
     "backup",
     "restore",
     "mcp",
+    "memory",
     "dashboard",
     "completion",
 )

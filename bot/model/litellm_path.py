@@ -7,7 +7,7 @@ caller likes (:func:`start`): ``asyncio.run`` joins executor threads at exit, a 
 does not hold a stop.  Callers on the event loop await :func:`litellm`; code in a thread or
 a command line calls :func:`warm_up`; :func:`loaded` is the module once imported, else None.
 
-Only litellm's public API is used: ``acompletion``, ``get_llm_provider``,
+Only litellm's public API is used: ``acompletion``, ``aembedding``, ``get_llm_provider``,
 ``get_model_info``, ``validate_environment``, ``get_supported_openai_params`` and its
 documented settings.
 """
@@ -150,6 +150,16 @@ class LiteLLMPath:
 
     async def send(self, kw: dict[str, Any], route: Route, timeout: float) -> Any:
         return await warm_up().acompletion(**kw)
+
+    async def embed(self, kw: dict[str, Any], route: Route, timeout: float) -> Any:
+        answer = await warm_up().aembedding(
+            model=kw["model"],
+            input=list(kw["input"]),
+            api_base=kw.get("api_base") or None,
+            api_key=kw.get("api_key") or None,
+            timeout=timeout,
+        )
+        return answer.model_dump() if hasattr(answer, "model_dump") else answer
 
 
 LITELLM = LiteLLMPath()

@@ -186,6 +186,28 @@ async def send(kw: dict[str, Any], route_: Route, timeout: float) -> Any:
         raise ProviderError(502, f"the answer is not JSON ({e})", {}) from e
 
 
+async def embed(kw: dict[str, Any], route_: Route, timeout: float) -> Any:
+    """One ``POST /embeddings`` request for a batch of texts: the parsed JSON answer."""
+    url, headers = _url_and_headers(kw)
+    url = url.removesuffix("/chat/completions") + "/embeddings"
+    body = {"model": route_.model, "input": list(kw["input"]), "encoding_format": "float"}
+    s = await session()
+    try:
+        resp = await s.post(
+            url, data=json.dumps(body).encode(), headers=headers, timeout=_limits(timeout, False)
+        )
+        async with resp:
+            if resp.status >= 400:
+                raise await _error_of(resp)
+            return json.loads(await resp.read())
+    except (TimeoutError, ProviderError):
+        raise
+    except aiohttp.ClientError as e:
+        raise ConnectionError(f"{type(e).__name__}: {e}") from e
+    except ValueError as e:
+        raise ProviderError(502, f"the answer is not JSON ({e})", {}) from e
+
+
 async def _chunks(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
     """The ``data:`` events of an SSE stream as parsed chunks, until ``[DONE]``."""
     try:
@@ -239,6 +261,9 @@ class OpenAICompatPath:
 
     async def send(self, kw: dict[str, Any], route: Route, timeout: float) -> Any:
         return await send(kw, route, timeout)
+
+    async def embed(self, kw: dict[str, Any], route: Route, timeout: float) -> Any:
+        return await embed(kw, route, timeout)
 
 
 LIGHT = OpenAICompatPath()

@@ -38,8 +38,8 @@ class ModelPath(Protocol):
     The client asks, in order: :meth:`serves` (which path takes the model), :meth:`ready`
     (once per call, before anything else: load what the path needs, off the event loop),
     :meth:`route` and :meth:`missing_key` (before any request), then :meth:`send` for each
-    attempt.  Another kind of call (embeddings, for instance) is one more method here,
-    implemented by every row.
+    attempt; :meth:`embed` for embeddings (``bot.model.embeddings``).  Another kind of call
+    is one more method here, implemented by every row.
     """
 
     name: str  # what CHELA_MODEL_PATH names it by
@@ -59,6 +59,11 @@ class ModelPath(Protocol):
         """One Chat Completions request with the call's keyword arguments (litellm's names):
         the whole answer, or (``stream``) an async iterator of its chunks; failures raise
         what ``bot.model.errors`` classifies."""
+        ...
+
+    async def embed(self, kw: dict[str, Any], route: Route, timeout: float) -> Any:
+        """One embeddings request (``model``, ``input``: a list of texts, ``api_base``,
+        ``api_key``): the answer in OpenAI's shape (``data[i].embedding``, ``usage``)."""
         ...
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from bot.fs import private_dir, private_file
 from bot.store.schema_version import NewerSchema, refuse_newer
 from bot.store.disk import DiskAlarm, Publish, disk_full
+from bot.store.memory_index import MEMORY_SCHEMA
 
 log = logging.getLogger("chela.store")
 
@@ -387,6 +388,7 @@ class Database:
         self.db.execute("PRAGMA busy_timeout=5000")
         self.db.executescript(SCHEMA)
         self.db.executescript(USAGE_SCHEMA)
+        self.db.executescript(MEMORY_SCHEMA)  # the memory index (schema version 3)
         cols = {r[1] for r in self.db.execute("PRAGMA table_info(messages)")}
         # databases from before compaction: the token count (cached once per message) and
         # the summary that replaced a message

@@ -61,6 +61,9 @@ class ToolContext:
     secrets: tuple[str, ...] = ()
     # exec security "ask": hold a command until the owner answers /approve or /deny
     request_approval: Callable[[str], Awaitable[Approval]] | None = None
+    # memory_search by meaning: the agent's bot.memory.MemoryIndex (owner turns, and only
+    # when [memory] embedding_model is set; None = full-text search alone)
+    memory: Any | None = None
 
 
 Handler = Callable[[ToolContext, dict], Awaitable[str]]

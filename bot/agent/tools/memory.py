@@ -1,6 +1,8 @@
 """memory_search / memory_get over MEMORY.md (or memory.md) and memory/*.md.
 
-Search is SQLite FTS5 with BM25 ranking; hits carry path, line range and a snippet."""
+Search is SQLite FTS5 with BM25 ranking; hits carry path, line range and a snippet.  With
+``[memory] embedding_model`` set, the turn's context carries the agent's index (bot/memory)
+and the search ranks by words and meaning together."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ import re
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
+
+from bot.memory.files import MAX_FILE_BYTES, memory_files
 
 from .base import (
     Tool,
@@ -22,32 +27,6 @@ from .base import (
 )
 
 _TERM = re.compile(r"\w+", re.UNICODE)
-MAX_FILE_BYTES = 2 * 1024 * 1024
-
-
-def memory_files(workspace: Path) -> list[Path]:
-    """The memory files of a workspace, in a stable order, all inside the workspace."""
-    root = Path(workspace).resolve()
-    out: list[Path] = []
-    seen: set[Path] = set()
-
-    def add(p: Path) -> None:
-        try:
-            r = p.resolve()
-        except OSError:
-            return
-        if r in seen or not r.is_file() or not r.is_relative_to(root):
-            return
-        seen.add(r)
-        out.append(r)
-
-    for name in ("MEMORY.md", "memory.md"):
-        add(root / name)
-    mdir = root / "memory"
-    if mdir.is_dir():
-        for p in sorted(mdir.rglob("*.md")):
-            add(p)
-    return out
 
 
 def _is_memory_path(root: Path, p: Path) -> bool:
@@ -195,7 +174,26 @@ async def _memory_search(ctx: ToolContext, args: dict) -> str:
     if not query:
         raise ToolError("query is empty")
     max_results = arg_int(args, "max_results", 10, minimum=1) or 10
+    if ctx.memory is not None:  # by words and meaning (bot/memory)
+        found = await ctx.memory.search(
+            query, min(max_results, 100), session=ctx.session_key, trust=ctx.trust
+        )
+        return _found_text(query, found)
     return await asyncio.to_thread(_search, ctx.file_root, query, min(max_results, 100))
+
+
+def _found_text(query: str, found: Any) -> str:
+    note = f"\n(searched by words only: {found.words_only})" if found.words_only else ""
+    if not found.files:
+        return "No memory files yet (MEMORY.md or memory/*.md)."
+    if not found.hits:
+        s = "s" if found.files != 1 else ""
+        return f"No matches for {query!r} in {found.files} memory file{s}.{note}"
+    out = []
+    for h in found.hits:
+        where = f"{h.path}:{h.start}" if h.start == h.end else f"{h.path}:{h.start}-{h.end}"
+        out.append(f"{where} (score {h.score:.3g}): {h.snippet[:400]}")
+    return "\n".join(out) + note
 
 
 def _get(workspace: Path, path: str, start: int, count: int | None) -> str:

@@ -1,0 +1,278 @@
+"""One agent's memory index: its memory files (``MEMORY.md``, ``memory/**/*.md``) in
+chunks, in the state database (bot/store/memory_index.py), searched by words and meaning.
+
+- :meth:`MemoryIndex.sync_files` (a worker thread) stats the files and re-chunks only those
+  whose size or mtime changed; a file that is gone leaves the index.  Cheap when nothing
+  changed, so every search runs it first: what a search returns is never older than the
+  files.
+- :meth:`MemoryIndex.embed_missing` embeds each chunk text that has no vector for the
+  configured model yet, in batches through the gate (an unchanged text is never embedded
+  again: vectors are keyed by the text's SHA-256 and the model).  When every text has one,
+  vectors of texts that are gone and of an older model are dropped.
+- :meth:`MemoryIndex.start` runs both in the background, every ``poll`` seconds, so new and
+  changed files are indexed within seconds; a turn never waits for it.
+- :meth:`MemoryIndex.search`: BM25 and cosine, fused and diversified (bot/memory/search.py).
+  The query's own embedding is the only model call a search makes; when it cannot be made
+  (the endpoint down, the budget spent) the search is by words only and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.memory.chunks import chunk_lines
+from bot.memory.embed import Embedder, Unavailable
+from bot.memory.files import MAX_FILE_BYTES, memory_files, relative
+from bot.memory.search import Vectors, dot, fts_query, mmr, rrf, to_blob, top, unit, word_overlap
+from bot.model import BudgetRefused
+from bot.store.memory_index import ChunkRow, IndexStatus, MemoryTables
+
+log = logging.getLogger("chela.memory")
+
+POLL = 2.0  # seconds between two looks at the memory files
+CANDIDATES = 50  # per ranking, before fusion
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start: int
+    end: int
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True)
+class Found:
+    hits: list[Hit]
+    files: int  # memory files searched
+    words_only: str = ""  # why meaning was not used ("" = it was)
+
+
+@dataclass
+class _Cache:
+    """The agent's chunk rows and vectors as of one generation of its index."""
+
+    generation: int = -1
+    chunks: list[ChunkRow] = field(default_factory=list)
+    vectors: Vectors = field(default_factory=Vectors)
+
+
+class MemoryIndex:
+    def __init__(
+        self,
+        agent: str,
+        workspace: Path,
+        db_path: Path | str,
+        embedder: Embedder | None,
+        *,
+        poll: float = POLL,
+    ) -> None:
+        self.agent = agent
+        self.workspace = Path(workspace)
+        self.embedder = embedder
+        self.poll = poll
+        self.tables = MemoryTables(db_path)
+        self.lock = threading.Lock()  # one user of the connection at a time
+        self._cache = _Cache()
+        self._task: asyncio.Task[None] | None = None
+        self._refreshing = asyncio.Lock()
+
+    @property
+    def model(self) -> str:
+        return self.embedder.model if self.embedder is not None else ""
+
+    # -- indexing -----------------------------------------------------------------------
+    def sync_files(self) -> int:
+        """Re-chunk the files that changed, drop the ones that are gone: the number of
+        files whose chunks changed."""
+        root = self.workspace.resolve()
+        files = memory_files(root)
+        with self.lock:
+            known = self.tables.files(self.agent)
+            seen: set[str] = set()
+            changed = 0
+            for f in files:
+                rel = relative(root, f)
+                seen.add(rel)
+                try:
+                    st = f.stat()
+                except OSError:
+                    continue
+                stat = (st.st_mtime_ns, st.st_size)
+                if known.get(rel) == stat:
+                    continue
+                lines = _read_lines(f, st.st_size)
+                if lines is None:
+                    continue
+                rows = [(c.start, c.end, c.sha, c.text) for c in chunk_lines(lines)]
+                self.tables.replace_file(self.agent, rel, stat, rows)
+                changed += 1
+            for rel in set(known) - seen:
+                self.tables.remove_file(self.agent, rel)
+                changed += 1
+            if not changed:
+                self.tables.touch(self.agent)
+            return changed
+
+    async def embed_missing(self, *, force: bool = False) -> int:
+        """Embed the chunk texts without a vector for the model: how many were embedded.
+        Raises ``BudgetRefused`` / ``Unavailable`` (nothing is lost: the next call goes on)."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model
+        if force:
+            await self._locked(self.tables.forget_vectors, self.agent, model)
+        todo = await self._locked(self.tables.unembedded, self.agent, model)
+        done = 0
+        for i in range(0, len(todo), self.embedder.batch):
+            part = todo[i : i + self.embedder.batch]
+            vecs = await self.embedder.vectors([t for _, t in part], trust="owner", session="")
+            rows = [(sha, to_blob(v)) for (sha, _), v in zip(part, vecs, strict=True)]
+            await self._locked(self.tables.put_vectors, self.agent, model, rows)
+            done += len(part)
+        status = await self._locked(self.tables.status, self.agent, model)
+        if status.vectors == status.texts and (status.other_vectors or done):
+            await self._locked(self.tables.prune_vectors, self.agent, model)
+        return done
+
+    async def refresh(self, *, force: bool = False) -> int:
+        """Read the files, then embed what is missing (one refresh at a time)."""
+        async with self._refreshing:
+            await asyncio.to_thread(self.sync_files)
+            return await self.embed_missing(force=force)
+
+    async def _locked(self, fn, *args):  # type: ignore[no-untyped-def]
+        def run():  # type: ignore[no-untyped-def]
+            with self.lock:
+                return fn(*args)
+
+        return await asyncio.to_thread(run)
+
+    def status(self) -> IndexStatus:
+        with self.lock:
+            return self.tables.status(self.agent, self.model)
+
+    # -- the background watch --------------------------------------------------------------
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._watch(), name=f"memory-index:{self.agent}")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await asyncio.to_thread(self._close)
+
+    def _close(self) -> None:
+        with self.lock:
+            self.tables.close()
+
+    async def _watch(self) -> None:
+        budget_said = False
+        while True:
+            try:
+                await self.refresh()
+                budget_said = False
+            except Unavailable:
+                pass  # said once by the embedder; tried again after its pause
+            except BudgetRefused as e:
+                if not budget_said:
+                    log.warning("memory: not embedding new notes for now: %s", e.message)
+                    budget_said = True
+            except Exception:
+                log.exception("memory: indexing the memory files of %s failed", self.agent)
+            await asyncio.sleep(self.poll)
+
+    # -- search -----------------------------------------------------------------------------
+    async def search(self, query: str, limit: int, *, session: str = "", trust: str = "owner") -> Found:
+        files = await asyncio.to_thread(self.sync_files)  # the text is never stale
+        del files
+        qvec: list[float] | None = None
+        why = ""
+        if self.embedder is None:
+            why = "no embedding model is configured"
+        else:
+            try:
+                got = await self.embedder.vectors([query], trust=trust, session=session, timeout=15)
+                qvec = unit(got[0])
+            except BudgetRefused:
+                why = "today's model budget is used up"
+            except Unavailable:
+                why = "the embedding model is unavailable"
+        return await asyncio.to_thread(self._ranked, query, qvec, limit, why)
+
+    def _ranked(self, query: str, qvec: list[float] | None, limit: int, why: str) -> Found:
+        with self.lock:
+            cache = self._fresh_cache()
+            match = fts_query(query)
+            words = self.tables.full_text(self.agent, match, CANDIDATES) if match else []
+            count = len(self.tables.files(self.agent))
+            by_meaning = self._by_meaning(cache, qvec) if qvec is not None else []
+            fused = rrf([[i for i, _, _ in words], by_meaning])
+            pool = top(fused, max(limit * 3, 10))
+            bodies = self.tables.bodies(self.agent, pool)
+        rows = {c.id: c for c in cache.chunks}
+        snippets = {i: s for i, _, s in words}
+
+        def similar(a: int, b: int) -> float:
+            va, vb = (cache.vectors.get(rows[x].sha) if x in rows else None for x in (a, b))
+            if va is not None and vb is not None:
+                return dot(va, vb)
+            return word_overlap(bodies.get(a, ""), bodies.get(b, ""))
+
+        chosen = mmr({i: fused[i] for i in pool if i in bodies}, similar, limit)
+        hits = [
+            Hit(
+                rows[i].path if i in rows else "?",
+                rows[i].start if i in rows else 0,
+                rows[i].end if i in rows else 0,
+                fused[i],
+                " ".join((snippets.get(i) or bodies[i][:300]).split()),
+            )
+            for i in chosen
+            if i in rows
+        ]
+        if qvec is not None and not cache.vectors and not why:
+            why = "no note has been embedded yet"
+        return Found(hits, count, why)
+
+    def _by_meaning(self, cache: _Cache, qvec: Sequence[float]) -> list[int]:
+        vecs = cache.vectors
+        if not vecs or not cache.chunks:
+            return []
+        by_sha = dict(zip(vecs.shas, vecs.scores(qvec), strict=True))
+        scored = {c.id: by_sha[c.sha] for c in cache.chunks if c.sha in by_sha}
+        return top(scored, CANDIDATES)
+
+    def _fresh_cache(self) -> _Cache:
+        """The cache, brought to the index's current generation (only new vectors read)."""
+        gen = self.tables.generation(self.agent)
+        cache = self._cache
+        if gen == cache.generation:
+            return cache
+        chunks = self.tables.chunk_rows(self.agent)
+        have = self.tables.vector_shas(self.agent, self.model) if self.model else set()
+        wanted = have & {c.sha for c in chunks}
+        old = set(cache.vectors.shas)
+        added = self.tables.vectors(self.agent, self.model, wanted - old) if wanted - old else []
+        cache.vectors.update(added, old - wanted)
+        cache.chunks, cache.generation = chunks, gen
+        return cache
+
+
+def _read_lines(path: Path, size: int) -> list[str] | None:
+    if size > MAX_FILE_BYTES:
+        return []
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None

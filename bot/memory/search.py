@@ -1,0 +1,155 @@
+"""Ranking memory by words and by meaning: vectors as float32 blobs, cosine similarity over
+all of an agent's vectors, reciprocal rank fusion of the two rankings, then maximal marginal
+relevance so near-duplicates (overlapping chunks, the same note twice) do not fill the list.
+Pure: data in, data out.
+
+Cosine similarity is a dot product of unit vectors (they are normalised once, when stored).
+With numpy importable the dot products are one matrix-vector product; without it a plain
+loop over ``array('f')`` rows (bench/memory_bench.py measures both).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from array import array
+from collections.abc import Callable, Sequence
+from operator import mul
+from typing import Any
+
+try:  # optional: ~50x faster cosine over thousands of vectors (bench/memory_bench.py)
+    import numpy as _np
+except ImportError:  # pragma: no cover - the plain loop below serves
+    _np = None
+
+RRF_K = 60  # the usual constant of reciprocal rank fusion
+MMR_LAMBDA = 0.7  # relevance against diversity
+_TERM = re.compile(r"\w+", re.UNICODE)
+
+
+# words that say nothing of a note's subject: left out of the full-text query (unless the
+# query has nothing else), so "when is the party for the kid" does not rank every note that
+# has "the" or "for" above the one the meaning points to
+STOP_WORDS = frozenset(
+    "a an and any are as at be been but by can could did do does for from had has have he her"
+    " here his how i if in into is it its me my not of on or our she so than that the their"
+    " them then there these they this those to was we were what when where which who whom"
+    " why will with would you your".split()
+)
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 expression matching any word of ``text`` but stop words ("" when it has no
+    word)."""
+    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(text)))
+    terms = [t for t in terms if t not in STOP_WORDS] or terms
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def unit(vec: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vec))
+    return [x / norm for x in vec] if norm else list(vec)
+
+
+def to_blob(vec: Sequence[float]) -> bytes:
+    """A unit vector as float32 bytes (the stored form)."""
+    return array("f", unit(vec)).tobytes()
+
+
+def from_blob(blob: bytes) -> array:
+    out = array("f")
+    out.frombytes(blob)
+    return out
+
+
+class Vectors:
+    """The vectors of one agent and model, by text SHA-256, ready for cosine."""
+
+    def __init__(self, rows: Sequence[tuple[str, bytes]] = ()) -> None:
+        self.shas: list[str] = []
+        self.row: dict[str, int] = {}
+        self._rows: list[array] = []
+        self._matrix: Any = None
+        self.update(rows, set())
+
+    def __len__(self) -> int:
+        return len(self.shas)
+
+    def update(self, added: Sequence[tuple[str, bytes]], removed: set[str]) -> None:
+        keep = [(s, v) for s, v in zip(self.shas, self._rows, strict=True) if s not in removed]
+        keep += [(s, from_blob(b)) for s, b in added if s not in self.row or s in removed]
+        self.shas = [s for s, _ in keep]
+        self._rows = [v for _, v in keep]
+        self.row = {s: i for i, s in enumerate(self.shas)}
+        self._matrix = None
+        if _np is not None and self._rows:
+            dims = {len(v) for v in self._rows}
+            if len(dims) == 1:
+                self._matrix = _np.frombuffer(
+                    b"".join(v.tobytes() for v in self._rows), dtype=_np.float32
+                ).reshape(len(self._rows), dims.pop())
+
+    def get(self, sha: str) -> array | None:
+        i = self.row.get(sha)
+        return None if i is None else self._rows[i]
+
+    def scores(self, query: Sequence[float]) -> list[float]:
+        """Cosine similarity of the unit vector ``query`` to every vector, in ``shas`` order
+        (a vector of another length scores 0)."""
+        if self._matrix is not None and self._matrix.shape[1] == len(query):
+            q = _np.asarray(query, dtype=_np.float32)
+            return (self._matrix @ q).tolist()  # type: ignore[no-any-return]
+        q = array("f", query)
+        n = len(q)
+        return [sum(map(mul, q, v)) if len(v) == n else 0.0 for v in self._rows]
+
+
+def top(scored: dict[int, float], limit: int) -> list[int]:
+    """The ``limit`` best ids, ties by id."""
+    return sorted(scored, key=lambda i: (-scored[i], i))[:limit]
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
+    """Reciprocal rank fusion: each id scores the sum of 1 / (k + rank) over the rankings."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, 1):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def mmr(
+    relevance: dict[int, float],
+    similarity: Callable[[int, int], float],
+    limit: int,
+    lam: float = MMR_LAMBDA,
+) -> list[int]:
+    """Maximal marginal relevance: repeatedly take the candidate whose relevance (scaled to
+    0..1) least overlaps what was taken already."""
+    if not relevance:
+        return []
+    best = max(relevance.values())
+    rel = {i: s / best for i, s in relevance.items()} if best > 0 else dict(relevance)
+    left = top(rel, len(rel))
+    taken: list[int] = []
+    while left and len(taken) < limit:
+
+        def gain(i: int) -> float:
+            seen = max((similarity(i, j) for j in taken), default=0.0)
+            return lam * rel[i] - (1 - lam) * seen
+
+        pick = max(left, key=lambda i: (gain(i), -left.index(i)))
+        taken.append(pick)
+        left.remove(pick)
+    return taken
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard similarity of two texts' word sets (for chunks without vectors)."""
+    wa = {t.lower() for t in _TERM.findall(a)}
+    wb = {t.lower() for t in _TERM.findall(b)}
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
+def dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(map(mul, a, b)) if len(a) == len(b) else 0.0
