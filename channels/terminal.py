@@ -3,21 +3,21 @@
 Interactive use (:func:`chat_loop`) reads lines with prompt_toolkit (line editing, history;
 Alt-Enter or Esc-Enter inserts a newline, Enter sends), shows a small "thinking" indicator
 while a turn runs, and maps Ctrl-C to "cancel the turn in progress", at the prompt to "clear
-the line", or on an empty line to "quit now".  ``exit``, ``quit``, ``/exit`` and ``/quit``
-end the chat; a slash command the core does not know gets a hint here, never a model call.
+the line", or on an empty line to "quit now"; ``/stop`` typed while a reply is written
+stops it as Ctrl-C does.  ``exit``, ``quit``, ``/exit`` and ``/quit`` end the chat; every
+other slash command goes to the core, which answers an unknown one itself (never the model).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
-import re
+import os
 import signal
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol, TextIO
 
@@ -25,13 +25,12 @@ from channels.base import Capabilities, Channel, InboundMessage, InboundSink, Ou
 
 SPINNER = "|/-\\"
 QUIT_WORDS = ("exit", "quit", "/exit", "/quit")
+STOP_WORD = "/stop"
 CHAT_HELP = (
     "/quit or /exit (or exit, quit, Ctrl-D): end the chat\n"
     "Alt-Enter or Esc-Enter: new line; Enter: send; Ctrl-C: clear the line, cancel a reply, "
-    "or quit on an empty line"
+    "or quit on an empty line; /stop while a reply is written: stop it"
 )
-# "/name" or "/name@bot" then arguments: a command; "/etc/hosts ..." is text
-_COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:@\S*)?(?:\s.*)?", re.DOTALL)
 
 
 class View(Protocol):
@@ -39,22 +38,6 @@ class View(Protocol):
 
     def reply(self, text: str) -> None: ...
     def end(self) -> None: ...
-
-
-def unknown_command(line: str, commands: Sequence[str]) -> str | None:
-    """The hint for a slash command that is not in ``commands`` (nor a way to quit), or
-    None when the line is to be sent."""
-    m = _COMMAND.fullmatch(line.strip())
-    if m is None or not commands:
-        return None
-    name = m.group(1).lower()
-    if name in commands or f"/{name}" in QUIT_WORDS:
-        return None
-    known = [*commands, "quit", "exit"]
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" Did you mean /{close[0]}?" if close else ""
-    listed = " ".join(f"/{c}" for c in known)
-    return f"Unknown command /{name}.{hint} Commands: {listed}"
 
 
 class Thinking:
@@ -102,6 +85,7 @@ class TerminalChannel(Channel):
         self.last_message: InboundMessage | None = None
         self._sink: InboundSink | None = None
         self._waiting: dict[str, asyncio.Future] = {}
+        self.typeahead: list[str] = []  # lines typed while a turn ran: sent next
 
     async def start(self, sink: InboundSink) -> None:
         self._sink = sink
@@ -187,18 +171,60 @@ def _session(history: Path | None):
     )
 
 
+def _typed_lines(on_line: Callable[[str], None]) -> Callable[[], None]:
+    """Call ``on_line`` with each line typed on the terminal while a turn runs (the
+    terminal is in line mode then: a line arrives when Enter is pressed); returns the undo."""
+    loop = asyncio.get_running_loop()
+    try:
+        fd = sys.stdin.fileno()
+    except (OSError, ValueError):
+        return lambda: None
+    if not os.isatty(fd):
+        return lambda: None
+    pending = bytearray()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b""
+        if not data:  # end of input: nothing more to watch
+            loop.remove_reader(fd)
+            return
+        pending.extend(data.replace(b"\r", b"\n"))
+        while b"\n" in pending:
+            line, _, rest = bytes(pending).partition(b"\n")
+            pending[:] = rest
+            on_line(line.decode("utf-8", "replace"))
+
+    loop.add_reader(fd, readable)
+    return lambda: loop.remove_reader(fd)
+
+
 async def _turn(
     term: TerminalChannel,
     line: str,
     on_cancel: Callable[[InboundMessage], Awaitable[None]] | None,
 ) -> None:
-    """Send one line and wait for its end; Ctrl-C meanwhile cancels it."""
+    """Send one line and wait for its end; Ctrl-C or a typed ``/stop`` meanwhile cancels
+    it (other lines typed meanwhile are sent next)."""
     out = term.out
     loop = asyncio.get_running_loop()
     turn = asyncio.ensure_future(term.ask(line))
     term.thinking = Thinking(out)
     term.thinking.start()
     loop.add_signal_handler(signal.SIGINT, turn.cancel)
+    stopped = False
+
+    def typed(text: str) -> None:
+        nonlocal stopped
+        if text.strip().lower() == STOP_WORD:
+            stopped = True
+            turn.cancel()
+        elif text.strip():
+            term.typeahead.append(text)
+
+    unwatch = _typed_lines(typed)
     try:
         await turn
     except asyncio.CancelledError:
@@ -208,10 +234,11 @@ async def _turn(
         term.thinking.stop()
         if term.view is not None:
             term.view.end()
-        print("(cancelled)", file=out, flush=True)
+        print("Stopped." if stopped else "(cancelled)", file=out, flush=True)
         if on_cancel is not None and term.last_message is not None:
             await on_cancel(term.last_message)
     finally:
+        unwatch()
         loop.remove_signal_handler(signal.SIGINT)
         term.thinking.stop()
         term.thinking = None
@@ -225,47 +252,40 @@ async def chat_loop(
     history: Path | None = None,
     banner: str = "",
     on_cancel: Callable[[InboundMessage], Awaitable[None]] | None = None,
-    commands: Sequence[str] = (),
 ) -> int:
     """Interactive chat on a terminal until Ctrl-D, exit/quit or Ctrl-C on an empty line.
-    ``commands`` are the core's command names: another ``/name`` gets a hint, not a turn."""
+    Slash commands go to the core like any line (it answers an unknown one itself)."""
     out = term.out
     session = _session(history)
     if banner:
         print(banner, file=out, flush=True)
     while True:
-        try:
-            line = await session.prompt_async("you> ")
-        except (KeyboardInterrupt, EOFError):
-            print(file=out, flush=True)
-            return 0
+        if term.typeahead:  # typed while the last reply was written
+            line = term.typeahead.pop(0)
+            print(f"you> {line}", file=out, flush=True)
+        else:
+            try:
+                line = await session.prompt_async("you> ")
+            except (KeyboardInterrupt, EOFError):
+                print(file=out, flush=True)
+                return 0
         text = line.strip()
         if text.lower() in QUIT_WORDS:
             return 0
         if not text:
-            continue
-        hint = unknown_command(text, commands)
-        if hint is not None:
-            print(hint, file=out, flush=True)
             continue
         await _turn(term, line, on_cancel)
         if text.lower() == "/help":
             print(CHAT_HELP, file=out, flush=True)
 
 
-async def line_loop(
-    term: TerminalChannel, stream: TextIO | None = None, commands: Sequence[str] = ()
-) -> int:
-    """Non-terminal input (a pipe): one message per line, no prompt; an unknown command
-    gets its hint rather than a turn."""
+async def line_loop(term: TerminalChannel, stream: TextIO | None = None) -> int:
+    """Non-terminal input (a pipe): one message per line, no prompt."""
     stream = stream or sys.stdin
     loop = asyncio.get_running_loop()
     while True:
         line = await loop.run_in_executor(None, stream.readline)
         if not line:
             return 0
-        hint = unknown_command(line, commands)
-        if hint is not None:
-            print(hint, file=term.out, flush=True)
-        elif line.strip():
+        if line.strip():
             await term.ask(line.rstrip("\n"))

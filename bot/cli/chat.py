@@ -49,6 +49,57 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int:
+    """The chat: a client of the daemon running on this state dir (one scheduler, one
+    outbox, one set of sessions), else its own core in this process."""
+    from bot.cli.chat_client import find_daemon
+
+    info, endpoint = await find_daemon(cfg)
+    if endpoint is not None:
+        return await _remote(cfg, args, interactive, endpoint)
+    return await _local(cfg, args, interactive, info)
+
+
+def _banner(cfg: Config, args: argparse.Namespace, where: str) -> str:
+    log_file = cfg.agent.state_dir / "chat.log"
+    return (
+        f"Chela chat ({cfg.agent.model}{where}). /help for commands; Alt-Enter for a "
+        f"new line; Ctrl-C or /stop cancels a reply, Ctrl-C clears the line or quits on an "
+        f"empty one; Ctrl-D quits. Logs: {log_file}"
+    )
+
+
+async def _remote(cfg: Config, args: argparse.Namespace, interactive: bool, endpoint) -> int:
+    """Every turn runs in the running daemon, over its loopback HTTP API."""
+    from bot.cli.chat_client import DaemonClient
+    from channels.terminal import TerminalChannel, chat_loop, line_loop
+
+    term = TerminalChannel()
+    failures: list[str] = []
+    client = DaemonClient(endpoint, term, failures)
+    await term.start(client.sink)
+    said = f"connected to the running daemon (pid {endpoint.pid})"
+    try:
+        if args.message is not None:
+            return await _one_message(term, args.message, failures, cfg)
+        if not interactive:
+            print(f"chela: {said}", file=sys.stderr, flush=True)
+            await line_loop(term)
+            return 1 if failures else 0
+        client.view = term.view = _view(term, cfg)
+        rc = await chat_loop(
+            term,
+            history=cfg.agent.state_dir / "chat_history",
+            banner=_banner(cfg, args, f"; {said}"),
+            on_cancel=client.stop,
+        )
+        await client.close()
+        quick_exit(rc)
+    finally:
+        await client.close()
+
+
+async def _local(cfg: Config, args: argparse.Namespace, interactive: bool, info) -> int:
+    """Turns run in this process; jobs it adds are stored for the daemon (never run here)."""
     from bot.app.daemon import Daemon
     from channels.terminal import TerminalChannel, chat_loop, line_loop
 
@@ -73,22 +124,22 @@ async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int
         if args.message is not None:
             return await _one_message(term, args.message, failures, cfg)
         if not interactive:
-            await line_loop(term, commands=_command_names())
+            await line_loop(term)
             return 1 if failures else 0
-        log_file = cfg.agent.state_dir / "chat.log"
-        banner = (
-            f"Chela chat ({cfg.agent.model}). /help for commands; Alt-Enter for a new line; "
-            f"Ctrl-C cancels a reply, clears the line or quits on an empty one; Ctrl-D quits. "
-            f"Logs: {log_file}"
-        )
+        where = ""
+        if info is not None:  # a daemon without its HTTP API: it runs the jobs added here
+            where = (
+                f"; the daemon (pid {info.get('pid')}) runs without its HTTP API, so this "
+                "chat runs here and the daemon runs the jobs it adds"
+            )
         with _shown(daemon, term, cfg):
             rc = await chat_loop(
                 term,
                 history=cfg.agent.state_dir / "chat_history",
-                banner=banner,
+                banner=_banner(cfg, args, where),
                 on_cancel=cancelled,
-                commands=_command_names(),
             )
+
         await daemon.stop()
         # quit now: prompt_toolkit may still hold a worker thread reading the terminal
         quick_exit(rc)
@@ -96,16 +147,8 @@ async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int
         await daemon.stop()
 
 
-def _command_names() -> list[str]:
-    from bot.conversation.commands import menu
-
-    return [name for name, _ in menu()]
-
-
-@contextlib.contextmanager
-def _shown(daemon, term, cfg: Config) -> Iterator[None]:
-    """The terminal shows each turn as it runs: a :class:`ChatView` fed the conversation's
-    turn events for the chat's session, and the delivered replies."""
+def _view(term, cfg: Config):
+    """The chat's view on a terminal; writing to it hides the thinking indicator."""
     from bot.cli.chat_render import ChatView
 
     def quiet() -> None:
@@ -116,7 +159,14 @@ def _shown(daemon, term, cfg: Config) -> Iterator[None]:
         if term.thinking is not None:
             term.thinking.start()
 
-    view = ChatView(term.out, tty=True, secrets=cfg.secret_values(), quiet=quiet, busy=busy)
+    return ChatView(term.out, tty=True, secrets=cfg.secret_values(), quiet=quiet, busy=busy)
+
+
+@contextlib.contextmanager
+def _shown(daemon, term, cfg: Config) -> Iterator[None]:
+    """The terminal shows each turn as it runs: a :class:`ChatView` fed the conversation's
+    turn events for the chat's session, and the delivered replies."""
+    view = _view(term, cfg)
     hub = getattr(daemon.conversation, "events", None)
     if hub is None:  # a conversation without turn events: replies only
         term.view = view

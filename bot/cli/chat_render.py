@@ -46,8 +46,23 @@ def _terminal_size() -> tuple[int, int]:
     return cols, lines
 
 
+def hard_breaks(text: str) -> str:
+    """Every line break kept, as Telegram and the Control UI keep them: Markdown joins the
+    lines of a paragraph, so ``/help``'s or ``/status``'s one item per line would print as
+    one run-on paragraph.  Lines inside code fences are left as they are."""
+    lines = text.split("\n")
+    fenced = False
+    for i, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        if not fenced and line.strip() and lines[i + 1].strip() and not line.endswith("  "):
+            lines[i] = line + "  "
+    return "\n".join(lines)
+
+
 def markdown(text: str, width: int) -> str | None:
-    """``text`` rendered for a terminal, or None without ``rich``."""
+    """``text`` rendered for a terminal (every line break kept), or None without ``rich``."""
     try:
         from rich.console import Console
         from rich.markdown import Markdown
@@ -55,7 +70,7 @@ def markdown(text: str, width: int) -> str | None:
         return None
     console = Console(force_terminal=True, width=width, color_system="standard")
     with console.capture() as cap:
-        console.print(Markdown(text))
+        console.print(Markdown(hard_breaks(text)))
     return cap.get()
 
 

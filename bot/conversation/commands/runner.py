@@ -6,6 +6,7 @@ from bot.rules.admission import Verdict, is_owner_sender
 from bot.config import Config
 from bot.conversation.commands.ports import CommandPorts
 from bot.conversation.commands.table import COMMANDS, CommandSpec
+from bot.conversation.commands.unknown import UNKNOWN, unknown_word
 from bot.conversation.types import CommandCall, Replies
 from channels.base import InboundMessage
 
@@ -17,16 +18,21 @@ def parse_command(text: str) -> tuple[str, str] | None:
         return None
     first, _, rest = text.partition(" ")
     name = first[1:].split("@", 1)[0].lower()
-    return (name, rest.strip()) if name in COMMANDS else None
+    return (name, rest.strip()) if name in COMMANDS and name != UNKNOWN else None
 
 
 def command_call(
     msg: InboundMessage, cfg: Config, key: str, verdict: Verdict, *, on_arrival: bool
 ) -> CommandCall | None:
-    """The command an admitted message is, or None for ordinary text."""
+    """The command an admitted message is, or None for ordinary text.  A ``/word`` that
+    is no command is the unknown command (its answer says so), in a group only when it is
+    addressed to this bot (``/word@thisbot`` or a mention)."""
     parsed = parse_command(msg.text)
     if parsed is None:
-        return None
+        word = unknown_word(msg.text, COMMANDS)
+        if word is None or (msg.chat_type == "group" and not msg.mentioned):
+            return None
+        parsed = (UNKNOWN, word)
     name, args = parsed
     owner = is_owner_sender(msg, cfg)
     return CommandCall(name, args, msg, key, verdict, owner=owner, on_arrival=on_arrival)

@@ -11,6 +11,7 @@ from typing import Literal
 from bot.conversation.commands import approvals, controls, cron, pair, session, usage
 from bot.conversation.commands.help import help_text
 from bot.conversation.commands.ports import CommandPorts, Handler
+from bot.conversation.commands.unknown import UNKNOWN, unknown_answer
 from bot.conversation.types import CommandCall
 
 Where = Literal["any", "group", "direct"]
@@ -29,7 +30,11 @@ class CommandSpec:
 
 
 async def _help(call: CommandCall, ports: CommandPorts) -> str:
-    return help_text(COMMANDS.values(), call.owner)
+    return help_text(TABLE, call.owner)
+
+
+async def _unknown(call: CommandCall, ports: CommandPorts) -> str:
+    return unknown_answer(call.args, TABLE, call.owner)
 
 
 TABLE: tuple[CommandSpec, ...] = (
@@ -115,6 +120,8 @@ TABLE: tuple[CommandSpec, ...] = (
 )
 
 COMMANDS: dict[str, CommandSpec] = {c.name: c for c in TABLE}
+# a /word that is no command: the same answer everywhere (not in /help nor the menu)
+COMMANDS[UNKNOWN] = CommandSpec(UNKNOWN, "", "an unknown command", _unknown)
 
 
 def menu() -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ from bot.conversation.commands import (
     run_command,
 )
 from bot.conversation.commands.help import help_text
+from bot.conversation.commands.unknown import UNKNOWN
 from bot.conversation.types import CommandCall, Replies
 from bot.store import Store
 from channels.base import InboundMessage
@@ -200,8 +201,8 @@ async def test_usage_answers_a_guest(ports):
 async def test_help_lists_per_sender_from_the_table(ports):
     owner = await answer(call("/help", OWNER, "direct"), ports)
     guest = await answer(call("/help", STRANGER, "group"), ports)
-    assert owner == help_text(COMMANDS.values(), owner=True)
-    assert guest == help_text(COMMANDS.values(), owner=False)
+    assert owner == help_text(TABLE, owner=True)
+    assert guest == help_text(TABLE, owner=False)
     assert guest.splitlines() == [
         "Commands:",
         "/new or /reset: start a fresh conversation",
@@ -234,8 +235,28 @@ def test_parse_command(text, parsed):
     assert parse_command(text) == parsed
 
 
-def test_an_unknown_command_is_ordinary_text():
-    msg = message("/nope do it", OWNER, "direct")
+async def test_an_unknown_command_is_answered_by_the_core_not_the_model(ports):
+    got = await answer(call("/stauts", OWNER, "direct"), ports)
+    lines = got.splitlines()
+    assert lines[0] == "Unknown command /stauts. Did you mean /status?"
+    assert lines[1].startswith("Commands: /new /reset /status") and "/cron" in lines[1]
+    guest = await answer(call("/nope do it", STRANGER, "direct"), ports)
+    assert guest.startswith("Unknown command /nope.") and "/cron" not in guest  # theirs only
+
+
+def test_an_unknown_command_in_a_group_is_answered_only_when_addressed():
+    verdict = Verdict("serve", "guest")
+    plain = message("/stauts", STRANGER, "group")
+    assert command_call(plain, CFG, "k", verdict, on_arrival=True) is None  # not to us
+    addressed = message("/stauts@chela_bot", STRANGER, "group")
+    addressed.mentioned = True  # the channel says this bot was named (/cmd@thisbot)
+    made = command_call(addressed, CFG, "k", verdict, on_arrival=True)
+    assert made is not None and made.args == "stauts"
+
+
+@pytest.mark.parametrize("text", ["/etc/hosts is missing", "hello /status", "/", "/ 12"])
+def test_text_with_a_slash_is_not_a_command(text):
+    msg = message(text, OWNER, "direct")
     assert command_call(msg, CFG, "k", Verdict("serve", "owner"), on_arrival=True) is None
 
 
@@ -248,7 +269,9 @@ async def test_an_unknown_name_is_not_answered(ports):
 # ------------------------------------------------------------------------------- menu
 def test_the_menu_is_the_table():
     assert menu() == [(s.name, s.help) for s in TABLE]
-    assert [name for name, _ in menu()] == list(COMMANDS) == [s.name for s in TABLE]
+    listed = [s.name for s in TABLE]
+    assert [name for name, _ in menu()] == listed
+    assert [n for n in COMMANDS if n != UNKNOWN] == listed  # the unknown answer is no command
     for name, description in menu():  # what Telegram's setMyCommands accepts
         assert re.fullmatch(r"[a-z0-9_]{1,32}", name)
         assert 3 <= len(description) <= 256
