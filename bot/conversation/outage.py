@@ -3,7 +3,7 @@
 A chat turn that fails because no model answered (``LLMError`` kind ``down``: no
 connection, timeouts, 5xx, 429 after the client's retries and fallbacks) is not answered
 with an error: its message is held (``bot.store.pending``), its chat gets one notice per
-outage, and the outage begins.  While it lasts, the run stage asks :meth:`Outage.held`
+outage, and the outage begins.  While it lasts, the run stage asks :meth:`Outage.kept`
 before each chat turn and does not call the model (a held message is not retried one by
 one).  :meth:`Outage.watch`, a task of the daemon, probes the model with a minimal request
 through the model gate, waiting longer after each failure (``[outage] probe_initial`` up to
@@ -12,7 +12,8 @@ order on the session's lane, as if they had just arrived.  A message held longer
 ``max_wait`` is not answered late: its chat gets one line saying so.  Commands are not
 turns, so they work throughout; ``/new`` drops the session's held messages.
 
-Turns of the HTTP API are never held (their caller waits for an answer), nor are
+Turns of the HTTP API and of the Control UI's chat are never held (their caller waits for
+an answer), nor are
 scheduled turns: the heartbeat is skipped while the model is down (its ledger says
 ``model down``), cron runs as it always did.
 """
@@ -43,6 +44,9 @@ DOWN = "down"  # the LLMError kind of a call no model answered
 NOTICE = "I can't reach my model right now; I'll answer this as soon as it's back."
 PROBE_SESSION = "outage:probe"  # the usage rows of the probes
 PROBE = [{"role": "user", "content": "Reply with OK."}]
+# channels whose caller waits on the answer (the Control UI's chat page): never kept, they
+# get the error as before
+WAITING_CALLERS = ("web",)
 
 
 def expired_line(max_wait: str) -> str:
@@ -101,8 +105,10 @@ class Outage:
         """The run stage's question before a turn: the result of a chat turn kept without
         calling the model (the model is known to be down, or an older message of the
         session still waits: none overtakes another), else None."""
-        if msg.api or req.kind != "chat":
+        if msg.api or msg.channel in WAITING_CALLERS or req.kind != "chat":
             return None
+        if req.agent not in ("", self.cfg.agent.id):
+            return None  # another agent's turn: its own model answers, or its own error
         if not (self.down or pending.session_waits(self.store, req.session_key)):
             return None
         return TurnResult(text=NOTICE, to_store=[], error=NOTICE, error_kind=DOWN)
@@ -119,6 +125,8 @@ class Outage:
             return False
         if any(m.get("role") == "assistant" for m in result.to_store):
             return False
+        if pending.agent_of(self.store, inbound_id) not in ("", self.cfg.agent.id):
+            return False  # the probe asks the default agent's models only: told as before
         await _settle_live(outcome.live)
         pending.hold(self.store, inbound_id)
         if not self.down:

@@ -84,6 +84,12 @@ def hold(store: Any, inbound_id: int) -> None:
     )
 
 
+def agent_of(store: Any, inbound_id: int) -> str:
+    """The agent chosen for an inbound message at intake ("" when unknown)."""
+    row = store.db.execute("SELECT agent FROM inbound WHERE id=?", (inbound_id,)).fetchone()
+    return row[0] if row else ""
+
+
 def session_waits(store: Any, session_key: str) -> bool:
     """The session has a message waiting for the model (a newer one must not overtake it)."""
     row = store.db.execute(
