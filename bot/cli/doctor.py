@@ -306,6 +306,10 @@ async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
     out += await asyncio.gather(*model_live, *probes)
     if cfg.mcp.servers:
         out += await check_mcp(cfg)
+    if cfg.mail:  # each [[mail]] account: log in, count the folder
+        from bot.triggers.mail import mail_checks
+
+        out += [Finding("OK" if ok else "FAIL", s, d) for ok, s, d in await mail_checks(cfg)]
     if cfg.channels.http.enabled:
         out.append(check_http_port(cfg, running_daemon(cfg.agent.state_dir)))
     return out

@@ -51,13 +51,25 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     out = [
-        [h.name, f"POST /hooks/{h.name}", h.scheme, h.agent or cfg.agent.id, h.deliver]
-        + [_last(read_log(cfg.db_path, h.name, 1))]
+        [
+            h.name,
+            f"POST /hooks/{h.name}",
+            h.scheme,
+            h.agent or cfg.agent.id,
+            h.deliver,
+            _last(read_log(cfg.db_path, h.name, 1)),
+        ]
         for h in cfg.hooks
     ]
     out += [
-        [f"mail:{m.name}", f"{m.host}:{m.port}/{m.folder}", f"imap ({m.tls})"]
-        + [m.agent or cfg.agent.id, m.deliver, _last(read_log(cfg.db_path, f"mail:{m.name}", 1))]
+        [
+            f"mail:{m.name}",
+            f"{m.host}:{m.port}/{m.folder}",
+            f"imap ({m.tls})",
+            m.agent or cfg.agent.id,
+            m.deliver,
+            _last(read_log(cfg.db_path, f"mail:{m.name}", 1)),
+        ]
         for m in cfg.mail
     ]
     if not out:

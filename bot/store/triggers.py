@@ -93,7 +93,16 @@ class TriggersMixin(Database):
                 return None
             self.db.execute(
                 _INSERT,
-                (event_id, source, delivery_id, "accepted", "pending", json.dumps(payload), now, ""),
+                (
+                    event_id,
+                    source,
+                    delivery_id,
+                    "accepted",
+                    "pending",
+                    json.dumps(payload),
+                    now,
+                    "",
+                ),
             )
         return event_id
 

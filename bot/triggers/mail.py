@@ -14,10 +14,10 @@ searched for UIDs above the stored one."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import imaplib
 import logging
 import re
-import socket
 import ssl
 import threading
 import time
@@ -72,10 +72,8 @@ def connect(spec: MailConfig, user: str, password: str) -> imaplib.IMAP4:
 
 
 def _close(conn: imaplib.IMAP4) -> None:
-    try:
+    with contextlib.suppress(Exception):
         conn.shutdown()
-    except Exception:
-        pass
 
 
 def examine(conn: imaplib.IMAP4, folder: str) -> tuple[int, int, int]:
@@ -106,7 +104,7 @@ def _code(conn: imaplib.IMAP4, name: str) -> int:
 
 
 def new_uids(conn: imaplib.IMAP4, after: int) -> list[int]:
-    typ, data = conn.uid("SEARCH", None, f"UID {after + 1}:*")
+    typ, data = conn.uid("SEARCH", f"UID {after + 1}:*")
     if typ != "OK":
         raise imaplib.IMAP4.error("UID SEARCH failed")
     found = {int(x) for x in (data[0] or b"").split() if x.isdigit()}
@@ -140,18 +138,9 @@ def wait_for_mail(conn: imaplib.IMAP4, stop: threading.Event, seconds: float) ->
     if not first.startswith(b"+"):
         raise imaplib.IMAP4.abort(f"IDLE refused: {first[:80]!r}")
     sock = conn.socket()
-    sock.settimeout(1.0)
-    end = time.monotonic() + seconds
+    sock.settimeout(1.0)  # short reads, so a stop is seen within a second
     try:
-        while time.monotonic() < end and not stop.is_set():
-            try:
-                line = conn.readline()
-            except (TimeoutError, socket.timeout):
-                continue
-            if not line:
-                raise imaplib.IMAP4.abort("the server closed the connection during IDLE")
-            if b"EXISTS" in line or b"RECENT" in line:
-                break
+        _idle_until_news(conn, stop, time.monotonic() + seconds)
     finally:
         sock.settimeout(CONNECT_TIMEOUT)
     conn.send(b"DONE\r\n")
@@ -160,6 +149,18 @@ def wait_for_mail(conn: imaplib.IMAP4, stop: threading.Event, seconds: float) ->
         if not line:
             raise imaplib.IMAP4.abort("the server closed the connection after IDLE")
         if line.startswith(IDLE_TAG + b" "):
+            return
+
+
+def _idle_until_news(conn: imaplib.IMAP4, stop: threading.Event, end: float) -> None:
+    while time.monotonic() < end and not stop.is_set():
+        try:
+            line = conn.readline()
+        except TimeoutError:
+            continue
+        if not line:
+            raise imaplib.IMAP4.abort("the server closed the connection during IDLE")
+        if b"EXISTS" in line or b"RECENT" in line:
             return
 
 
@@ -256,7 +257,9 @@ class MailWatcher:
         mail = render_mail(got.raw, total_size=got.size)
         if not allowed(mail.sender, self.spec.from_allow):
             self.take(validity, got.uid, None, "skipped (from_allow)")
-            log.info("mail %s: uid %d from a sender outside from_allow: skipped", self.name, got.uid)
+            log.info(
+                "mail %s: uid %d from a sender outside from_allow: skipped", self.name, got.uid
+            )
             return
         event_id = self.take(validity, got.uid, {"mail": mail.text}, "accepted")
         if event_id is not None:
@@ -282,3 +285,13 @@ def doctor_check(spec: MailConfig, user: str, password: str) -> tuple[bool, str]
     finally:
         _close(conn)
     return True, f"logged in; {spec.folder} holds {count} message(s)"
+
+
+async def mail_checks(cfg: Any) -> list[tuple[bool, str, str]]:
+    """``chela doctor``'s line per ``[[mail]]`` account: (ok, subject, detail)."""
+    checks = [
+        asyncio.to_thread(doctor_check, m, cfg.secret(m.username_env), cfg.secret(m.password_env))
+        for m in cfg.mail
+    ]
+    results = await asyncio.gather(*checks)
+    return [(ok, f"mail {m.name}", line) for m, (ok, line) in zip(cfg.mail, results, strict=True)]

@@ -169,27 +169,19 @@ async def test_a_huge_attachment_and_malformed_mime_are_one_turn_each(
     assert "still readable" in prompts[1]
 
 
-async def test_doctor_check_names_a_wrong_password(imap):
-    from bot.config.triggers import MailConfig
-    from bot.triggers.mail import doctor_check
+async def test_doctor_logs_in_counts_the_folder_and_names_a_wrong_password(
+    tmp_path, llm, tg, imap, monkeypatch
+):
+    from bot.cli.doctor import doctor
 
-    spec = MailConfig(
-        name="inbox",
-        host="127.0.0.1",
-        port=imap.port,
-        tls="none",
-        username_env="U",
-        password_env="P",
-    )
     imap.add(mail("one"))
     imap.add(mail("two"))
-    ok, line = await _in_thread(doctor_check, spec, imap.user, "wrong")
-    assert not ok and "wrong username or password" in line
-    ok, line = await _in_thread(doctor_check, spec, imap.user, PASSWORD)  # twin
-    assert ok and "INBOX holds 2 message(s)" in line
-
-
-async def _in_thread(fn, *args):
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args)
+    cfg = config(tmp_path, llm, tg, imap, monkeypatch)
+    by = {f.subject: f for f in await doctor(cfg)}
+    assert by["mail inbox"].level == "OK"  # twin: the right password
+    assert "INBOX holds 2 message(s)" in by["mail inbox"].detail
+    monkeypatch.setenv("TEST_IMAP_PASSWORD", "wrong")
+    by = {f.subject: f for f in await doctor(cfg)}
+    assert by["mail inbox"].level == "FAIL"
+    assert "wrong username or password" in by["mail inbox"].detail
+    assert imap.flags() == {1: set(), 2: set()} and imap.changes == []

@@ -131,7 +131,7 @@ class FakeImap:
         if cmd == "NOOP":
             return b"* %d EXISTS\r\n" % len(self.messages) + ok
         if cmd == "LOGIN":
-            user, password = (_args(args) + ["", ""])[:2]
+            user, password = [*_args(args), "", ""][:2]
             accepted = (user, password) == (self.user, self.password)
             self.logins.append((user, accepted))
             state["auth"] = accepted
@@ -148,7 +148,11 @@ class FakeImap:
                 + b"* OK [UIDVALIDITY %d] UIDs valid\r\n" % self.uidvalidity
                 + b"* OK [UIDNEXT %d] next\r\n" % self.next_uid
                 + tag
-                + (b" OK [READ-ONLY] done\r\n" if cmd == "EXAMINE" else b" OK [READ-WRITE] done\r\n")
+                + (
+                    b" OK [READ-ONLY] done\r\n"
+                    if cmd == "EXAMINE"
+                    else b" OK [READ-WRITE] done\r\n"
+                )
             )
         if cmd == "STATUS":
             return (

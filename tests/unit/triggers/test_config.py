@@ -1,0 +1,64 @@
+"""[[hooks]] and [[mail]] config errors name the key; the legitimate twins load."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import parse_config
+from bot.config.load import ConfigError
+
+HTTP = {"channels": {"http": {"enabled": True}}}
+
+
+def load(**extra):
+    return parse_config({**HTTP, **extra})
+
+
+def hook(**kw):
+    return {"name": "gh", "scheme": "github", "secret_env": "T_HOOK", **kw}
+
+
+def box(**kw):
+    base = {"name": "in", "host": "imap.x.org", "username_env": "T_U", "password_env": "T_P"}
+    return {**base, **kw}
+
+
+@pytest.fixture(autouse=True)
+def env(monkeypatch):
+    for k in ("T_HOOK", "T_U", "T_P"):
+        monkeypatch.setenv(k, "v")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"hooks": [hook(scheme="nope")]}, r"hooks\[0\]\.scheme"),
+        ({"hooks": [hook(name="Bad Name")]}, r"hooks\[0\]\.name"),
+        ({"hooks": [hook(), hook()]}, r"hooks\[1\]\.name: 'gh' is used"),
+        ({"hooks": [hook(scheme="hmac")]}, r"hooks\[0\]\.header"),
+        ({"hooks": [hook(agent="ghost")]}, r"hooks\[0\]\.agent: unknown agent"),
+        ({"hooks": [hook(tools=["exec", "nope"])]}, r"hooks\[0\]\.tools: 'nope'"),
+        ({"hooks": [hook(deliver="telegram")]}, r"hooks\[0\]\.deliver"),
+        ({"hooks": [hook(tolerance="0s")]}, r"hooks\[0\]\.tolerance"),
+        ({"mail": [box(tls="none")]}, r"mail\[0\]\.tls: 'none'"),
+        ({"mail": [box(password_env="T_UNSET")]}, r"mail\[0\]\.password_env: .*T_UNSET"),
+    ],
+)
+def test_errors_name_the_key(extra, message):
+    with pytest.raises(ConfigError, match=message):
+        load(**extra)
+
+
+def test_hooks_without_the_http_channel_is_an_error():
+    with pytest.raises(ConfigError, match=r"hooks\[0\]: .*\[channels\.http\]"):
+        parse_config({"hooks": [hook()]})
+
+
+def test_the_twins_load():
+    cfg = load(
+        hooks=[hook(tools=["exec"]), hook(name="h2", scheme="hmac", header="X-Sig")],
+        mail=[box(), box(name="local", host="127.0.0.1", tls="none", from_allow=["@X.org"])],
+    )
+    assert [h.name for h in cfg.hooks] == ["gh", "h2"]
+    assert cfg.mail[1].from_allow == ["@x.org"]
+    assert {"T_HOOK", "T_U", "T_P"} <= set(cfg.secret_env_names())  # redacted from logs
