@@ -22,10 +22,12 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+from bot.fs import FileTooLarge, read_under
 from bot.memory.chunks import chunk_lines
 from bot.memory.embed import Embedder, Unavailable
 from bot.memory.files import MAX_FILE_BYTES, memory_files, relative
@@ -35,6 +37,7 @@ from bot.store.memory_index import ChunkRow, IndexStatus, MemoryTables
 
 log = logging.getLogger("chela.memory")
 
+T = TypeVar("T")
 POLL = 2.0  # seconds between two looks at the memory files
 CANDIDATES = 50  # per ranking, before fusion
 
@@ -108,7 +111,7 @@ class MemoryIndex:
                 stat = (st.st_mtime_ns, st.st_size)
                 if known.get(rel) == stat:
                     continue
-                lines = _read_lines(f, st.st_size)
+                lines = _read_lines(root, f)
                 if lines is None:
                     continue
                 rows = [(c.start, c.end, c.sha, c.text) for c in chunk_lines(lines)]
@@ -148,8 +151,8 @@ class MemoryIndex:
             await asyncio.to_thread(self.sync_files)
             return await self.embed_missing(force=force)
 
-    async def _locked(self, fn, *args):  # type: ignore[no-untyped-def]
-        def run():  # type: ignore[no-untyped-def]
+    async def _locked(self, fn: Callable[..., T], *args: Any) -> T:
+        def run() -> T:
             with self.lock:
                 return fn(*args)
 
@@ -193,7 +196,9 @@ class MemoryIndex:
             await asyncio.sleep(self.poll)
 
     # -- search -----------------------------------------------------------------------------
-    async def search(self, query: str, limit: int, *, session: str = "", trust: str = "owner") -> Found:
+    async def search(
+        self, query: str, limit: int, *, session: str = "", trust: str = "owner"
+    ) -> Found:
         files = await asyncio.to_thread(self.sync_files)  # the text is never stale
         del files
         qvec: list[float] | None = None
@@ -269,10 +274,13 @@ class MemoryIndex:
         return cache
 
 
-def _read_lines(path: Path, size: int) -> list[str] | None:
-    if size > MAX_FILE_BYTES:
-        return []
+def _read_lines(root: Path, path: Path) -> list[str] | None:
+    """The file's lines (none for a file over ``MAX_FILE_BYTES``); None when it cannot be
+    read now (gone, or a link put in its place)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        data = read_under(root, path, MAX_FILE_BYTES)
+    except FileTooLarge:
+        return []
+    except (OSError, ValueError):
         return None
+    return data.decode("utf-8", errors="replace").splitlines()

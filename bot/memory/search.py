@@ -20,7 +20,7 @@ from typing import Any
 try:  # optional: ~50x faster cosine over thousands of vectors (bench/memory_bench.py)
     import numpy as _np
 except ImportError:  # pragma: no cover - the plain loop below serves
-    _np = None
+    _np = None  # type: ignore[assignment]
 
 RRF_K = 60  # the usual constant of reciprocal rank fusion
 MMR_LAMBDA = 0.7  # relevance against diversity
@@ -31,10 +31,77 @@ _TERM = re.compile(r"\w+", re.UNICODE)
 # query has nothing else), so "when is the party for the kid" does not rank every note that
 # has "the" or "for" above the one the meaning points to
 STOP_WORDS = frozenset(
-    "a an and any are as at be been but by can could did do does for from had has have he her"
-    " here his how i if in into is it its me my not of on or our she so than that the their"
-    " them then there these they this those to was we were what when where which who whom"
-    " why will with would you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "here",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -97,8 +164,8 @@ class Vectors:
         """Cosine similarity of the unit vector ``query`` to every vector, in ``shas`` order
         (a vector of another length scores 0)."""
         if self._matrix is not None and self._matrix.shape[1] == len(query):
-            q = _np.asarray(query, dtype=_np.float32)
-            return (self._matrix @ q).tolist()  # type: ignore[no-any-return]
+            scores: list[float] = (self._matrix @ _np.asarray(query, dtype=_np.float32)).tolist()
+            return scores
         q = array("f", query)
         n = len(q)
         return [sum(map(mul, q, v)) if len(v) == n else 0.0 for v in self._rows]

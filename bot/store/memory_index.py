@@ -141,8 +141,7 @@ class MemoryTables:
                     "INSERT INTO memory_fts(rowid, body) VALUES (?, ?)", (cur.lastrowid, body)
                 )
             db.execute(
-                "INSERT OR REPLACE INTO memory_files(agent, path, mtime_ns, size)"
-                " VALUES (?,?,?,?)",
+                "INSERT OR REPLACE INTO memory_files(agent, path, mtime_ns, size) VALUES (?,?,?,?)",
                 (agent, path, stat[0], stat[1]),
             )
 

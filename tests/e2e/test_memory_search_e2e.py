@@ -130,10 +130,18 @@ async def test_unchanged_chunks_are_never_embedded_again_and_an_edit_only_its_ow
         assert "food.md" not in out and "pizza" not in out, out  # removed text leaves
     # chela memory reindex embeds nothing that has its vector; --force embeds all again
     n = len(emb.inputs)
-    assert await asyncio.to_thread(cli_main, ["--config", _toml(cfg, tmp_path), "memory", "reindex"]) == 0
+    assert (
+        await asyncio.to_thread(cli_main, ["--config", _toml(cfg, tmp_path), "memory", "reindex"])
+        == 0
+    )
     assert len(emb.inputs) == n  # every chunk text has its vector: nothing to embed
-    assert await asyncio.to_thread(cli_main, ["--config", _toml(cfg, tmp_path), "memory", "reindex", "--force"]) == 0
-    assert sorted(emb.inputs[n:]) == sorted(first[1:2] + ["# Car\n\nCar sold last week."])
+    assert (
+        await asyncio.to_thread(
+            cli_main, ["--config", _toml(cfg, tmp_path), "memory", "reindex", "--force"]
+        )
+        == 0
+    )
+    assert sorted(emb.inputs[n:]) == sorted([*first[1:2], "# Car\n\nCar sold last week."])
     capsys.readouterr()
 
 
@@ -221,7 +229,10 @@ async def test_two_agents_indexes_never_mix(tmp_path, llm, tg, emb):
         agents={"work": {"workspace": str(tmp_path / "ws-work")}},
         bindings=[{"agent": "work", "channel": "telegram", "chat": str(WORK_OWNER)}],
     )
-    write(tmp_path / "ws-work", {"MEMORY.md": "# Work\n\nQuarterly project meeting with colleagues.\n"})
+    write(
+        tmp_path / "ws-work",
+        {"MEMORY.md": "# Work\n\nQuarterly project meeting with colleagues.\n"},
+    )
     async with running(cfg) as d:
         await indexed(d, "main")
         await indexed(d, "work")

@@ -34,7 +34,31 @@ CONCEPTS: tuple[tuple[str, ...], ...] = (
 )
 OTHER_DIMS = 8
 STOP = frozenset(
-    "a an the is are was on at in of for to and or it its be by with this that what who".split()
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "on",
+        "at",
+        "in",
+        "of",
+        "for",
+        "to",
+        "and",
+        "or",
+        "it",
+        "its",
+        "be",
+        "by",
+        "with",
+        "this",
+        "that",
+        "what",
+        "who",
+    ]
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _CONCEPT_OF = {w: i for i, words in enumerate(CONCEPTS) for w in words}
