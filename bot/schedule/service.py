@@ -32,6 +32,7 @@ log = logging.getLogger("chela.heartbeat")
 
 ON_TIME = 60.0  # seconds late an occurrence still counts as on time
 BUSY_RETRY = 30.0  # a heartbeat that finds the main session busy tries again this much later
+OUTAGE_POLL = 5.0  # a cron job due while the model is down looks again this much later
 
 
 class Conflict(RuntimeError):
@@ -150,11 +151,21 @@ class ScheduleService:
                 if due is None:
                     return
                 await self.clock.sleep_until(due)
-                await self._settle(job, self.clock.now(), at_start=False)
+                waited = await self._model_back(job)
+                await self._settle(job, self.clock.now(), at_start=waited)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("schedule %s: its loop failed", job.name)
+
+    async def _model_back(self, job: Job) -> bool:
+        """A cron job due while the model is down waits for it, then catches up as after
+        the daemon's downtime (True: it waited); the heartbeat is skipped instead."""
+        waited = False
+        while not job.heartbeat and pending.down_since(self.store) is not None:
+            waited = True
+            await self.clock.sleep_until(self.clock.now() + OUTAGE_POLL)
+        return waited
 
     async def _settle(self, job: Job, now: float, *, at_start: bool) -> list[float]:
         """Every occurrence of ``job`` due by ``now`` and not in the ledger yet gets its
