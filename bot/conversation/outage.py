@@ -15,7 +15,8 @@ turns, so they work throughout; ``/new`` drops the session's held messages.
 Turns of the HTTP API and of the Control UI's chat are never held (their caller waits for
 an answer), nor are
 scheduled turns: the heartbeat is skipped while the model is down (its ledger says
-``model down``), cron runs as it always did.
+``model down``), a cron job waits for the model and then catches up as after downtime
+(``bot.schedule.service``).
 """
 
 from __future__ import annotations
