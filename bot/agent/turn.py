@@ -173,10 +173,9 @@ class Agent:
     # ------------------------------------------------------------------ prompt context
     def prompt_context(self, req: TurnRequest) -> PromptContext:
         tools = self._tool_specs[req.trust]
+        tools = tools if req.tools is None else tuple(t for t in tools if t.name in req.tools)
         return prompt_context(self.cfg, req, tools, self._hash_secret, self.runtime)
 
-        if req.tools is not None:  # a trigger turn: exactly its tools
-            tools = tuple(t for t in tools if t.name in req.tools)
     def system_prompt(self, req: TurnRequest) -> str:
         return self.cache.get(self.prompt_context(req)).text
 
@@ -240,10 +239,8 @@ class Agent:
             [{"role": "system", "content": req.after_user_system}] if req.after_user_system else []
         )
         ctx = self.tool_context(req)
-        owner = req.trust == "owner"
-        registry = self.registry if owner else self.guest_registry
-        if req.tools is not None:  # a trigger turn: exactly its tools
-            registry = registry.without(*(n for n in registry.names() if n not in req.tools))
+        registry = self.registry if req.trust == "owner" else self.guest_registry
+        registry = registry if req.tools is None else registry.only(req.tools)  # a trigger turn
         fit = None
         if a.compaction.enabled:
             tools = registry.openai_tools() if a.native_tools and len(registry) else None

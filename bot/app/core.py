@@ -156,7 +156,6 @@ def build(
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
     scheduled = Scheduled(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
     cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
-    # webhook and mail events enter at the run stage too
     triggers = Triggers(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
     ui = UiContext(
         cfg=cfg,
@@ -174,17 +173,5 @@ def build(
         config_check=config_check,  # `chela check`'s verdict, for the Config page's Save
     )
     default = agents[cfg.agent.id]
-    return Components(
-        store,
-        lanes,
-        channels,
-        outbox,
-        default,
-        agents,
-        mcp,
-        conversation,
-        scheduled,
-        cron,
-        notices,
-        triggers,
-    )
+    parts = (store, lanes, channels, outbox, default, agents, mcp, conversation, scheduled, cron)
+    return Components(*parts, notices, triggers)

@@ -60,6 +60,11 @@ class ToolRegistry:
         drop = set(names)
         return ToolRegistry(t for n, t in self._tools.items() if n not in drop)
 
+    def only(self, names: Iterable[str]) -> ToolRegistry:
+        """A copy with just the given tools (a trigger turn's ``tools``)."""
+        keep = set(names)
+        return ToolRegistry(t for n, t in self._tools.items() if n in keep)
+
     def specs(self) -> list[ToolSpec]:
         return [ToolSpec(t.name, t.summary, t.parameters) for t in self._tools.values()]
 
