@@ -198,7 +198,11 @@ def _typed_lines(on_line: Callable[[str], None]) -> Callable[[], None]:
             on_line(line.decode("utf-8", "replace"))
 
     loop.add_reader(fd, readable)
-    return lambda: loop.remove_reader(fd)
+
+    def undo() -> None:
+        loop.remove_reader(fd)
+
+    return undo
 
 
 async def _turn(

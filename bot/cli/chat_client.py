@@ -28,6 +28,7 @@ from channels.base import InboundMessage, OutboundMessage
 
 USER = "terminal"  # the daemon's session for this chat: agent:<id>:http:terminal
 HTTP_WAIT = 5.0  # seconds to wait for a starting daemon's HTTP channel
+REPLY_WAIT = 900.0  # seconds one reply may take (the daemon's own limit is shorter)
 
 
 @dataclass(frozen=True)
@@ -107,14 +108,20 @@ class DaemonClient:
         self._session: Any = None
 
     def _http(self) -> Any:
-        import aiohttp
+        """A session for the daemon's own API on the loopback interface (an endpoint of the
+        owner's config, never a URL someone else chose), with the state dir's token."""
+        from bot.net.fetch import endpoint_pool
 
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self.endpoint.token}"},
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-            )
+            self._session = endpoint_pool({"Authorization": f"Bearer {self.endpoint.token}"})
         return self._session
+
+    def _post(self, body: dict) -> Any:
+        import aiohttp
+
+        url = f"{self.endpoint.url}/v1/chat/completions"
+        timeout = aiohttp.ClientTimeout(total=REPLY_WAIT, sock_connect=10)
+        return self._http().post(url, json=body, timeout=timeout)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -134,8 +141,7 @@ class DaemonClient:
 
     async def _ask(self, text: str, turn: str) -> str:
         """The daemon's reply to ``text``, its text streamed to the view."""
-        url = f"{self.endpoint.url}/v1/chat/completions"
-        async with self._http().post(url, json=self._body(text, True)) as resp:
+        async with self._post(self._body(text, True)) as resp:
             if resp.status != 200:
                 try:
                     body = await resp.json(content_type=None)
@@ -163,7 +169,7 @@ class DaemonClient:
             reply = await self._ask(msg.text, turn)
         except (aiohttp.ClientError, OSError, RuntimeError) as e:
             text = str(e)
-            if isinstance(e, aiohttp.ClientError | OSError):
+            if not isinstance(e, RuntimeError):
                 text = f"The daemon at {self.endpoint.url} did not answer: {e}"
             self.failures.append(text)
             reply = text
@@ -175,9 +181,8 @@ class DaemonClient:
         """The turn was cancelled here (Ctrl-C, ``/stop``): stop it in the daemon too."""
         import aiohttp
 
-        url = f"{self.endpoint.url}/v1/chat/completions"
         try:
-            async with self._http().post(url, json=self._body("/stop", False)) as resp:
+            async with self._post(self._body("/stop", False)) as resp:
                 await resp.read()
         except (aiohttp.ClientError, OSError) as e:
             print(f"chela: could not stop the turn in the daemon: {e}", file=sys.stderr)

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-LABELS = {
-    "telegram": "Telegram",
-    "discord": "Discord",
-    "slack": "Slack",
-    "signal": "Signal",
-    "whatsapp": "WhatsApp",
-}
+from bot.config.channels import MESSAGING, title
+
+UNREACHABLE = ("terminal", "http")  # chats that cannot be written to later
 
 
 def nowhere(target: str, origin: dict[str, Any]) -> str:
@@ -26,11 +22,13 @@ def nowhere(target: str, origin: dict[str, Any]) -> str:
             "there is known yet (give `to`, or write to me there once)"
         )
     here = str(origin.get("channel") or "")
-    why = "this chat cannot be reached later, and " if here in ("terminal", "http") else ""
+    why = "this chat cannot be reached later, and " if here in UNREACHABLE else ""
+    names = [title(n) for n in MESSAGING]
+    where = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
     return (
-        f"there is no chat to deliver it to: {why}no direct chat with the owner on "
-        "Telegram, Discord, Slack or Signal is known yet (write to me there once, or give "
-        "target and to). Tell the user it was not scheduled"
+        f"there is no chat to deliver it to: {why}no direct chat with the owner on {where} "
+        "is known yet (write to me there once, or give target and to). Tell the user it was "
+        "not scheduled"
     )
 
 
@@ -49,7 +47,7 @@ def delivery_words(svc: Any, target: str, to: str, origin: dict[str, Any], agent
     words = (
         "it will be sent to this chat"
         if same
-        else (f"it will be sent to your {LABELS.get(channel, channel)} chat")
+        else (f"it will be sent to your {title(channel)} chat")
     )
     if not getattr(svc, "running", True):
         words += (

@@ -17,8 +17,10 @@ _WORD = re.compile(r"/([A-Za-z][\w-]*)(?:@\S*)?(?:\s.*)?", re.DOTALL)
 
 
 class Listed(Protocol):
-    name: str
-    owner_only: bool
+    @property
+    def name(self) -> str: ...
+    @property
+    def owner_only(self) -> bool: ...
 
 
 def unknown_word(text: str, known: Iterable[str]) -> str | None:
