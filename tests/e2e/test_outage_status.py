@@ -7,6 +7,7 @@ from bot.cli.main import main as cli_main
 from bot.config.load import load_config
 from bot.store import pending
 from tests.e2e import config_file, eventually, telegram_section
+from tests.e2e.ui_api_helpers import turn
 from tests.e2e.ui_client import ui_daemon
 
 
@@ -29,6 +30,10 @@ async def test_status_and_the_ui_show_the_outage_then_its_end(tmp_path, llm, tg,
         await eventually(lambda: len(pending.waiting(ui.daemon.store)) == 1, timeout=15)
         system = await (await c.get("/ui/api/system")).json()
         assert system["outage"]["pending"] == 1 and system["outage"]["since"] > 0
+        # the Control UI's chat page waits for its answer: it gets the error, nothing kept
+        status, events = await turn(c, "agent:main:ui", "hello from the page", "w1")
+        assert status == 200 and "not reachable" in str(events)
+        assert len(pending.waiting(ui.daemon.store)) == 1
         capsys.readouterr()
         assert cli_main(["status", "--config", str(path)]) == 0
         out = capsys.readouterr().out
