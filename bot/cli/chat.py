@@ -54,7 +54,9 @@ async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int
     from bot.cli.chat_client import find_daemon
 
     info, endpoint = await find_daemon(cfg)
-    if endpoint is not None:
+    # the daemon's API answers as its default agent: another agent's chat runs here (the
+    # jobs it adds are still the daemon's to run)
+    if endpoint is not None and not getattr(args, "agent", None):
         return await _remote(cfg, args, interactive, endpoint)
     return await _local(cfg, args, interactive, info)
 
