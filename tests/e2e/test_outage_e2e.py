@@ -62,19 +62,24 @@ async def test_messages_during_an_outage_are_answered_after_it_once_in_order(tmp
         assert pending.down_since(d.store) is not None
         assert sorted(notices(tg)) == list(CHATS)  # one notice per chat, not per message
         assert not answers(tg)
+        # the outage is known: a new message is kept without asking the model
+        tg.inject_message(42, "c42-m3", from_id=42)
+        await eventually(lambda: waiting(d) == 10, timeout=15)
+        assert not any("c42-m3" in last_user_text(r) for r in llm.requests)
         asked = len(llm.requests)
         llm.come_up(echo)
-        await eventually(lambda: sum(map(len, answers(tg).values())) == 9, timeout=15)
+        await eventually(lambda: sum(map(len, answers(tg).values())) == 10, timeout=15)
         got = answers(tg)
         for chat in CHATS:
-            assert got[chat] == [f"c{chat}-m{i}" for i in range(3)]  # in order, each once
+            n = 4 if chat == 42 else 3
+            assert got[chat] == [f"c{chat}-m{i}" for i in range(n)]  # in order, each once
         assert sorted(notices(tg)) == list(CHATS)
         assert pending.view(d.store) is None
         # the probe went through the gate: its usage is recorded
         probes = d.store.db.execute(
             "SELECT COUNT(*) FROM usage WHERE session_key=?", ("outage:probe",)
         ).fetchone()[0]
-        assert probes >= 1 and len(llm.requests) >= asked + 9
+        assert probes >= 1 and len(llm.requests) >= asked + 10
 
 
 async def test_new_during_an_outage_drops_the_kept_messages_and_says_so(tmp_path, llm, tg):
