@@ -131,6 +131,8 @@ async def test_a_reminder_from_the_chat_runs_in_the_daemon_and_reaches_telegram(
     assert ledger(db_path) == [("plants", "ran", "", 0)]
     assert "and goes on and on" not in child.before + str(child.buffer)
     assert "tell me a long story" in str(llm.requests)
+    # stopped in the daemon, not only hidden here: its partial answer is not in the history
+    assert "goes on and on" not in str(llm.requests[-1]["messages"])
 
 
 async def test_a_job_stored_by_another_process_is_run_within_5_seconds(tmp_path, llm, tg):
