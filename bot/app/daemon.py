@@ -110,6 +110,7 @@ class Daemon:
         self.on_change: Callable[[], None] = lambda: None  # the channels up or ready changed
         self.ready = False
         self._stop = asyncio.Event()
+        self._now = asyncio.Event()  # a second signal while stopping: no more grace
         self._tasks: list[asyncio.Task] = []
         self._stack = contextlib.AsyncExitStack()
         self._fatal: BaseException | None = None
@@ -210,6 +211,7 @@ class Daemon:
         if self.cfg.mail:
             self._spawn(self.triggers.watch_mail(), "mail")  # IMAP, one connection per account
         self.triggers.recover()  # webhook and mail events stored but not run yet
+
     def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
         """A supervisor per channel account; the events are set after each one's first
         attempt."""
@@ -343,6 +345,14 @@ class Daemon:
     def request_stop(self) -> None:
         self._stop.set()
 
+    def _on_signal(self) -> None:
+        """SIGTERM/SIGINT: the first stops with grace (turns in progress may finish, sends
+        in flight too); a second one while stopping ends the grace at once."""
+        if self._stop.is_set():
+            self._now.set()
+        else:
+            self.request_stop()
+
     async def run(self) -> int:
         """``chela run``: hold the state-dir lock (raises ``bot.app.lock.LockHeld``), start,
         wait for SIGTERM/SIGINT, stop.  Raises ``PortInUse`` when a listen address is taken."""
@@ -355,7 +365,7 @@ class Daemon:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 with contextlib.suppress(NotImplementedError):
-                    loop.add_signal_handler(sig, self.request_stop)
+                    loop.add_signal_handler(sig, self._on_signal)
             keys = self.channels if self.built_channels else self._configured(cfg)
             names = list(labels(keys).values())
             for line in startup_lines(cfg, names):
@@ -400,14 +410,40 @@ class Daemon:
 
     async def _drain(self) -> None:
         wait = self.timeouts.drain
-        log.info("stopping: no new turns; waiting up to %.0fs for turns in progress", wait)
-        if not await self.lanes.drain(wait):
+        log.info(
+            "stopping: no new turns; waiting up to %.0fs for turns in progress "
+            "(Ctrl-C again stops now)",
+            wait,
+        )
+        drained = asyncio.ensure_future(self.lanes.drain(wait))
+        if await self._cut_short(drained):
+            log.warning(
+                "stopping now: turns in progress cut short: %d; their messages stay stored "
+                "and are answered after restart",
+                self.lanes.running(),
+            )
+            await self.lanes.drain(0)
+        if not await drained and not self._now.is_set():
             log.warning(
                 "some turns did not finish; their messages stay stored and are answered after restart"
             )
 
     async def _stop_outbox(self) -> None:  # sends in flight finish; unsent rows stay stored
-        await self.outbox.stop(grace=self.timeouts.outbox_grace)
+        stopped = asyncio.ensure_future(self.outbox.stop(grace=self.timeouts.outbox_grace))
+        if await self._cut_short(stopped):
+            log.warning("stopping now: replies not sent yet stay stored and are sent after restart")
+            await self.outbox.stop(grace=0)
+        await stopped
+
+    async def _cut_short(self, graceful: asyncio.Future) -> bool:
+        """Wait for ``graceful`` or a second signal, whichever comes first: True when the
+        signal came (or had come) first and ``graceful`` is still going."""
+        now = asyncio.ensure_future(self._now.wait())
+        try:
+            await asyncio.wait((graceful, now), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            now.cancel()
+        return not graceful.done()
 
     async def _stop_channels(self) -> None:
         """Every channel at once, each bounded by ``timeouts.channel_stop``."""

@@ -30,6 +30,10 @@ class SessionLanes:
     def busy(self, key: str) -> bool:
         return key in self._running or bool(self._queues.get(key))
 
+    def running(self) -> int:
+        """How many jobs are running now (one per session at most)."""
+        return len(self._running)
+
     def cancel(self, key: str) -> bool:
         """Cancel the job running on the lane of ``key`` (e.g. Ctrl-C in ``chela chat``);
         queued jobs still run.  True when there was one to cancel."""
