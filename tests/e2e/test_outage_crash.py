@@ -27,9 +27,12 @@ PER_CHAT = 4
 
 
 def waiting(db_path) -> int:
+    """Messages kept for the model (-1 while the daemon is still creating its database)."""
     db = sqlite3.connect(db_path)
     try:
         return db.execute("SELECT COUNT(*) FROM inbound WHERE status='waiting'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return -1
     finally:
         db.close()
 
