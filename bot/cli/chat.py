@@ -17,7 +17,7 @@ from bot.cli.common import (
     quick_exit,
     setup_logging,
 )
-from bot.config import Config
+from bot.config import Config, agent_config
 
 
 def add_parser(sub) -> None:
@@ -28,11 +28,33 @@ def add_parser(sub) -> None:
         metavar="TEXT",
         help="send one message, print the reply and exit (exit 1 when the model failed)",
     )
+    sp.add_argument("--agent", metavar="ID", help="talk to this agent (default: the default agent)")
     sp.set_defaults(func=run)
 
 
+def with_agent(cfg: Config, agent: str) -> Config:
+    """``cfg`` in which the terminal is bound to ``agent``: the conversation routes the chat's
+    messages to it as any binding does (the terminal's own bindings give way)."""
+    from bot.config import Binding
+
+    own = [b for b in cfg.bindings if b.channel != "terminal"]
+    # the terminal is no messaging channel a config file may bind: built as a value
+    terminal = Binding.model_construct(
+        agent=agent, channel="terminal", account="", chat="", peer=""
+    )
+    return cfg.model_copy(update={"bindings": [*own, terminal]})
+
+
 def run(args: argparse.Namespace) -> int:
+    from bot.config import agent_ids
+
     cfg = load(args)
+    if args.agent is not None:
+        if args.agent not in agent_ids(cfg):
+            known = ", ".join(agent_ids(cfg))
+            print(f"chela chat: unknown agent {args.agent!r} (agents: {known})", file=sys.stderr)
+            return 2
+        cfg = with_agent(cfg, args.agent)
     preload_litellm(cfg)
     interactive = args.message is None and sys.stdin.isatty() and sys.stdout.isatty()
     log_file = cfg.agent.state_dir / "chat.log"
@@ -63,8 +85,9 @@ async def _chat(cfg: Config, args: argparse.Namespace, interactive: bool) -> int
 
 def _banner(cfg: Config, args: argparse.Namespace, where: str) -> str:
     log_file = cfg.agent.state_dir / "chat.log"
+    agent = agent_config(cfg, getattr(args, "agent", None) or cfg.agent.id).agent
     return (
-        f"Chela chat ({cfg.agent.model}{where}). /help for commands; Alt-Enter for a "
+        f"Chela chat ({agent.id}, {agent.model}{where}). /help for commands; Alt-Enter for a "
         f"new line; Ctrl-C or /stop cancels a reply, Ctrl-C clears the line or quits on an "
         f"empty one; Ctrl-D quits. Logs: {log_file}"
     )
@@ -111,7 +134,7 @@ async def _local(cfg: Config, args: argparse.Namespace, interactive: bool, info)
     if daemon.mcp is not None and not interactive:  # one turn: its MCP tools must be there
         await daemon.mcp.settled()
     failures: list[str] = []
-    _watch_turns(daemon, failures)
+    _watch_turns(daemon, failures, term.message(""))
 
     async def cancelled(msg) -> None:
         assert daemon.lanes and daemon.conversation and daemon.store  # built by start()
@@ -141,7 +164,6 @@ async def _local(cfg: Config, args: argparse.Namespace, interactive: bool, info)
                 banner=_banner(cfg, args, where),
                 on_cancel=cancelled,
             )
-
         await daemon.stop()
         # quit now: prompt_toolkit may still hold a worker thread reading the terminal
         quick_exit(rc)
@@ -222,11 +244,15 @@ async def _one_message(term, text: str, failures: list[str], cfg: Config) -> int
     return 0
 
 
-def _watch_turns(daemon, failures: list[str]) -> None:
+def _watch_turns(daemon, failures: list[str], probe) -> None:
     """Note every turn whose model call failed (the reply is then an apology, which the
-    conversation delivers like any answer): ``chela chat -m`` exits non-zero on it."""
-    run_turn = daemon.agent.run_turn
+    conversation delivers like any answer): ``chela chat -m`` exits non-zero on it.  The
+    agent watched is the one the chat's messages go to (``probe``: one of them)."""
+    chatting = daemon.agents[daemon.conversation.choose_agent(probe) or daemon.cfg.agent.id]
+    chatting.run_turn = _watched(chatting.run_turn, failures)
 
+
+def _watched(run_turn, failures: list[str]):
     async def watched(req, *a, **kw):
         try:
             result = await run_turn(req, *a, **kw)
@@ -239,4 +265,4 @@ def _watch_turns(daemon, failures: list[str]) -> None:
             failures.append(result.error)
         return result
 
-    daemon.agent.run_turn = watched
+    return watched

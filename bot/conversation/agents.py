@@ -23,7 +23,7 @@ from bot.delivery import send
 from bot.delivery.outbox import Outbox
 from bot.rules.routing import route
 from bot.store import Store
-from channels.base import Channel, InboundMessage, OutboundMessage
+from channels.base import Channel, InboundMessage, OutboundMessage, adapter_for
 
 API_PREFIX = "chela/"  # an HTTP API model naming an agent: chela/<agent id>
 
@@ -53,13 +53,18 @@ def choose(cfg: Config, msg: InboundMessage, known: Mapping[str, object]) -> str
     return route(cfg.bindings, cfg.agent.id, msg.channel, msg.account, msg.chat_id, msg.sender_id)
 
 
-async def unknown_model(outbox: Outbox, msg: InboundMessage, known: Mapping[str, object]) -> None:
+async def unknown_model(
+    outbox: Outbox, channels: dict[str, Channel], msg: InboundMessage, known: Mapping[str, object]
+) -> None:
     """Answer an HTTP API request for an agent there is not (HTTP 404 ``model_not_found``);
     nothing is stored and no model is called."""
     served = ", ".join(API_PREFIX + a for a in known)
     text = f"the model {msg.api.get('model')!r} does not exist; this server serves {served}"
     out = OutboundMessage(chat_id=msg.chat_id, text=text, error="model_not_found")
     await send.deliver(outbox, msg.channel, out, kind="reply")
+    channel = adapter_for(channels, msg.channel, msg.account)
+    if channel is not None:  # the request's answer is complete
+        await channel.turn_done(msg.chat_id, msg.message_id)
 
 
 def build_parts(

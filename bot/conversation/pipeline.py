@@ -150,7 +150,7 @@ class Conversation:
             return
         agent = self.choose_agent(msg)  # decided once, here; stored with the message
         if agent is None:
-            await unknown_model(self.outbox, msg, self.agents)
+            await unknown_model(self.outbox, self.channels, msg, self.agents)
             return
         key = self.session_key(msg, verdict, agent)
         message_id = msg.message_id or msg.raw_id or f"t{time.time_ns()}"
@@ -438,7 +438,11 @@ class Conversation:
     ) -> None:
         """reply → commit → outbox for a finished turn."""
         key, result, live = req.session_key, outcome.result, outcome.live
-        if result is None or await self.outage.hold(inbound_id, msg, outcome, api):
+        # the outage is the default agent's model chain: another agent's failure is its own
+        # error, answered as such, and never holds the default agent's messages
+        if result is None or (
+            req.agent == self.cfg.agent.id and await self.outage.hold(inbound_id, msg, outcome, api)
+        ):
             return  # kept for the model (bot/conversation/outage.py)
         ch, pol = adapter_for(self.channels, msg.channel, msg.account), self.policy(msg.channel)
         parts = self.agents[req.agent]

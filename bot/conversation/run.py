@@ -157,11 +157,16 @@ class Run:
         finally:
             self._release(key, task)
 
-    def _start(self, req: TurnRequest, on_event, model: str, effort: str) -> asyncio.Task:
-        """The turn's task on its agent, its model calls following the session's choices."""
+    def _agent(self, req: TurnRequest) -> Agent:
         agent = self.agents.get(req.agent)
         if agent is None:  # never another agent's answer (nor the default one's)
             raise LookupError(f"the turn names no agent of this daemon: {req.agent!r}")
+        return agent
+
+    def _start(
+        self, agent: Agent, req: TurnRequest, on_event, model: str, effort: str
+    ) -> asyncio.Task:
+        """The turn's task on its agent, its model calls following the session's choices."""
         token = CHOICE.set(Choice(getattr(agent, "llm", None), model, effort))
         try:  # the task copies the context now: the choice is its own, not the lane's
             return asyncio.ensure_future(agent.run_turn(req, on_event=on_event))
@@ -181,7 +186,7 @@ class Run:
     ) -> TurnOutcome:
         """Run the turn; ``model`` and ``effort``: the session's ``/model`` ("" = the
         configured chain) and thinking level ("" = none sent)."""
-        key, turn = req.session_key, uuid.uuid4().hex
+        key, turn, agent = req.session_key, uuid.uuid4().hex, self._agent(req)
         if self.kept is not None and (kept := self.kept(msg, req)) is not None:
             return TurnOutcome(kept, None, turn)  # the model is down: not called
         self.events.publish(TurnEvent("started", key, turn))
@@ -190,7 +195,7 @@ class Run:
         )
         live = make_live()
         on_event = self._observer(key, turn, live)
-        task = self._start(req, on_event, model, effort)
+        task = self._start(agent, req, on_event, model, effort)
         self._claim(key, task, msg.sender_id)  # no await since the preparation's release
         try:
             await _ack(ch, pol, msg)

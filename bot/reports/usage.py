@@ -61,13 +61,18 @@ def usage_text(cfg: Config, store: Store, session_key: str, trust: str) -> str:
     return "\n".join(lines)
 
 
-def usage_report(cfg: Config, store: Store, days: int) -> dict[str, Any]:
-    """``chela usage``: per day and model over the last ``days`` days (today included)."""
+def usage_report(
+    cfg: Config, store: Store, days: int, agent: str | None = None
+) -> dict[str, Any]:
+    """``chela usage``: per day and model over the last ``days`` days (today included), of
+    every agent or of ``agent`` only."""
     since = day_start(cfg, days_back=max(0, days - 1))
     per: dict[tuple[str, str], dict[str, Any]] = {}
     total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0}
     total_cost = 0.0
     for r in store.usage_rows(since):
+        if agent is not None and r["agent"] != agent:
+            continue
         key = (day_of(cfg, r["created"]), r["model"])
         row = per.setdefault(
             key,
@@ -91,6 +96,7 @@ def usage_report(cfg: Config, store: Store, days: int) -> dict[str, Any]:
     rows = [per[k] for k in sorted(per)]
     return {
         "days": days,
+        "agent": agent,
         "since": datetime.fromtimestamp(since, _zone(cfg)).isoformat(),
         "rows": rows,
         "total": {**total, "cost_usd": total_cost},

@@ -67,12 +67,15 @@ class HttpChannel(Channel):
         allowed_origins: Iterable[str] = (),
         token_hint: str = "",
         mounts: Callable[[], Iterable[tuple[str, web.Application]]] | None = None,
+        more_models: Iterable[str] = (),
     ):
         self.host, self.port, self.token = host, port, token
         # sub-applications served beside the API (e.g. the Control UI under /ui), built
         # fresh by the caller for each start; this channel knows nothing of their content
         self.mounts = mounts
         self.model_name = model_name
+        # every model /v1/models lists: the default agent's, then the other agents'
+        self.models = [model_name, *(m for m in more_models if m != model_name)]
         self.reply_timeout = reply_timeout
         self.allowed_origins = {norm_origin(o) for o in allowed_origins if o}
         self.token_hint = token_hint  # where the owner finds the token, for the 401 message
@@ -199,28 +202,30 @@ class HttpChannel(Channel):
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
-    def _model_card(self) -> dict[str, Any]:
+    def _model_card(self, model: str = "") -> dict[str, Any]:
         return {
-            "id": self.model_name,
+            "id": model or self.model_name,
             "object": "model",
             "created": self._created,
             "owned_by": "chela",
         }
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [self._model_card()]})
+        cards = [self._model_card(m) for m in self.models]
+        return web.json_response({"object": "list", "data": cards})
 
     async def _model(self, request: web.Request) -> web.Response:
-        """``GET /v1/models/{id}``: the one model there is; 404 for any other id (chat
-        completions serve any model name: clients hard-code names)."""
+        """``GET /v1/models/{id}``: one of the models there are (an agent each); 404 for any
+        other id (chat completions serve any other model name: clients hard-code names)."""
         model_id = request.match_info["model_id"]
-        if model_id != self.model_name:
+        if model_id not in self.models:
+            served = ", ".join(repr(m) for m in self.models)
             return error(
                 404,
-                f"the model {model_id!r} does not exist; this server serves {self.model_name!r}",
+                f"the model {model_id!r} does not exist; this server serves {served}",
                 "model_not_found",
             )
-        return web.json_response(self._model_card())
+        return web.json_response(self._model_card(model_id))
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         if self._closing:

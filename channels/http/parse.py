@@ -390,6 +390,9 @@ def parse_request(body: dict) -> tuple[str, list[MediaItem], dict[str, Any]] | s
         "params": params,
         "stateless": not body.get("user"),
     }
+    model = body.get("model")
+    if isinstance(model, str) and model:  # ``chela/<agent id>`` chooses the agent
+        api["model"] = model[:200]
     return c.text, c.images, api
 
 

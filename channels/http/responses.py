@@ -49,6 +49,8 @@ def failure(kind: str, content: str) -> web.Response:
         return error(429, content, "daily_cost_limit")
     if kind == "invalid_request":
         return error(400, content, "invalid_request_error")
+    if kind == "model_not_found":
+        return error(404, content, "model_not_found")
     if kind == INTERRUPTED:
         return shutting_down()
     return error(502, content or "the model provider failed", "model_error")

@@ -22,6 +22,7 @@ class HttpSettings:
     allowed_origins: tuple[str, ...]
     token_hint: str  # where the token is, for the refusal of a request without it
     mounts: Mounts | None = None
+    more_models: tuple[str, ...] = ()  # every other agent's chela/<id>
 
     def open(self) -> HttpChannel:
         return HttpChannel(
@@ -32,4 +33,5 @@ class HttpSettings:
             allowed_origins=self.allowed_origins,
             token_hint=self.token_hint,
             mounts=self.mounts,
+            more_models=self.more_models,
         )

@@ -198,3 +198,19 @@ async def test_a_live_output_gets_the_events_too():
     run = Run({"main": ScriptedAgent(StreamEvent("text", "abc"), text="abc")}, TurnEvents())
     out = await run.run(req(), MSG, None, None, lambda: live)
     assert out.live is live and sink == [("text", "abc")]
+
+
+async def test_a_turn_runs_on_the_agent_its_request_names():
+    main, work = ScriptedAgent(text="main's"), ScriptedAgent(text="work's")
+    run = Run({"main": main, "work": work}, TurnEvents())
+    work_req = TurnRequest(session_key="agent:work:main", user_text="hi", agent="work")
+    assert (await run.run(work_req, MSG, None, None, lambda: None)).result.text == "work's"
+    assert (await run.run(req(), MSG, None, None, lambda: None)).result.text == "main's"
+
+
+async def test_a_turn_naming_no_agent_of_the_daemon_is_refused_not_given_to_another():
+    main = ScriptedAgent(text="main's")
+    run = Run({"main": main}, TurnEvents())
+    with pytest.raises(LookupError, match="'gone'"):
+        await run.run(TurnRequest("k", "hi", agent="gone"), MSG, None, None, lambda: None)
+    assert main.on_event == "unset" and not run.running("k")  # main never ran it
