@@ -18,6 +18,7 @@ import contextlib
 import imaplib
 import logging
 import re
+import socket
 import ssl
 import threading
 import time
@@ -35,6 +36,7 @@ POLL_SECONDS = 120.0  # a server without IDLE is searched this often
 IDLE_RENEW_SECONDS = 9 * 60.0  # IDLE is renewed before servers drop it (RFC 2177: 29 min)
 FETCH_BYTES = 2 * 1024 * 1024  # at most this much of a message is read (attachments are not)
 CONNECT_TIMEOUT = 30.0
+DONE_ANSWER_SECONDS = 30.0  # an IDLE whose DONE gets no answer this long: the link is dead
 IDLE_TAG = b"CHIDLE"
 _UIDNEXT = re.compile(rb"UIDNEXT (\d+)")
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
@@ -72,6 +74,10 @@ def connect(spec: MailConfig, user: str, password: str) -> imaplib.IMAP4:
 
 
 def _close(conn: imaplib.IMAP4) -> None:
+    """Close from any thread: the socket is shut first, which ends a read blocked in
+    another thread (closing the socket file first would wait for that read's lock)."""
+    with contextlib.suppress(OSError):
+        conn.socket().shutdown(socket.SHUT_RDWR)
     with contextlib.suppress(Exception):
         conn.shutdown()
 
@@ -125,8 +131,11 @@ def fetch(conn: imaplib.IMAP4, uid: int) -> Fetched | None:
 
 
 def wait_for_mail(conn: imaplib.IMAP4, stop: threading.Event, seconds: float) -> None:
-    """Block until the server says the folder changed, ``seconds`` pass or ``stop`` is set:
-    IDLE when the server has it, else a wait and a NOOP (the poll)."""
+    """Block until the server says the folder changed or ``seconds`` pass: IDLE when the
+    server has it, else a wait and a NOOP (the poll).  The read blocks without a timeout
+    (a socket file that timed out once cannot be read again); a timer ends the IDLE with
+    DONE, and cuts a connection that does not answer it.  Closing the connection from
+    another thread ends the wait at once (a stop)."""
     if "IDLE" not in conn.capabilities:
         end = time.monotonic() + seconds
         while time.monotonic() < end and not stop.wait(1.0):
@@ -137,31 +146,50 @@ def wait_for_mail(conn: imaplib.IMAP4, stop: threading.Event, seconds: float) ->
     first = conn.readline()
     if not first.startswith(b"+"):
         raise imaplib.IMAP4.abort(f"IDLE refused: {first[:80]!r}")
+    done = _Done(conn)
+    timers = [
+        threading.Timer(seconds, done.send),
+        threading.Timer(seconds + DONE_ANSWER_SECONDS, lambda: _close(conn)),
+    ]
     sock = conn.socket()
-    sock.settimeout(1.0)  # short reads, so a stop is seen within a second
+    sock.settimeout(None)  # the timers bound the wait
+    for t in timers:
+        t.daemon = True
+        t.start()
     try:
-        _idle_until_news(conn, stop, time.monotonic() + seconds)
+        _idle_until_tagged(conn, done)
     finally:
+        for t in timers:
+            t.cancel()
         sock.settimeout(CONNECT_TIMEOUT)
-    conn.send(b"DONE\r\n")
+
+
+class _Done:
+    """Sends DONE once, whoever asks first: the reader (news came) or the timer."""
+
+    def __init__(self, conn: imaplib.IMAP4) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.sent = False
+
+    def send(self) -> None:
+        with self.lock:
+            if self.sent:
+                return
+            self.sent = True
+        with contextlib.suppress(OSError):
+            self.conn.send(b"DONE\r\n")
+
+
+def _idle_until_tagged(conn: imaplib.IMAP4, done: _Done) -> None:
     while True:
         line = conn.readline()
         if not line:
-            raise imaplib.IMAP4.abort("the server closed the connection after IDLE")
+            raise imaplib.IMAP4.abort("the server closed the connection during IDLE")
         if line.startswith(IDLE_TAG + b" "):
             return
-
-
-def _idle_until_news(conn: imaplib.IMAP4, stop: threading.Event, end: float) -> None:
-    while time.monotonic() < end and not stop.is_set():
-        try:
-            line = conn.readline()
-        except TimeoutError:
-            continue
-        if not line:
-            raise imaplib.IMAP4.abort("the server closed the connection during IDLE")
         if b"EXISTS" in line or b"RECENT" in line:
-            return
+            done.send()
 
 
 Sink = Callable[[int, int, Any, str], str | None]  # (validity, uid, payload|None, verdict)
@@ -231,7 +259,7 @@ class MailWatcher:
                 await asyncio.to_thread(wait_for_mail, conn, self.stop_flag, wait)
                 uidnext = 0  # after the first pass the stored cursor decides
         finally:
-            await asyncio.to_thread(_close, conn)
+            _close(conn)  # a wait in the worker thread ends with it
 
     async def _take_new(self, conn: imaplib.IMAP4, validity: int, uidnext: int) -> None:
         cur = self.cursor()
