@@ -360,3 +360,33 @@ async def test_two_hundred_messages_over_two_agents_never_cross(tmp_path, llm, t
                 assert (WORK_NOTE in system_prompt(r)) == (agent == "work")
     for chat, agent in chats.items():
         assert sorted(texts(tg, chat)) == sorted(f"re: {agent}-{chat}-{i}" for i in range(50))
+
+
+# ------------------------------------------------------------------- the Control UI
+async def test_the_control_ui_shows_and_filters_sessions_and_usage_by_agent(tmp_path, llm, tg):
+    from tests.e2e.ui_client import ui_daemon, ui_config
+
+    cfg = ui_config(
+        tmp_path,
+        llm,
+        channels=telegram_section(tg, allow_from=["42", "43"]),
+        agents={"work": {"workspace": str(tmp_path / "ws-work")}},
+        bindings=[{"agent": "work", "channel": "telegram", "chat": str(WORK_OWNER)}],
+    )
+    async with ui_daemon(tmp_path, llm, cfg=cfg) as ui, await ui.login() as c:
+        for chat in (WORK_OWNER, MAIN_OWNER, MAIN_OWNER):
+            tg.inject_message(chat, "hi", from_id=chat)
+            await settled(ui.daemon, tg_taken(tg))
+        every = (await (await c.get("/ui/api/sessions")).json())["sessions"]
+        work = (await (await c.get("/ui/api/sessions?agent=work")).json())["sessions"]
+        usage = await (await c.get("/ui/api/usage?days=1&by=agent")).json()
+        work_usage = await (await c.get("/ui/api/usage?days=1&agent=work")).json()
+        bad = await c.get("/ui/api/usage?agent=wrok")
+    assert {(s["key"], s["agent"]) for s in every} == {
+        ("agent:main:main", "main"),
+        ("agent:work:main", "work"),
+    }
+    assert [s["key"] for s in work] == ["agent:work:main"]  # the filter, and its twin above
+    assert [(r["key"], r["calls"]) for r in usage["rows"]] == [("main", 2), ("work", 1)]
+    assert work_usage["total"]["calls"] == 1 and usage["total"]["calls"] == 3
+    assert bad.status == 400

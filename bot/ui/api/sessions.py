@@ -17,10 +17,17 @@ def _peer(key: str) -> str:
     return ""
 
 
+def _agent(key: str) -> str:
+    """The agent a session belongs to: its key names it (``agent:<id>:...``)."""
+    parts = key.split(":")
+    return parts[1] if len(parts) > 2 and parts[0] == "agent" else ""
+
+
 async def list_sessions(request: web.Request) -> web.Response:
     ctx = state(request).ctx
     q = request.query.get("q", "").strip()
     channel = request.query.get("channel", "").strip()
+    agent = request.query.get("agent", "").strip()
     limit = int_query(request, "limit", 50, 1, 500)
     cursor = int_query(request, "cursor", 0, 0, 10**9)
     rows = ctx.store.sessions_list()
@@ -29,11 +36,14 @@ async def list_sessions(request: web.Request) -> web.Response:
         rows = [r for r in rows if r["key"] in keep]
     if channel:
         rows = [r for r in rows if transcript.channel_of(r["key"]) == channel]
+    if agent:
+        rows = [r for r in rows if _agent(r["key"]) == agent]
     costs = transcript.session_costs(ctx.store)
     page = rows[cursor : cursor + limit]
     sessions = [
         {
             "key": r["key"],
+            "agent": _agent(r["key"]),
             "channel": transcript.channel_of(r["key"]),
             "peer": _peer(r["key"]),
             "trust": session_trust(ctx.cfg, r["key"]),

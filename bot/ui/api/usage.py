@@ -1,5 +1,6 @@
-"""``GET /ui/api/usage?days=N&by=day|model|session|source``: the model calls of
-the last N days; ``total`` is ``chela usage --days N --json``'s (the same report)."""
+"""``GET /ui/api/usage?days=N&by=day|model|session|source|agent[&agent=ID]``: the model
+calls of the last N days (of one agent with ``agent``); ``total`` is ``chela usage --days N
+[--agent ID] --json``'s (the same report)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.config import agent_ids
 from bot.model.gate import day_start
 from bot.ui.api.common import BadRequest, guarded, int_query, state
 from bot.reports.usage import day_of, usage_report
 
-BY = ("day", "model", "session", "source")
+BY = ("day", "model", "session", "source", "agent")
 COUNTS = ("prompt_tokens", "completion_tokens", "cached_tokens")
 
 
@@ -22,6 +24,8 @@ def _key(cfg: Any, row: dict[str, Any], by: str) -> str:
         return str(row["model"])
     if by == "session":
         return str(row["session_key"])
+    if by == "agent":
+        return str(row["agent"])
     return str(row["kind"])
 
 
@@ -53,14 +57,20 @@ async def usage(request: web.Request) -> web.Response:
     days = int_query(request, "days", 1, 1, 3660)
     by = request.query.get("by", "model") or "model"
     if by not in BY:
-        raise BadRequest("by must be day, model, session or source")
-    report = usage_report(ctx.cfg, ctx.store, days)
+        raise BadRequest("by must be day, model, session, source or agent")
+    agent = request.query.get("agent", "").strip() or None
+    if agent is not None and agent not in agent_ids(ctx.cfg):
+        raise BadRequest(f"unknown agent {agent!r}")
+    report = usage_report(ctx.cfg, ctx.store, days, agent)
     rows = ctx.store.usage_rows(day_start(ctx.cfg, days_back=days - 1))
+    rows = [r for r in rows if agent is None or r["agent"] == agent]
     return web.json_response(
         {
             "days": days,
             "since": report["since"],
             "by": by,
+            "agent": agent,
+            "agents": agent_ids(ctx.cfg),
             "rows": group(ctx.cfg, rows, by),
             "total": report["total"],
             "budgets": budgets(ctx),
