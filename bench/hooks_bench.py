@@ -35,7 +35,7 @@ SECRET = "bench-hook-secret-0123456789"
 
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 async def accept_latency(rate: float, seconds: float) -> dict:

@@ -185,3 +185,41 @@ async def test_doctor_logs_in_counts_the_folder_and_names_a_wrong_password(
     assert by["mail inbox"].level == "FAIL"
     assert "wrong username or password" in by["mail inbox"].detail
     assert imap.flags() == {1: set(), 2: set()} and imap.changes == []
+
+
+async def test_idle_is_renewed_on_one_connection_and_a_stop_ends_it(imap):
+    """A quiet folder: IDLE ends with DONE and starts again, on the same login; new mail
+    after several renewals is still taken; cancelling ends the watcher at once."""
+    import asyncio
+
+    from bot.config.triggers import MailConfig
+    from bot.triggers.mail import MailWatcher
+
+    spec = MailConfig(
+        name="inbox",
+        host="127.0.0.1",
+        port=imap.port,
+        tls="none",
+        username_env="U",
+        password_env="P",
+    )
+    cursor: dict[str, tuple[int, int]] = {}
+    taken: list[int] = []
+    w = MailWatcher(
+        spec,
+        lambda: (imap.user, PASSWORD),
+        lambda: cursor.get("c"),
+        lambda v, u: cursor.__setitem__("c", (v, u)),
+        lambda v, uid, payload, verdict: (cursor.__setitem__("c", (v, uid)), taken.append(uid))[1],
+        lambda event_id: None,
+        wait_seconds=0.2,
+    )
+    task = asyncio.create_task(w.run())
+    await asyncio.wait_for(w.connected.wait(), 10)
+    await asyncio.sleep(1.5)  # several renewals
+    assert imap.commands.count("IDLE") >= 4
+    uid = imap.add(mail("late"))
+    await eventually(lambda: taken == [uid], timeout=5)
+    assert len(imap.logins) == 1  # never reconnected
+    task.cancel()
+    await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 3)
