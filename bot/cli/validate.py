@@ -165,7 +165,22 @@ def key_problems(cfg: Config) -> list[tuple[str, str]]:
                 f"will fail: export {env}=..."
             )
             out.append(("warning" if base else "error", line))
+    out += [("warning", line) for line in embedding_key_problems(cfg)]
     return out + [("warning", line) for line in missing_keys(cfg)]
+
+
+def embedding_key_problems(cfg: Config) -> list[str]:
+    """``[memory] embedding_api_key_env`` (or an agent's own) named but empty: memory search
+    would fall back to words only."""
+    tables = [("memory", cfg.memory)]
+    tables += [(f"agents.{i}.memory", agent_config(cfg, i).memory) for i in agent_ids(cfg)[1:]]
+    rows = [(t, m.embedding_api_key_env) for t, m in tables if m.embedding_model]
+    return [
+        f"{where}.embedding_api_key_env: environment variable {env} is empty, so memory "
+        f"search will be by words only: export {env}=..."
+        for where, env in once(rows)
+        if env and not cfg.secret(env)
+    ]
 
 
 def missing_keys(cfg: Config) -> list[str]:

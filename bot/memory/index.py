@@ -31,7 +31,7 @@ from bot.fs import FileTooLarge, read_under
 from bot.memory.chunks import chunk_lines
 from bot.memory.embed import Embedder, Unavailable
 from bot.memory.files import MAX_FILE_BYTES, memory_files, relative
-from bot.memory.search import Vectors, dot, fts_query, mmr, rrf, to_blob, top, unit, word_overlap
+from bot.memory.search import Vectors, fts_query, mmr, rrf, to_blob, top, unit, word_overlap
 from bot.model import BudgetRefused
 from bot.store.memory_index import ChunkRow, IndexStatus, MemoryTables
 
@@ -64,6 +64,8 @@ class _Cache:
 
     generation: int = -1
     chunks: list[ChunkRow] = field(default_factory=list)
+    at: dict[int, int] = field(default_factory=dict)  # chunk id -> its place in chunks
+    ids_of: dict[str, list[int]] = field(default_factory=dict)  # text SHA-256 -> chunk ids
     vectors: Vectors = field(default_factory=Vectors)
 
 
@@ -184,6 +186,7 @@ class MemoryIndex:
         while True:
             try:
                 await self.refresh()
+                await self._locked(self._fresh_cache)  # a search then reads no vector
                 budget_said = False
             except Unavailable:
                 pass  # said once by the embedder; tried again after its pause
@@ -222,41 +225,40 @@ class MemoryIndex:
             words = self.tables.full_text(self.agent, match, CANDIDATES) if match else []
             count = len(self.tables.files(self.agent))
             by_meaning = self._by_meaning(cache, qvec) if qvec is not None else []
-            fused = rrf([[i for i, _, _ in words], by_meaning])
+            fused = rrf([[i for i, _ in words], by_meaning])
             pool = top(fused, max(limit * 3, 10))
             bodies = self.tables.bodies(self.agent, pool)
-        rows = {c.id: c for c in cache.chunks}
-        snippets = {i: s for i, _, s in words}
+            snippets = self.tables.snippets(match, [i for i, _ in words if i in bodies])
+        rows = {i: cache.chunks[cache.at[i]] for i in pool if i in cache.at}
+        sims = cache.vectors.pairwise([r.sha for r in rows.values()])
 
         def similar(a: int, b: int) -> float:
-            va, vb = (cache.vectors.get(rows[x].sha) if x in rows else None for x in (a, b))
-            if va is not None and vb is not None:
-                return dot(va, vb)
+            pair = (rows[a].sha, rows[b].sha)
+            if pair in sims:
+                return sims[pair]
             return word_overlap(bodies.get(a, ""), bodies.get(b, ""))
 
-        chosen = mmr({i: fused[i] for i in pool if i in bodies}, similar, limit)
+        chosen = mmr({i: fused[i] for i in pool if i in bodies and i in rows}, similar, limit)
         hits = [
             Hit(
-                rows[i].path if i in rows else "?",
-                rows[i].start if i in rows else 0,
-                rows[i].end if i in rows else 0,
+                rows[i].path,
+                rows[i].start,
+                rows[i].end,
                 fused[i],
                 " ".join((snippets.get(i) or bodies[i][:300]).split()),
             )
             for i in chosen
-            if i in rows
         ]
         if qvec is not None and not cache.vectors and not why:
             why = "no note has been embedded yet"
         return Found(hits, count, why)
 
     def _by_meaning(self, cache: _Cache, qvec: Sequence[float]) -> list[int]:
-        vecs = cache.vectors
-        if not vecs or not cache.chunks:
-            return []
-        by_sha = dict(zip(vecs.shas, vecs.scores(qvec), strict=True))
-        scored = {c.id: by_sha[c.sha] for c in cache.chunks if c.sha in by_sha}
-        return top(scored, CANDIDATES)
+        """The chunk ids nearest the query's vector, best first."""
+        out: list[int] = []
+        for sha, _score in cache.vectors.best(qvec, CANDIDATES):
+            out += cache.ids_of.get(sha, [])
+        return out[:CANDIDATES]
 
     def _fresh_cache(self) -> _Cache:
         """The cache, brought to the index's current generation (only new vectors read)."""
@@ -271,6 +273,10 @@ class MemoryIndex:
         added = self.tables.vectors(self.agent, self.model, wanted - old) if wanted - old else []
         cache.vectors.update(added, old - wanted)
         cache.chunks, cache.generation = chunks, gen
+        cache.at = {c.id: n for n, c in enumerate(chunks)}
+        cache.ids_of = {}
+        for c in chunks:
+            cache.ids_of.setdefault(c.sha, []).append(c.id)
         return cache
 
 

@@ -10,6 +10,7 @@ loop over ``array('f')`` rows (bench/memory_bench.py measures both).
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from array import array
@@ -130,11 +131,13 @@ def from_blob(blob: bytes) -> array:
 
 
 class Vectors:
-    """The vectors of one agent and model, by text SHA-256, ready for cosine."""
+    """The vectors of one agent and model, by text SHA-256, ready for cosine: one float32
+    matrix with numpy, else one ``array('f')`` per vector (never both: memory is the cost)."""
 
     def __init__(self, rows: Sequence[tuple[str, bytes]] = ()) -> None:
         self.shas: list[str] = []
         self.row: dict[str, int] = {}
+        self.dims = 0
         self._rows: list[array] = []
         self._matrix: Any = None
         self.update(rows, set())
@@ -143,32 +146,58 @@ class Vectors:
         return len(self.shas)
 
     def update(self, added: Sequence[tuple[str, bytes]], removed: set[str]) -> None:
-        keep = [(s, v) for s, v in zip(self.shas, self._rows, strict=True) if s not in removed]
-        keep += [(s, from_blob(b)) for s, b in added if s not in self.row or s in removed]
-        self.shas = [s for s, _ in keep]
-        self._rows = [v for _, v in keep]
+        """Drop the ``removed`` texts' vectors and add the ``added`` ones (float32 blobs)."""
+        keep = [i for i, s in enumerate(self.shas) if s not in removed]
+        if not keep:
+            self.dims = 0
+        new = [(s, b) for s, b in added if s not in self.row or s in removed]
+        if not self.dims and new:
+            self.dims = len(new[0][1]) // 4
+        new = [(s, b) for s, b in new if len(b) == self.dims * 4]
+        self.shas = [self.shas[i] for i in keep] + [s for s, _ in new]
         self.row = {s: i for i, s in enumerate(self.shas)}
-        self._matrix = None
-        if _np is not None and self._rows:
-            dims = {len(v) for v in self._rows}
-            if len(dims) == 1:
-                self._matrix = _np.frombuffer(
-                    b"".join(v.tobytes() for v in self._rows), dtype=_np.float32
-                ).reshape(len(self._rows), dims.pop())
+        if _np is not None:
+            old = self._matrix[keep] if self._matrix is not None and keep else None
+            fresh = _np.frombuffer(b"".join(b for _, b in new), dtype=_np.float32)
+            fresh = fresh.reshape(len(new), self.dims)
+            self._matrix = fresh if old is None else _np.vstack([old, fresh])
+        else:
+            self._rows = [self._rows[i] for i in keep] + [from_blob(b) for _, b in new]
 
-    def get(self, sha: str) -> array | None:
+    def get(self, sha: str) -> list[float] | None:
         i = self.row.get(sha)
-        return None if i is None else self._rows[i]
+        if i is None:
+            return None
+        return [float(x) for x in (self._matrix[i] if self._matrix is not None else self._rows[i])]
 
-    def scores(self, query: Sequence[float]) -> list[float]:
-        """Cosine similarity of the unit vector ``query`` to every vector, in ``shas`` order
-        (a vector of another length scores 0)."""
-        if self._matrix is not None and self._matrix.shape[1] == len(query):
-            scores: list[float] = (self._matrix @ _np.asarray(query, dtype=_np.float32)).tolist()
-            return scores
+    def best(self, query: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """The ``k`` texts most similar to the unit vector ``query`` (cosine), best first."""
+        if not self.shas or len(query) != self.dims:
+            return []
+        if self._matrix is not None:
+            scores = self._matrix @ _np.asarray(query, dtype=_np.float32)
+            idx = _np.argpartition(-scores, k)[:k] if len(scores) > k else _np.arange(len(scores))
+            ranked = sorted((int(i) for i in idx), key=lambda i: -float(scores[i]))
+            return [(self.shas[i], float(scores[i])) for i in ranked]
         q = array("f", query)
-        n = len(q)
-        return [sum(map(mul, q, v)) if len(v) == n else 0.0 for v in self._rows]
+        plain = [sum(map(mul, q, v)) for v in self._rows]
+        return [
+            (self.shas[i], plain[i])
+            for i in heapq.nlargest(k, range(len(plain)), plain.__getitem__)
+        ]
+
+    def pairwise(self, shas: Sequence[str]) -> dict[tuple[str, str], float]:
+        """Cosine of every pair of these texts that have a vector."""
+        have = [s for s in dict.fromkeys(shas) if s in self.row]
+        if self._matrix is not None and have:
+            m = self._matrix[[self.row[s] for s in have]]
+            sims = (m @ m.T).tolist()
+            return {(a, b): sims[i][j] for i, a in enumerate(have) for j, b in enumerate(have)}
+        out: dict[tuple[str, str], float] = {}
+        for i, a in enumerate(have):
+            for b in have[i:]:
+                out[(a, b)] = out[(b, a)] = dot(self._rows[self.row[a]], self._rows[self.row[b]])
+        return out
 
 
 def top(scored: dict[int, float], limit: int) -> list[int]:

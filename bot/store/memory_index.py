@@ -170,23 +170,36 @@ class MemoryTables:
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
+        # by id alone (an agent=? term makes SQLite walk the agent's index); the agent checked
         rows = self.db.execute(
-            f"SELECT id, body FROM memory_chunks WHERE agent=? AND id IN ({marks})",
-            (agent, *wanted),
+            f"SELECT id, body, agent FROM memory_chunks WHERE id IN ({marks})", wanted
         )
-        return {int(r[0]): r[1] for r in rows}
+        return {int(r[0]): r[1] for r in rows if r[2] == agent}
 
-    def full_text(self, agent: str, match: str, limit: int) -> list[tuple[int, float, str]]:
-        """``(chunk id, BM25 rank (lower is better), snippet)`` of the agent's chunks that
-        match the FTS5 expression ``match``, best first."""
+    def full_text(self, agent: str, match: str, limit: int) -> list[tuple[int, float]]:
+        """``(chunk id, BM25 rank (lower is better))`` of the agent's chunks that match the
+        FTS5 expression ``match``, best first."""
         rows = self.db.execute(
-            "SELECT c.id, bm25(memory_fts), snippet(memory_fts, 0, '[', ']', ' … ', 24)"
-            " FROM memory_fts JOIN memory_chunks c ON c.id = memory_fts.rowid"
+            "SELECT c.id, bm25(memory_fts) FROM memory_fts"
+            " JOIN memory_chunks c ON c.id = memory_fts.rowid"
             " WHERE memory_fts MATCH ? AND c.agent = ?"
             " ORDER BY bm25(memory_fts), c.path, c.start LIMIT ?",
             (match, agent, limit),
         )
-        return [(int(r[0]), float(r[1]), r[2]) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def snippets(self, match: str, ids: Iterable[int]) -> dict[int, str]:
+        """The matched words of these chunks in context (``[word]``), by chunk id."""
+        wanted = list(ids)
+        if not wanted or not match:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        rows = self.db.execute(
+            "SELECT rowid, snippet(memory_fts, 0, '[', ']', ' … ', 24) FROM memory_fts"
+            f" WHERE memory_fts MATCH ? AND rowid IN ({marks})",
+            (match, *wanted),
+        )
+        return {int(r[0]): r[1] for r in rows}
 
     # -- vectors --------------------------------------------------------------------------
     def unembedded(self, agent: str, model: str) -> list[tuple[str, str]]:

@@ -43,18 +43,28 @@ def test_cosine_over_blobs(monkeypatch):
     rng = random.Random(3)
     rows = [(f"s{i}", to_blob([rng.uniform(-1, 1) for _ in range(64)])) for i in range(50)]
     q = unit([rng.uniform(-1, 1) for _ in range(64)])
-    fast = Vectors(rows).scores(q)
+    shas = ["s1", "s2", "s3"]
+    fast = Vectors(rows)
+    best_fast, pairs_fast = fast.best(q, 5), fast.pairwise(shas)
     monkeypatch.setattr(search, "_np", None)  # the plain loop, as without numpy
-    plain = Vectors(rows).scores(q)
-    assert plain == pytest.approx(fast, abs=1e-5)
-    best = max(range(50), key=lambda i: plain[i])
-    assert Vectors(rows).scores(list(Vectors(rows).get(f"s{best}")))[best] == pytest.approx(
-        1, abs=1e-5
-    )
+    plain = Vectors(rows)
+    best_plain = plain.best(q, 5)
+    assert [s for s, _ in best_fast] == [s for s, _ in best_plain]
+    assert [x for _, x in best_fast] == pytest.approx([x for _, x in best_plain], abs=1e-5)
+    assert best_plain[0][1] >= best_plain[-1][1]
+    own = plain.get("s7")
+    assert plain.best(own, 1) == [("s7", pytest.approx(1, abs=1e-5))]
+    assert plain.pairwise(shas) == pytest.approx(pairs_fast, abs=1e-5)
+    assert plain.pairwise(shas)[("s2", "s2")] == pytest.approx(1, abs=1e-5)
 
 
-def test_vectors_update_adds_and_drops():
+@pytest.mark.parametrize("numpy", [True, False])
+def test_vectors_update_adds_and_drops(monkeypatch, numpy):
+    if not numpy:
+        monkeypatch.setattr(search, "_np", None)
     v = Vectors([("a", to_blob([1, 0])), ("b", to_blob([0, 1]))])
     v.update([("c", to_blob([1, 1]))], {"a"})
     assert v.shas == ["b", "c"] and v.get("a") is None
-    assert v.scores(unit([1, 1]))[1] == pytest.approx(1, abs=1e-6)
+    assert v.best(unit([1, 1]), 1) == [("c", pytest.approx(1, abs=1e-6))]
+    v.update([], {"b", "c"})
+    assert len(v) == 0 and v.best(unit([1, 1]), 1) == []
