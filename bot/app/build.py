@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.app.channels import SecretMissing, build_channel, enabled_accounts
 from bot.agent.compaction import message_counter
-from bot.config import Config
+from bot.config import Config, agent_config, agent_ids
 from bot.store import Store, StoreError
 from bot.store.disk import Publish
 from channels.base import Channel, account_key
@@ -21,16 +21,17 @@ log = logging.getLogger("chela.daemon")
 
 
 def prepare_dirs(cfg: Config) -> None:
-    """The workspace (with its starter files when new), the state and media dirs."""
+    """Every agent's workspace (with its starter files when new), the state and media dirs."""
     from bot.fs import private_dir
 
-    ws = cfg.agent.workspace
     try:
-        if not ws.exists():
-            from bot.prompt.init import init_workspace
+        for agent_id in agent_ids(cfg):
+            ws = agent_config(cfg, agent_id).agent.workspace
+            if not ws.exists():
+                from bot.prompt.init import init_workspace
 
-            created = init_workspace(ws)
-            log.info("created workspace %s with %d starter file(s)", ws, len(created))
+                created = init_workspace(ws)
+                log.info("created workspace %s with %d starter file(s)", ws, len(created))
         private_dir(cfg.agent.state_dir)
         private_dir(cfg.media_dir)
     except OSError as e:

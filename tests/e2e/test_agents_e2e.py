@@ -390,3 +390,17 @@ async def test_the_control_ui_shows_and_filters_sessions_and_usage_by_agent(tmp_
     assert [(r["key"], r["calls"]) for r in usage["rows"]] == [("main", 2), ("work", 1)]
     assert work_usage["total"]["calls"] == 1 and usage["total"]["calls"] == 3
     assert bad.status == 400
+
+
+async def test_every_agents_workspace_is_made_with_its_starter_files(tmp_path, llm):
+    cfg = make_config(tmp_path, llm, agents={"work": {"workspace": str(tmp_path / "ws-work")}})
+    (tmp_path / "ws-work").mkdir()
+    (tmp_path / "ws-work" / "AGENTS.md").write_text("mine")
+    async with running(cfg):
+        pass
+    assert (tmp_path / "ws" / "AGENTS.md").is_file()  # made, as with one agent
+    assert (tmp_path / "ws-work" / "AGENTS.md").read_text() == "mine"  # an existing one is kept
+    cfg = make_config(tmp_path, llm, agents={"new": {"workspace": str(tmp_path / "ws-new")}})
+    async with running(cfg):
+        pass
+    assert (tmp_path / "ws-new" / "AGENTS.md").is_file()
