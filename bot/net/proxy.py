@@ -1,0 +1,201 @@
+"""A loopback HTTP/CONNECT proxy that holds every request of a browser to the URL rule.
+
+The browser tool launches Chromium with this proxy and no bypass list, so every connection the
+browser opens -- pages, sub-resources, redirects, pop-ups, iframes, workers, WebSockets, even
+loopback -- arrives here as ``CONNECT host:port`` or an absolute ``http://`` request.  Each one is
+judged by ``bot.net.guard`` exactly as ``web_fetch`` is (the host as the client dials it, resolved
+once, every address checked, the checked address dialled), with the owner's host patterns on top
+(``allow_hosts``: when not empty only matching hosts; ``deny_hosts``: never).  A refused request
+gets a ``403`` whose body says why, and the reason is kept in ``refusals`` so the tool can tell
+the model why a navigation failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .guard import FetchError, HostRules, Target, check_url, host_key, vet
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD = 64 * 1024
+CONNECT_TIMEOUT = 10.0
+HEAD_TIMEOUT = 30.0
+_HOP_HEADERS = frozenset({"proxy-connection", "proxy-authorization", "connection", "keep-alive"})
+
+
+class HostPatterns:
+    """``allow_hosts`` / ``deny_hosts``: exact names or ``*.example.com`` (subdomains only)."""
+
+    def __init__(self, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> None:
+        self.allow = [host_key(p) if not p.startswith("*.") else p.lower() for p in allow]
+        self.deny = [host_key(p) if not p.startswith("*.") else p.lower() for p in deny]
+
+    @staticmethod
+    def _match(host: str, pattern: str) -> bool:
+        if pattern.startswith("*."):
+            return host.endswith(pattern[1:]) and host != pattern[2:]
+        return host == pattern
+
+    def check(self, host: str) -> None:
+        if any(self._match(host, p) for p in self.deny):
+            raise FetchError(f"blocked host: {host} is in tools.browser.deny_hosts")
+        if self.allow and not any(self._match(host, p) for p in self.allow):
+            raise FetchError(f"blocked host: {host} is not in tools.browser.allow_hosts")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    host: str
+    reason: str
+    at: float
+
+
+class GuardProxy:
+    """``async with GuardProxy(rules) as proxy:`` listens on 127.0.0.1:``proxy.port``."""
+
+    def __init__(self, rules: HostRules, patterns: HostPatterns | None = None) -> None:
+        self.rules = rules
+        self.patterns = patterns or HostPatterns()
+        self.refusals: deque[Refusal] = deque(maxlen=64)
+        self.port = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for t in list(self._tasks):
+            t.cancel()
+        for t in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await t
+
+    async def __aenter__(self) -> GuardProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def refusal_since(self, since: float) -> Refusal | None:
+        """The most recent refusal at or after ``since`` (a ``time.monotonic()`` value)."""
+        for r in reversed(self.refusals):
+            if r.at >= since:
+                return r
+        return None
+
+    # ------------------------------------------------------------------ one connection
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await self._serve(reader, writer)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            pass
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
+        if len(head) > MAX_HEAD:
+            return
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            return
+        method, target, version = parts
+        try:
+            hop = check_url(f"http://{target}/" if method == "CONNECT" else target)
+            if method != "CONNECT" and hop.url.scheme != "http":
+                raise FetchError("bad URL: only http is proxied without CONNECT")
+            upstream = await self._dial(hop)
+        except FetchError as e:
+            await self._refuse(writer, target, str(e))
+            return
+        up_reader, up_writer = upstream
+        try:
+            if method == "CONNECT":
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                up_writer.write(_origin_head(method, hop, version, lines[1:]))
+            await _pipe_both(reader, writer, up_reader, up_writer)
+        finally:
+            up_writer.close()
+
+    async def _dial(self, hop: Target) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        self.patterns.check(hop.host)
+        addrs = await vet(hop, self.rules)  # resolved once, every address checked
+        last: Exception | None = None
+        for ip in addrs:  # only the checked addresses are dialled
+            try:
+                return await asyncio.wait_for(
+                    asyncio.open_connection(str(ip), hop.port), CONNECT_TIMEOUT
+                )
+            except (OSError, TimeoutError) as e:
+                last = e
+        raise FetchError(f"connection: cannot connect to {hop.host}: {last}")
+
+    async def _refuse(self, writer: asyncio.StreamWriter, target: str, reason: str) -> None:
+        host = target.split("://", 1)[-1].split("/", 1)[0]
+        self.refusals.append(Refusal(host, reason, time.monotonic()))
+        log.info("browser proxy refused %s: %s", host, reason)
+        body = f"Refused by Chela: {reason}\n".encode()
+        writer.write(
+            b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        with contextlib.suppress(OSError):
+            await writer.drain()
+
+
+def _origin_head(method: str, hop: Target, version: str, headers: list[str]) -> bytes:
+    """The request as the origin expects it: origin-form target, no proxy headers, one request."""
+    path = hop.url.raw_path_qs or "/"
+    kept = [h for h in headers if h and h.split(":", 1)[0].strip().lower() not in _HOP_HEADERS]
+    text = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""])
+    return text.encode("latin-1")
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            if writer.can_write_eof():
+                writer.write_eof()
+
+
+async def _pipe_both(
+    c_reader: asyncio.StreamReader,
+    c_writer: asyncio.StreamWriter,
+    u_reader: asyncio.StreamReader,
+    u_writer: asyncio.StreamWriter,
+) -> None:
+    """Copy both ways; when the origin is done the client connection ends too."""
+    up = asyncio.ensure_future(_pipe(c_reader, u_writer))
+    try:
+        await _pipe(u_reader, c_writer)
+    finally:
+        up.cancel()
+        with contextlib.suppress(BaseException):
+            await up

@@ -1,0 +1,183 @@
+"""The browser's proxy (bot/net/proxy.py): every request held to bot/net's URL rule.
+
+Real clients (aiohttp through ``proxy=``, raw CONNECT over a socket) against small servers on
+127.0.0.x that count what reaches them.  127.0.0.2 plays the "allowed" host (listed in
+``allow_private_hosts``, the twin of each refusal); 127.0.0.1 is the secret that must see
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.net import FetchError, HostRules
+from bot.net.proxy import GuardProxy, HostPatterns
+from tests.fakes.dns import WildcardDNS
+
+
+class Site:
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.hits: list[str] = []
+        self.port = 0
+        self.runner: web.AppRunner | None = None
+
+    async def start(self) -> Site:
+        async def any_path(request: web.Request) -> web.Response:
+            self.hits.append(request.path_qs)
+            return web.Response(text=f"hello from {self.host}{request.path_qs}")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", any_path)
+        self.runner = web.AppRunner(app, access_log=None)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, self.host, 0)
+        await site.start()
+        self.port = self.runner.addresses[0][1]
+        return self
+
+    async def close(self) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+
+@pytest.fixture
+async def secret():
+    s = await Site("127.0.0.1").start()
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+async def allowed():
+    s = await Site("127.0.0.2").start()
+    yield s
+    await s.close()
+
+
+async def get(proxy: GuardProxy, url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(url, proxy=f"http://127.0.0.1:{proxy.port}") as r:
+            return r.status, await r.text()
+
+
+async def connect(proxy: GuardProxy, target: str, path: str = "/") -> bytes:
+    """A raw CONNECT, then one plain HTTP request through the tunnel."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    head = await reader.readuntil(b"\r\n\r\n")
+    if b" 200 " in head.split(b"\r\n")[0]:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    out = head + await reader.read()
+    writer.close()
+    return out
+
+
+async def test_http_to_loopback_is_refused_and_says_why(secret, allowed):
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        status, text = await get(proxy, f"http://127.0.0.1:{secret.port}/admin")
+        assert status == 403
+        assert "loopback" in text
+        assert secret.hits == []
+        assert proxy.refusals[-1].host == f"127.0.0.1:{secret.port}"
+        # twin: an allowed host is proxied, request line rewritten to origin form
+        status, text = await get(proxy, f"http://127.0.0.2:{allowed.port}/page?q=1")
+        assert (status, text) == (200, "hello from 127.0.0.2/page?q=1")
+        assert allowed.hits == ["/page?q=1"]
+
+
+async def test_connect_to_loopback_is_refused_twin_tunnels(secret, allowed):
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        out = await connect(proxy, f"127.0.0.1:{secret.port}")
+        assert out.startswith(b"HTTP/1.1 403")
+        assert secret.hits == []
+        out = await connect(proxy, f"127.0.0.2:{allowed.port}", "/tunnel")
+        assert out.startswith(b"HTTP/1.1 200 Connection established")
+        assert b"hello from 127.0.0.2/tunnel" in out
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "localhost",
+        "[::1]",
+        "169.254.169.254",  # metadata: even when listed
+        "0x7f.1",  # another spelling of 127.0.0.1 the client never dials
+        "10.0.0.1",
+        "100.64.0.1",  # CGNAT
+    ],
+)
+async def test_internal_targets_refused(target, secret):
+    rules = HostRules(["169.254.169.254", "127.0.0.2"])
+    async with GuardProxy(rules) as proxy:
+        out = await connect(proxy, f"{target}:{secret.port}")
+        assert out.startswith(b"HTTP/1.1 403"), out
+        assert secret.hits == []
+
+
+async def test_non_http_absolute_targets_refused(secret):
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"GET ftp://127.0.0.2/x HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n")
+        out = await reader.read()
+        writer.close()
+        assert out.startswith(b"HTTP/1.1 403")
+        assert b"only http" in out
+
+
+async def test_name_resolved_once_and_checked_address_dialled(monkeypatch, secret, allowed):
+    """DNS rebinding: the first answer is checked and dialled; a later answer (127.0.0.1) is
+    never used for that connection, and is refused when it is the answer."""
+    answers = iter(["127.0.0.2", "127.0.0.1"])
+    dns = WildcardDNS("127.0.0.2")
+    real = dns.getaddrinfo
+
+    def rebinding(host, port, *a, **kw):
+        dns.answer = next(answers, "127.0.0.1")
+        return real(host, port, *a, **kw)
+
+    dns.install(monkeypatch)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        status, text = await get(proxy, f"http://rebind.test:{allowed.port}/one")
+        assert (status, text) == (200, "hello from 127.0.0.2/one")
+        assert dns.queries == ["rebind.test"]  # one lookup for the connection
+        status, text = await get(proxy, f"http://rebind.test:{secret.port}/two")
+        assert status == 403 and "127.0.0.1" in text
+        assert secret.hits == []
+
+
+async def test_host_patterns():
+    p = HostPatterns(allow=["*.example.com", "example.org"], deny=["bad.example.com"])
+    p.check("www.example.com")
+    p.check("example.org")
+    for host in ("example.com", "bad.example.com", "example.net", "evil-example.com"):
+        with pytest.raises(FetchError):
+            p.check(host)
+    HostPatterns().check("anything.example")  # [] allows every public host
+
+
+async def test_patterns_refuse_before_any_lookup(monkeypatch, allowed):
+    dns = WildcardDNS("127.0.0.2").install(monkeypatch)
+    patterns = HostPatterns(deny=["blocked.test"])
+    async with GuardProxy(HostRules(["127.0.0.2"]), patterns) as proxy:
+        status, text = await get(proxy, f"http://blocked.test:{allowed.port}/")
+        assert status == 403 and "deny_hosts" in text
+        assert dns.queries == [] and allowed.hits == []
+        status, _ = await get(proxy, f"http://fine.test:{allowed.port}/")
+        assert status == 200
+
+
+async def test_close_ends_open_tunnels(allowed):
+    proxy = GuardProxy(HostRules(["127.0.0.2"]))
+    await proxy.start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+    writer.write(f"CONNECT 127.0.0.2:{allowed.port} HTTP/1.1\r\n\r\n".encode())
+    await reader.readuntil(b"\r\n\r\n")
+    await asyncio.wait_for(proxy.close(), 5)
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
