@@ -153,7 +153,7 @@ class ChannelSpec(Generic[SectionT]):
         has only its own table)."""
         if self.messaging:
             return list(channel_accounts(cfg, self.name))
-        return [DEFAULT_ACCOUNT] if self.section_of(cfg).enabled else []
+        return [DEFAULT_ACCOUNT] if getattr(self.section_of(cfg), "enabled", False) else []
 
     def secrets(self, cfg: Config, account: str = DEFAULT_ACCOUNT) -> dict[str, str]:
         """The secrets this channel's ``account`` cannot start without, as ``{key: env var}``."""
