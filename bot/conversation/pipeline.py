@@ -53,7 +53,6 @@ from bot.delivery.previews import PREVIEW_INTERVAL, Preview
 from channels.base import (
     adapter_for,
     account_key,
-    split_account_key,
     Capabilities,
     Channel,
     InboundMessage,
@@ -232,10 +231,9 @@ class Conversation:
     async def pairing_approved(self, channel: str, sender_id: str) -> bool:
         """The owner approved a pairing request (``chela pairing approve``): queue the message
         that asked (the newest one; older ones are dropped), then tell the sender."""
-        ch, account = split_account_key(channel)
-        probe = InboundMessage(ch, chat_id=sender_id, sender_id=sender_id, text="", account=account)
-        own = self.agents[self.choose_agent(probe) or self.cfg.agent.id].cfg  # where it was held
-        last = pairing_stage.held_message(self.store, own, channel, sender_id)
+        look = pairing_stage.held_message  # in the session of the agent its intake chose
+        held = [look(self.store, a.cfg, channel, sender_id) for a in self.agents.values()]
+        last = max((r for r in held if r is not None), key=lambda r: r.id, default=None)
         if last is None:
             return False
         msg, agent = InboundMessage.from_json(last.payload), last.agent  # chosen at intake

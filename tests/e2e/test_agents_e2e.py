@@ -404,3 +404,29 @@ async def test_every_agents_workspace_is_made_with_its_starter_files(tmp_path, l
     async with running(cfg):
         pass
     assert (tmp_path / "ws-new" / "AGENTS.md").is_file()
+
+
+async def test_a_held_pairing_message_is_answered_by_the_agent_its_binding_chose(tmp_path, llm, tg):
+    stranger = 77
+    cfg = make_config(
+        tmp_path,
+        llm,
+        channels=telegram_section(tg),
+        agents={"work": {"workspace": str(tmp_path / "ws-work")}},
+        bindings=[{"agent": "work", "channel": "telegram", "chat": str(stranger)}],
+    )
+    (tmp_path / "ws-work").mkdir()
+    (tmp_path / "ws-work" / "AGENTS.md").write_text(RULES["work"])  # a guest's prompt has it
+    async with running(cfg) as d:
+        tg.inject_message(stranger, "let me in", from_id=stranger)
+        await tg.wait_for(lambda: texts(tg, stranger) and texts(tg, MAIN_OWNER), timeout=15)
+        code = texts(tg, stranger)[0].split("Pairing code: ")[1][:8]
+        assert llm.requests == []
+        tg.inject_message(MAIN_OWNER, f"/pair approve {code}", from_id=MAIN_OWNER)
+        await tg.wait_for(lambda: len(texts(tg, stranger)) >= 3, timeout=15)
+        await settled(d, tg_taken(tg))
+        rows = d.store.db.execute("SELECT session_key, agent FROM inbound WHERE chat_id='77'")
+        held = {(k.split(":")[1], a) for k, a in rows.fetchall()}
+    (req,) = llm.requests  # the held message, answered by agent work
+    assert "let me in" in last_user_text(req) and RULES["work"] in system_prompt(req)
+    assert held == {("work", "work")}
