@@ -6,7 +6,8 @@
    this process) with 10 ``token`` hooks; signed POSTs paced at --rate per second across the
    routes (10 routes keep each under its 60-a-minute limit) for --seconds, each with its own
    delivery id.  Reported: p50/p99/max of send → 202 (the event stored, its turn running
-   beside the next requests), and how many turns ran.  Goal: p99 within 20 ms.
+   beside the next requests), and how many turns ran, with the FakeLLM in this process and
+   in a child process (interleaved).  Goal: p99 within 20 ms.
 2. idle cost of an IMAP IDLE connection: one MailWatcher connected to the fake IMAP server
    (tests/fakes/imap.py, run in a child process so its cost is not counted), idle for --idle
    seconds; this process's CPU time and RSS against the same wait with no watcher.
@@ -38,7 +39,35 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
-async def accept_latency(rate: float, seconds: float) -> dict:
+LLM_CHILD = """
+import asyncio, sys
+sys.path.insert(0, %r)
+from tests.fakes.llm import FakeLLM, text
+async def main():
+    async with FakeLLM(keep_requests=False) as llm:
+        llm.default = lambda request: text("NO_REPLY")
+        print(llm.base_url, flush=True)
+        await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+
+
+class _ChildLLM:
+    """The fake LLM in a process of its own (its CPU is not the daemon's)."""
+
+    async def __aenter__(self) -> _ChildLLM:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", LLM_CHILD % str(ROOT)], stdout=subprocess.PIPE, text=True
+        )
+        self.base_url = self.proc.stdout.readline().strip()  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+async def accept_latency(rate: float, seconds: float, llm_process: bool = False) -> dict:
     import aiohttp
 
     from bot.app.daemon import Daemon
@@ -48,8 +77,9 @@ async def accept_latency(rate: float, seconds: float) -> dict:
     os.environ["BENCH_HOOK_SECRET"] = SECRET
     os.environ["BENCH_HTTP_TOKEN"] = "bench-api-token"
     tmp = Path(tempfile.mkdtemp(prefix="hooks-bench-"))
-    async with FakeLLM(keep_requests=False) as llm:
-        llm.default = lambda request: text("NO_REPLY")
+    async with _ChildLLM() if llm_process else FakeLLM(keep_requests=False) as llm:
+        if not llm_process:
+            llm.default = lambda request: text("NO_REPLY")
         cfg = parse_config(
             {
                 "agent": {
@@ -204,7 +234,10 @@ async def main() -> None:
     ap.add_argument("--idle", type=float, default=30)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    print("accept:", json.dumps(await accept_latency(args.rate, args.seconds)))
+    for llm_process in (False, True, False, True):  # interleaved A/B
+        got = await accept_latency(args.rate, args.seconds, llm_process)
+        where = "llm in a child process" if llm_process else "llm in this process"
+        print(f"accept ({where}):", json.dumps(got))
     print("idle:", json.dumps(await idle_cost(args.idle)))
     print("maxrss_kb:", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 

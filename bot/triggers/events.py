@@ -176,6 +176,8 @@ class Triggers:
         try:
             result = await self.lanes.submit(key, lambda: self._turn(row, spec, own, key))
         except Exception as e:  # never lost silently: the ledger says what happened
+            if self.lanes.closed:  # shutting down: it stays pending, run after the restart
+                return "pending"
             log.exception("event %s of %s failed", row["id"], row["source"])
             result = f"failed: {type(e).__name__}"
         self.store.trigger_finish(row["id"], result)
