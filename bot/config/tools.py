@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import Model
+from .browser import BrowserConfig
 
 
 DEFAULT_EXEC_ALLOW = ["ls", "cat", "grep", "head", "tail", "wc", "find", "sort", "python3", "git"]
@@ -37,7 +38,7 @@ DEFAULT_TOOLS = [
 # (`chela run` checks its config before the first poll); tests hold it equal to the registry's
 BUILTIN_TOOLS = (*DEFAULT_TOOLS, "sessions_spawn")
 # Tools a guest turn never gets, whatever tools.guest says.
-OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron"})
+OWNER_ONLY_TOOLS = frozenset({"memory_search", "memory_get", "cron", "browser"})
 
 
 class WebConfig(Model):
@@ -81,6 +82,7 @@ class ToolsConfig(Model):
     guest: list[str] = Field(default_factory=lambda: ["session_status"])
     exec: ExecConfig = Field(default_factory=ExecConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)
 
     @field_validator("guest")
     @classmethod

@@ -1,0 +1,84 @@
+"""Starting and ending the browser's Chromium: which executable, which flags, which profile, and
+killing its whole process group (Playwright starts Chromium as the leader of its own group).
+
+Chromium is always the system's (``[tools.browser].executable``); ``playwright install`` is
+never run.  Every connection goes through the given loopback proxy: ``<-loopback>`` removes
+Chromium's built-in loopback bypass, so even ``127.0.0.1`` is asked of the proxy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+from pathlib import Path
+
+from bot import fs
+
+
+def find_executable(configured: str) -> str | None:
+    """The configured path, else /usr/bin/chromium, else chromium / chromium-browser on PATH."""
+    if configured:
+        path = shutil.which(configured) or configured
+        return path if os.access(path, os.X_OK) else None
+    if os.access("/usr/bin/chromium", os.X_OK):
+        return "/usr/bin/chromium"
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium_args(proxy_port: int, memory_mb: int) -> list[str]:
+    return [
+        f"--proxy-server=http://127.0.0.1:{proxy_port}",
+        "--proxy-bypass-list=<-loopback>",
+        # no QUIC / DNS of its own: everything is a proxied TCP connection
+        "--disable-quic",
+        "--disable-features=DnsOverHttps,AsyncDns,AutofillServerCommunication,"
+        "OptimizationHints,MediaRouter,Translate,InterestFeedContentSuggestions",
+        "--disable-client-side-phishing-detection",
+        "--disable-domain-reliability",
+        "--disable-breakpad",
+        "--no-pings",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-dev-shm-usage",
+        f"--js-flags=--max-old-space-size={memory_mb}",
+    ]
+
+
+def profile_dir(state_dir: Path, agent_id: str) -> Path:
+    """``<state_dir>/browser/profile-<agent>``, private (0700)."""
+    root = fs.private_dir(Path(state_dir) / "browser")
+    return fs.private_dir(root / f"profile-{agent_id}")
+
+
+def browser_pids(profile: Path) -> list[int]:
+    """The Chromium processes started with this profile (their command line names it)."""
+    needle = f"--user-data-dir={profile}".encode()
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in args:
+            out.append(int(entry.name))
+    return out
+
+
+def kill_groups(profile: Path) -> int:
+    """SIGKILL the process groups of this profile's Chromium processes; how many groups."""
+    groups = set()
+    for pid in browser_pids(profile):
+        with contextlib.suppress(OSError):
+            groups.add(os.getpgid(pid))
+    groups.discard(os.getpgrp())  # never our own group
+    for pgid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+    return len(groups)
