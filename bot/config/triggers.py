@@ -118,8 +118,8 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _common_errors(key: str, item: Any, ids: list[str], tools_of: Any) -> list[str]:
-    out = []
+def _common_errors(key: str, item: Any, ids: list[str], tools_of: Any, channels: Any) -> list[str]:
+    out = _deliver_error(key, item.deliver, channels)
     if item.agent and item.agent not in ids:
         out.append(f"{key}.agent: unknown agent {item.agent!r} (agents: {', '.join(ids)})")
         return out
@@ -128,6 +128,16 @@ def _common_errors(key: str, item: Any, ids: list[str], tools_of: Any) -> list[s
         if t not in has:
             out.append(f"{key}.tools: {t!r} is not a tool of agent {item.agent or ids[0]!r}")
     return out
+
+
+def _deliver_error(key: str, deliver: str, channels: Any) -> list[str]:
+    if deliver in ("owner", "none"):
+        return []
+    channel = deliver.partition(":")[0]
+    section = getattr(channels, channel, None)
+    if section is None or not getattr(section, "enabled", False):
+        return [f"{key}.deliver: channel {channel!r} is not an enabled channel"]
+    return []
 
 
 def _secret_error(key: str, env: str) -> list[str]:
@@ -152,7 +162,7 @@ def trigger_errors(cfg: Any, ids: list[str], tools_of: Any) -> list[str]:
         if hook.scheme == "hmac" and not hook.header.strip():
             out.append(f"{key}.header: the hmac scheme needs the header that holds the signature")
         out += _secret_error(f"{key}.secret_env", hook.secret_env)
-        out += _common_errors(key, hook, ids, tools_of)
+        out += _common_errors(key, hook, ids, tools_of, cfg.channels)
     seen = set()
     for i, box in enumerate(cfg.mail):
         key = f"mail[{i}]"
@@ -163,5 +173,5 @@ def trigger_errors(cfg: Any, ids: list[str], tools_of: Any) -> list[str]:
             out.append(f"{key}.tls: 'none' sends the password in clear: only to a loopback host")
         out += _secret_error(f"{key}.username_env", box.username_env)
         out += _secret_error(f"{key}.password_env", box.password_env)
-        out += _common_errors(key, box, ids, tools_of)
+        out += _common_errors(key, box, ids, tools_of, cfg.channels)
     return out

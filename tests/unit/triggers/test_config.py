@@ -40,6 +40,8 @@ def env(monkeypatch):
         ({"hooks": [hook(tools=["exec", "nope"])]}, r"hooks\[0\]\.tools: 'nope'"),
         ({"hooks": [hook(deliver="telegram")]}, r"hooks\[0\]\.deliver"),
         ({"hooks": [hook(tolerance="0s")]}, r"hooks\[0\]\.tolerance"),
+        ({"hooks": [hook(deliver="slack:C1")]}, r"hooks\[0\]\.deliver: channel 'slack'"),
+        ({"mail": [box(deliver="nope:1")]}, r"mail\[0\]\.deliver: channel 'nope'"),
         ({"mail": [box(tls="none")]}, r"mail\[0\]\.tls: 'none'"),
         ({"mail": [box(password_env="T_UNSET")]}, r"mail\[0\]\.password_env: .*T_UNSET"),
     ],
@@ -56,7 +58,10 @@ def test_hooks_without_the_http_channel_is_an_error():
 
 def test_the_twins_load():
     cfg = load(
-        hooks=[hook(tools=["exec"]), hook(name="h2", scheme="hmac", header="X-Sig")],
+        hooks=[
+            hook(tools=["exec"]),
+            hook(name="h2", scheme="hmac", header="X-Sig", deliver="http:some-user"),
+        ],
         mail=[box(), box(name="local", host="127.0.0.1", tls="none", from_allow=["@X.org"])],
     )
     assert [h.name for h in cfg.hooks] == ["gh", "h2"]
