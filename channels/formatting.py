@@ -29,6 +29,7 @@ __all__ = [
     "markdown_to_signal",
     "markdown_to_slack_mrkdwn",
     "markdown_to_telegram_html",
+    "markdown_to_whatsapp",
 ]
 
 
@@ -481,3 +482,18 @@ def markdown_to_signal(md: str) -> tuple[str, list[str]]:
         quote=lambda lines: "\n".join("> " + line if line else ">" for line in lines),
     )
     return _style_ranges(marked.strip("\n"))
+
+
+# WhatsApp: *bold* _italic_ ~strike~ `code` and ``` blocks; links as text (url) -------------
+_WA = dataclasses.replace(_PLAIN, bold="*{}*".format, italic="_{}_".format, strike="~{}~".format)
+
+
+def markdown_to_whatsapp(md: str) -> str:
+    """Markdown → WhatsApp's own text markup (headings bold, quotes kept, code as typed)."""
+    return _render(
+        md,
+        dataclasses.replace(_WA, code="`{}`".format),
+        code_block=lambda b: "```\n" + b.text + "\n```",
+        heading=lambda t: f"*{t}*" if t else "",
+        quote=lambda lines: "\n".join("> " + line if line else ">" for line in lines),
+    )

@@ -15,6 +15,7 @@ the platform edits messages, the prompt's formatting hint, how a direct chat is 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from bot.config.channels import (
     SignalConfig,
     SlackConfig,
     TelegramConfig,
+    WhatsAppConfig,
     env_fields,
     title,
 )
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from channels.signal.settings import SignalSettings
     from channels.slack.settings import SlackSettings
     from channels.telegram.settings import TelegramSettings
+    from channels.whatsapp.settings import WhatsAppSettings
 
 __all__ = [
     "CONFIGURED",
@@ -277,6 +280,48 @@ def _signal(g: Given[SignalConfig]) -> SignalSettings:
     )
 
 
+def _whatsapp_adapter() -> type[Channel]:
+    from channels.whatsapp import WhatsAppChannel
+
+    return WhatsAppChannel
+
+
+def _load_cursor(path: Path) -> int | None:
+    """A WhatsApp account's stored update offset; None before its first start."""
+    from bot import fs
+
+    try:
+        return int(fs.read_in(path, 64).decode().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _save_cursor(path: Path, offset: int) -> None:
+    from bot import fs
+
+    fs.write_private(path, str(offset).encode())
+
+
+def _whatsapp(g: Given[WhatsAppConfig]) -> WhatsAppSettings:
+    from channels.whatsapp.settings import WhatsAppSettings
+
+    w = g.section
+    path = g.cfg.agent.state_dir / "whatsapp" / f"{g.account}.offset"
+    return WhatsAppSettings(
+        api_key=g.secrets["api_key_env"],
+        api_base=w.api_base,
+        load_cursor=functools.partial(_load_cursor, path),
+        save_cursor=functools.partial(_save_cursor, path),
+        transport=w.transport,
+        poll_timeout=w.poll_timeout,
+        chunk_limit=w.text_chunk_limit,
+        per_window=w.sends_per_minute,
+        polls_per_window=w.polls_per_minute,
+        window=w.rate_window,
+        account=g.account,
+    )
+
+
 def _http_adapter() -> type[Channel]:
     from channels.http import HttpChannel
 
@@ -366,6 +411,30 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
             ),
         ),
         probe=probes.signal,
+    ),
+    ChannelSpec(
+        "whatsapp",
+        WhatsAppConfig,
+        _whatsapp_adapter,
+        _whatsapp,
+        # the platform lets only the agent's creator write: the creator is the owner
+        owner_id_hint="nobody to name: only you, the agent's creator, can write to it",
+        settings=(
+            Setting(
+                "transport",
+                "whatsapp_transport",
+                default="agent_platform",
+                help="how Chela reaches WhatsApp: agent_platform (official; an agent you "
+                "create in WhatsApp > Settings > Agents)",
+            ),
+            Setting(
+                "api_base",
+                "whatsapp_api_base",
+                always=False,
+                help="another Agent Platform address (default https://api.whatsapp.com/agent/v1)",
+            ),
+        ),
+        probe=probes.whatsapp,
     ),
     ChannelSpec("http", HttpConfig, _http_adapter, _http),
 )

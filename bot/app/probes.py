@@ -87,3 +87,37 @@ async def signal(s: Any, cfg: Config, g: Any) -> Probe:
         f"signal-cli at {url} did not answer `version` (HTTP {status})",
         "start `signal-cli -a ACCOUNT daemon --http 127.0.0.1:8080` or fix channels.signal.http_url",
     )
+
+
+async def whatsapp(s: Any, cfg: Config, w: Any) -> Probe:
+    """A zero-timeout poll (reads nothing away: the platform takes no acknowledgement), unless
+    a running daemon polls this key: a second poll would knock the daemon's off (409)."""
+    from bot.app.lock import running_daemon
+
+    daemon = running_daemon(cfg.agent.state_dir)
+    if daemon is not None:
+        return Probe(
+            True,
+            f"not polled: the running daemon (pid {daemon.get('pid')}) holds this key; "
+            "`chela status` shows its state",
+        )
+    status, body = await _call(
+        s,
+        "GET",
+        f"{w.api_base.rstrip('/')}/updates",
+        params={"timeout": "0", "limit": "1"},
+        headers={"Authorization": f"Bearer {cfg.secret(w.api_key_env)}"},
+    )
+    if status in (200, 204):
+        entries = (body or {}).get("entry") or [{}]
+        agent = entries[0].get("id") if isinstance(entries[0], dict) else None
+        return Probe(True, f"key accepted (agent {agent})" if agent else "key accepted")
+    if status == 409:
+        return Probe(
+            False, "another client is polling this key (HTTP 409)", "stop the other client"
+        )
+    return Probe(
+        False,
+        f"key rejected by GET /updates (HTTP {status})",
+        f"put the API key from WhatsApp > Settings > Agents > your agent in ${w.api_key_env}",
+    )

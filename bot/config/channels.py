@@ -84,6 +84,10 @@ class ChannelPolicy(Model):
         skip = self.optional_secrets()
         return {k: v for k, v in env_fields(self).items() if k not in skip}
 
+    def owner_only(self) -> bool:
+        """The platform lets only the account's owner write to it (every sender is the owner)."""
+        return False
+
     def connection(self) -> dict[str, str]:
         """What names the platform connection (two accounts of a channel never share one of
         these): the token variables it needs, as ``{key: value}``."""
@@ -194,6 +198,53 @@ class SignalConfig(ChannelPolicy):
         return self
 
 
+class WhatsAppConfig(ChannelPolicy):
+    """``[channels.whatsapp]``: an agent the owner created in WhatsApp (Settings > Agents),
+    reached through Meta's Agent Platform with its API key.  Only its creator can write to
+    it, so every sender is the owner; no groups, no edits (so no live previews)."""
+
+    TITLE: ClassVar[str] = "WhatsApp"
+    FORMAT: ClassVar[str] = (
+        "Markdown is converted to WhatsApp text: bold, italics, strikethrough, inline code "
+        "and code blocks work; links are shown as text (url); headings become bold lines. "
+        "Avoid tables. Long replies are split at 4096 characters."
+    )
+    AFTER_USER: ClassVar[tuple[str, ...]] = (
+        "Sending files on WhatsApp: write a marker with a local path inside the workspace:",
+        "[IMAGE:<path>] for JPEG or PNG pictures, [DOCUMENT:<path>] for any file, "
+        "[VIDEO:<path>], [AUDIO:<path>]. Links cannot be sent as files.",
+        "Use one marker per attachment, outside code blocks; the files are sent after the text.",
+    )
+
+    transport: Literal["agent_platform", "linked_device"] = "agent_platform"
+    api_key_env: str = "WHATSAPP_AGENT_API_KEY"
+    api_base: str = "https://api.whatsapp.com/agent/v1"
+    poll_timeout: int = Field(20, ge=1, le=25)
+    text_chunk_limit: int = Field(4096, ge=100, le=4096)
+    # the platform's budget per method (sends, statuses, media each) and for polls, over a
+    # rolling window; lower them to share a key's budget, never raise them
+    sends_per_minute: int = Field(12, ge=1, le=12)
+    polls_per_minute: int = Field(15, ge=1, le=15)
+    rate_window: float = Field(60.0, gt=0, le=60.0)  # seconds (tests shorten it)
+    group_policy: Literal["open", "allowlist", "disabled"] = "disabled"
+    # more accounts of the channel, each merged over this table (bot/config/agents.py)
+    accounts: Mapping[str, WhatsAppConfig] = Field(default_factory=dict)
+
+    @field_validator("transport")
+    @classmethod
+    def _transport(cls, v: str) -> str:
+        if v == "linked_device":
+            raise ValueError(
+                'channels.whatsapp.transport = "linked_device" is not available yet; '
+                'use "agent_platform"'
+            )
+        return v
+
+    def owner_only(self) -> bool:
+        """Only the agent's creator can write to it: every sender is the owner."""
+        return self.transport == "agent_platform"
+
+
 class HttpConfig(Model):
     """``[channels.http]``: the OpenAI-compatible HTTP API (not a messaging channel)."""
 
@@ -219,6 +270,7 @@ class ChannelsConfig(Model):
     discord: DiscordConfig = Field(default_factory=DiscordConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     signal: SignalConfig = Field(default_factory=SignalConfig)
+    whatsapp: WhatsAppConfig = Field(default_factory=WhatsAppConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
 
     def required_secrets(self, name: str) -> dict[str, str]:

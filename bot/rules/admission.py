@@ -68,7 +68,7 @@ def is_owner_sender(msg: InboundMessage, cfg: Config) -> bool:
     sid = msg.sender_id.strip()
     if not sid or pol is NOBODY:
         return False
-    return sid in pol.allow_from or sid in cfg.owner.numbers
+    return pol.owner_only() or sid in pol.allow_from or sid in cfg.owner.numbers
 
 
 def admit(msg: InboundMessage, cfg: Config, approved: Container[tuple[str, str]]) -> Verdict:

@@ -28,6 +28,9 @@ ALLOWED: dict[str, str] = {
     "channels/signal/rpc.py": "JSON-RPC to the configured signal-cli daemon",
     "channels/slack/adapter.py": "file downloads from Slack hosts only, with the bot token",
     "channels/telegram/request.py": "python-telegram-bot's transport to the configured Bot API",
+    "channels/whatsapp/transport/agent_platform.py": (
+        "the configured Agent Platform API, and media from its host or Meta's media hosts only"
+    ),
 }
 
 # call names (the last part of a dotted name, or the whole dotted name) that open a connection
