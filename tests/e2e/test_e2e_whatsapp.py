@@ -4,6 +4,7 @@ that did not pace its calls would be answered 429 and ``wa.limited`` would say s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 
@@ -102,3 +103,135 @@ async def test_bad_input_is_logged_and_skipped_nothing_lost(tmp_path, llm, wa, c
         await settled(d)
     assert [s.text for s in wa.sent] == ["answer to the good one"]
     assert "skipping a 'location' message" in caplog.text
+
+
+async def test_a_burst_of_30_replies_is_paced_none_lost_or_doubled(tmp_path, llm):
+    window = 2.0  # the platform's 60 s, shortened: 12 sends per 2 s
+    async with FakeWhatsApp(key=KEY, window=window) as wa:
+        cfg = wa_config(
+            tmp_path, llm, wa, rate_window=window, text_chunk_limit=100, sends_per_minute=12
+        )
+        parts = [f"part {i:02d} " + "x" * 80 for i in range(30)]
+        llm.script(text("\n\n".join(parts)))
+        async with running(cfg) as d:
+            await eventually(lambda: wa.polls, timeout=10)
+            wa.inject_text("tell me a lot")
+            await wa.wait_for_sent(30, timeout=30)
+            await settled(d)
+        assert [s.text for s in wa.sent] == parts  # in order, none lost, none twice
+        assert not wa.limited  # never over the budget: no 429 at all
+        times = [s.at for s in wa.sent]
+        assert all(b - a >= window * 0.95 for a, b in zip(times, times[12:], strict=False))
+
+
+async def test_429_waits_retry_after_and_sends_once(tmp_path, llm, wa):
+    llm.script(text("after the wait"))
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.fail_next("messages", 429, 130429, retry_after=1)
+        wa.inject_text("hello")
+        await wa.wait_for_sent(1)
+        await settled(d)
+    assert [s.text for s in wa.sent] == ["after the wait"]
+
+
+async def test_409_sets_conflict_and_three_stop_polling(tmp_path, llm, wa, caplog):
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        ch = d.channels["whatsapp"]
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.fail_next("updates", 409, 1752041, times=3)
+        await eventually(lambda: ch.state.startswith("conflict: stopped"), timeout=15)
+        polls = len(wa.polls)
+        wa.inject_text("nobody hears this until restart")
+        await asyncio.sleep(1.5)
+        assert len(wa.polls) == polls  # stopped polling, the daemon still runs
+        assert d.channel_states()["whatsapp"]["state"] != "retrying"
+    assert "another client keeps polling this API key" in caplog.text
+    assert wa.sent == []
+
+
+async def test_one_409_recovers_and_answers(tmp_path, llm, wa):
+    llm.script(text("still here"))
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        ch = d.channels["whatsapp"]
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.fail_next("updates", 409, 1752041)
+        await eventually(lambda: ch.state == "conflict", timeout=10)
+        wa.inject_text("are you there?")
+        await wa.wait_for_sent(1)
+        await settled(d)
+        assert ch.state == "connected"
+    assert [s.text for s in wa.sent] == ["still here"]
+
+
+async def test_a_refused_key_stops_polling_and_says_so(tmp_path, llm, wa, caplog):
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.fail_next("updates", 401, 190)
+        await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "retrying", timeout=10)
+        assert "API key refused" in d.channel_states()["whatsapp"]["error"]
+    assert "the platform refused the API key" in caplog.text
+
+
+async def test_a_wrong_key_fails_the_start_with_a_clear_state(tmp_path, llm, wa):
+    wa.key = "another-key"
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "retrying", timeout=10)
+        assert "HTTP 400" in d.channel_states()["whatsapp"]["error"]
+
+
+async def test_an_image_reaches_the_model_as_an_image(tmp_path, llm, wa):
+    from tests.fakes.llm import image_urls
+    from tests.fakes.media_samples import image_bytes
+
+    llm.script(text("a red square"))
+    cfg = make_config(tmp_path, llm, channels=wa_section(wa), media={"vision": "on"})
+    async with running(cfg) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.inject_media("image", image_bytes(64, 64, fmt="PNG"), "image/png", caption="what?")
+        await wa.wait_for_sent(1)
+        await settled(d)
+    urls = image_urls(llm.requests[0])
+    assert len(urls) == 1 and urls[0].startswith("data:image/")
+    assert "what?" in all_text(llm.requests[0]) and wa.downloads
+
+
+async def test_oversized_media_is_logged_not_fetched_and_still_answered(tmp_path, llm, wa, caplog):
+    caplog.set_level(logging.INFO, logger="chela")
+    llm.script(text("got your note"))
+    cfg = make_config(tmp_path, llm, channels=wa_section(wa), media={"max_download_mb": 1})
+    async with running(cfg) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        big = b"%PDF-1.4\n" + b"0" * (2 * 1024 * 1024)
+        wa.inject_media("document", big, "application/pdf", filename="big.pdf", caption="see")
+        await wa.wait_for_sent(1)
+        await settled(d)
+    assert [s.text for s in wa.sent] == ["got your note"] and not wa.downloads
+
+
+async def test_a_media_marker_is_uploaded_and_sent(tmp_path, llm, wa):
+    from tests.fakes.media_samples import image_bytes
+
+    cfg = wa_config(tmp_path, llm, wa)
+    pic = tmp_path / "ws" / "pic.png"
+    pic.parent.mkdir(parents=True, exist_ok=True)
+    pic.write_bytes(image_bytes(32, 32, fmt="PNG"))
+    (tmp_path / "ws" / "notes.md").write_text("# notes\n")
+    (tmp_path / "ws" / "anim.gif").write_bytes(b"GIF89a" + b"\0" * 20)
+    llm.script(
+        text(
+            f"Here it is [IMAGE:{pic}] [DOCUMENT:{tmp_path / 'ws' / 'notes.md'}] "
+            f"[IMAGE:{tmp_path / 'ws' / 'anim.gif'}]"
+        )
+    )
+    async with running(cfg) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.inject_text("send me the picture")
+        await wa.wait_for_sent(4)
+        await settled(d)
+    kinds = [s.payload["type"] for s in wa.sent]
+    assert kinds == ["text", "image", "document", "text"]
+    assert wa.sent[0].text == "Here it is"
+    assert [u.mime for u in wa.uploads] == ["image/png", "text/plain"]
+    assert wa.uploads[0].data == pic.read_bytes()
+    assert "anim.gif cannot be sent on WhatsApp" in wa.sent[3].text
