@@ -7,15 +7,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.e2e import all_text, eventually, make_config, running
-from tests.e2e.harness import settled
-from tests.fakes.llm import text
+from tests.e2e import all_text, config_file, eventually, make_config, running
+from tests.e2e.harness import settled, store_idle
+from tests.fakes.llm import delay, text
 from tests.fakes.whatsapp import CREATOR, FakeWhatsApp
 
 KEY = "test-wa-key"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -235,3 +240,39 @@ async def test_a_media_marker_is_uploaded_and_sent(tmp_path, llm, wa):
     assert [u.mime for u in wa.uploads] == ["image/png", "text/plain"]
     assert wa.uploads[0].data == pic.read_bytes()
     assert "anim.gif cannot be sent on WhatsApp" in wa.sent[3].text
+
+
+async def test_kill_9_mid_turn_is_answered_once_after_restart(tmp_path, llm, wa):
+    cfg_path = config_file(
+        tmp_path / "c.toml",
+        llm,
+        workspace=tmp_path / "ws",
+        state_dir=tmp_path / "state",
+        channels=wa_section(wa),
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "bot", "run", "--config", str(cfg_path)]
+    llm.script(delay(8, text("too late")))  # longer than the kill, short enough for teardown
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await eventually(lambda: len(wa.polls) >= 2, timeout=30)  # past the first start
+        wa.inject_text("are you there?")
+        await llm.wait_for_requests(1, timeout=30)  # the turn is in progress
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert wa.sent == []
+    llm.script(text("yes, here"))
+    second = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await wa.wait_for_sent(1, timeout=30)
+        db_path = make_config(tmp_path, llm).db_path
+        await eventually(lambda: store_idle(db_path), timeout=30)
+        await asyncio.sleep(1.0)  # a second answer would have come by now
+    finally:
+        second.send_signal(signal.SIGTERM)
+        rc = second.wait(20)
+    assert [s.text for s in wa.sent] == ["yes, here"]
+    assert rc == 0
