@@ -313,3 +313,9 @@ class Channel(abc.ABC):
     def bot_identity(self) -> dict[str, Any]:
         """What the adapter learned about itself at start (id, username).  Optional."""
         return {}
+
+    def own_state(self) -> str:
+        """A state only the platform's answers show, which ``chela status`` and the Control
+        UI report instead of ``connected`` (``conflict``: another client uses the same
+        key); "" for none.  Optional."""
+        return ""

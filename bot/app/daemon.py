@@ -340,7 +340,12 @@ class Daemon:
         """Each channel's state for the Control UI: starting, connected,
         retrying or stopped, with its last error."""
         idle = {"state": "starting", "error": ""}
-        return {name: self.states.get(name, idle) for name in self.labels.values()}
+        out = {name: self.states.get(name, idle) for name in self.labels.values()}
+        for key, ch in self.channels.items():
+            name, own = self.labels[key], ch.own_state()
+            if own and out[name]["state"] == "connected":
+                out[name] = {"state": own.split(":")[0], "error": own}
+        return out
 
     def request_stop(self) -> None:
         self._stop.set()

@@ -77,6 +77,10 @@ class WhatsAppChannel(Channel):
     def _set_state(self, state: str) -> None:
         self.state = state
 
+    def own_state(self) -> str:
+        """``conflict`` (another client polls this key), with why when polling stopped."""
+        return self.state if self.state.startswith("conflict") else ""
+
     @property
     def bot_identity(self) -> dict[str, Any]:
         return {"id": self.poller.agent_id} if self.poller.agent_id else {}

@@ -150,7 +150,9 @@ def inbound_message(
     """One inbound message object → ``InboundMessage``; None for what is never answered
     (reactions, unknown types, a sender that is not a ``user:``, no id, nothing in it)."""
     sender, wamid, mtype = msg.get("from"), msg.get("id"), msg.get("type")
-    if not is_user(sender) or not isinstance(wamid, str) or not wamid:
+    if not isinstance(sender, str) or not is_user(sender):
+        return None
+    if not isinstance(wamid, str) or not wamid:
         return None
     if not isinstance(mtype, str) or (mtype != "text" and mtype not in _INBOUND_KINDS):
         return None
@@ -162,7 +164,8 @@ def inbound_message(
     if not text and item is None:
         return None
     ctx = msg.get("context")
-    quoted = ctx.get("id") if isinstance(ctx, dict) and isinstance(ctx.get("id"), str) else None
+    ctx = ctx if isinstance(ctx, dict) else {}
+    quoted = ctx.get("id") if isinstance(ctx.get("id"), str) else None
     return InboundMessage(
         channel=CHANNEL,
         chat_id=sender,

@@ -150,7 +150,8 @@ async def test_409_sets_conflict_and_three_stop_polling(tmp_path, llm, wa, caplo
         wa.inject_text("nobody hears this until restart")
         await asyncio.sleep(1.5)
         assert len(wa.polls) == polls  # stopped polling, the daemon still runs
-        assert d.channel_states()["whatsapp"]["state"] != "retrying"
+        state = d.channel_states()["whatsapp"]
+        assert state["state"] == "conflict" and "until restart" in state["error"]
     assert "another client keeps polling this API key" in caplog.text
     assert wa.sent == []
 
@@ -158,14 +159,13 @@ async def test_409_sets_conflict_and_three_stop_polling(tmp_path, llm, wa, caplo
 async def test_one_409_recovers_and_answers(tmp_path, llm, wa):
     llm.script(text("still here"))
     async with running(wa_config(tmp_path, llm, wa)) as d:
-        ch = d.channels["whatsapp"]
         await eventually(lambda: wa.polls, timeout=10)
         wa.fail_next("updates", 409, 1752041)
-        await eventually(lambda: ch.state == "conflict", timeout=10)
+        await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "conflict")
         wa.inject_text("are you there?")
         await wa.wait_for_sent(1)
         await settled(d)
-        assert ch.state == "connected"
+        assert d.channel_states()["whatsapp"]["state"] == "connected"
     assert [s.text for s in wa.sent] == ["still here"]
 
 

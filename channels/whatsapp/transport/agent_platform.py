@@ -82,7 +82,8 @@ async def _error(resp: aiohttp.ClientResponse, what: str, *, send: bool = False)
         body = None
     err = body.get("error") if isinstance(body, dict) else None
     err = err if isinstance(err, dict) else {}
-    code = err.get("code") if isinstance(err.get("code"), int) else 0
+    code = err.get("code")
+    code = code if isinstance(code, int) else 0
     try:
         retry = float(resp.headers.get("Retry-After", ""))
     except ValueError:
