@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .guard import FetchError, HostRules, Target, check_url, host_key, vet
 
@@ -152,7 +153,10 @@ class GuardProxy:
         raise FetchError(f"connection: cannot connect to {hop.host}: {last}")
 
     async def _refuse(self, writer: asyncio.StreamWriter, target: str, reason: str) -> None:
-        host = target.split("://", 1)[-1].split("/", 1)[0]
+        try:
+            host = urlsplit(target if "://" in target else f"//{target}").hostname or target
+        except ValueError:
+            host = target
         self.refusals.append(Refusal(host, reason, time.monotonic()))
         log.info("browser proxy refused %s: %s", host, reason)
         body = f"Refused by Chela: {reason}\n".encode()

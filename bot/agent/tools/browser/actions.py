@@ -62,39 +62,56 @@ def _notes(b: AgentBrowser, since: float | None) -> list[str]:
     if since is not None and proxy is not None:
         seen = set()
         for r in proxy.refusals:
-            blocked = r.reason.startswith(("blocked", "bad URL"))
-            if blocked and r.at >= since and r.host not in seen and len(seen) < 5:
+            if _blocked(r.reason) and r.at >= since and r.host not in seen and len(seen) < 5:
                 seen.add(r.host)
                 notes.append(f"A request to {r.host} was refused: {r.reason}")
     return notes
 
 
-def _refusal(b: AgentBrowser, since: float, url: str) -> str | None:
+def _refusal(b: AgentBrowser, since: float, url: str | None = None) -> str | None:
+    """Why the proxy refused ``url``'s host (any host when None) since ``since``, if it did."""
     proxy = b.owner.proxy
-    host = (urlsplit(url).hostname or "").lower()
     if proxy is None:
         return None
+    host = (urlsplit(url).hostname or "").lower() if url else None
     for r in reversed(proxy.refusals):
-        if r.at >= since and r.host.rsplit(":", 1)[0].strip("[]").lower() == host:
+        if r.at >= since and (r.host == host or (host is None and _blocked(r.reason))):
             return r.reason
     return None
 
 
+def _blocked(reason: str) -> bool:
+    return reason.startswith(("blocked", "bad URL"))
+
+
 async def act_open(b: AgentBrowser, args: dict) -> str:
     url = _check_url(arg_str(args, "url"))
-    page = b.current if b.current is not None and not b.current.is_closed() else await b.new_page()
+    page = b.current if b.current is not None and not b.current.is_closed() else None
+    page = page or await b.new_page()
     t0 = time.monotonic()
     try:
-        resp = await page.goto(url, wait_until="load")
+        resp = await _goto(page, url)
     except Exception as e:
-        reason = _refusal(b, t0, url)
+        with contextlib.suppress(Exception):
+            await page.close()  # its error page may still be reloading: the next open starts afresh
+        reason = _refusal(b, t0, url) or _refusal(b, t0)
         if reason:
             raise ToolError(f"refused: {reason}") from None
         raise ToolError(f"the page did not load: {_first_line(e)}") from None
-    reason = _refusal(b, t0, url)
-    if reason and resp is not None and resp.status == 403:
+    reason = _refusal(b, t0, resp.url) if resp is not None and resp.status == 403 else None
+    if reason:
         raise ToolError(f"refused: {reason}")
     return await snapshot(b, t0)
+
+
+async def _goto(page: Any, url: str) -> Any:
+    """Navigate; once more if a leftover error page of the last refusal interrupted it."""
+    try:
+        return await page.goto(url, wait_until="load")
+    except Exception as e:
+        if "interrupted by another navigation" not in str(e):
+            raise
+    return await page.goto(url, wait_until="load")
 
 
 def _locator(b: AgentBrowser, args: dict) -> Any:

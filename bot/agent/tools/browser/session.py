@@ -96,7 +96,10 @@ class AgentBrowser:
         page.on("download", lambda d: _spawn(self._on_download(d)))
         page.on("close", self._forget)
         self.tabs.append(page)
-        self.current = page
+        if self.current is None:
+            self.current = page
+        else:  # a pop-up: reported, and reachable through 'tabs'; the action's page stays current
+            self.events.append(f"A new tab opened (tab {len(self.tabs) - 1}); see action 'tabs'")
         while len(self.tabs) > self.owner.cfg.max_tabs:
             oldest = self.tabs.pop(0)
             _spawn(oldest.close())
@@ -149,6 +152,9 @@ class AgentBrowser:
         page = await self.context.new_page()
         if page not in self.tabs:
             self._adopt(page)
+        if self.events and self.events[-1].startswith("A new tab opened"):
+            self.events.pop()  # our own tab, not a pop-up
+        self.current = page
         return page
 
     def touch(self) -> None:
