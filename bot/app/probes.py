@@ -105,7 +105,7 @@ async def whatsapp(s: Any, cfg: Config, w: Any) -> Probe:
         s,
         "GET",
         f"{w.api_base.rstrip('/')}/updates",
-        params={"timeout": "0", "limit": "1"},
+        params={"offset": "0", "timeout": "0", "limit": "1"},  # the oldest kept: its agent id
         headers={"Authorization": f"Bearer {cfg.secret(w.api_key_env)}"},
     )
     if status in (200, 204):

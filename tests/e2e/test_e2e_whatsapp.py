@@ -276,3 +276,18 @@ async def test_kill_9_mid_turn_is_answered_once_after_restart(tmp_path, llm, wa)
         rc = second.wait(20)
     assert [s.text for s in wa.sent] == ["yes, here"]
     assert rc == 0
+
+
+async def test_doctor_checks_the_key_and_names_the_agent(tmp_path, llm, wa, monkeypatch):
+    from bot.cli.doctor import doctor
+    from tests.fakes.whatsapp import AGENT_ID
+
+    cfg = wa_config(tmp_path, llm, wa)
+    wa.inject_text("an old message")
+    by = {f.subject: f for f in await doctor(cfg)}
+    assert by["channel whatsapp"].level == "OK"
+    assert f"agent {AGENT_ID}" in by["channel whatsapp"].detail
+    assert wa.statuses == [] and wa.sent == []  # it read nothing away, answered nothing
+    monkeypatch.setenv("TEST_WA_KEY", "a-revoked-key")  # twin: a key the platform refuses
+    by = {f.subject: f for f in await doctor(cfg)}
+    assert by["channel whatsapp"].level == "FAIL" and "TEST_WA_KEY" in by["channel whatsapp"].fix
