@@ -133,10 +133,15 @@ def test_guest_limit_counts_guests_only_and_days_roll_over(tmp_path, llm):
     )
     store = Store(":memory:")
     now = day_start(cfg) + 12 * 3600  # noon today
-    store.add_usage("agent:main:main", "t1", "m", cost_usd=2.0, trust="owner", created=now)
+    store.add_usage(
+        "agent:main:main", "t1", "m", cost_usd=2.0, trust="owner", created=now, agent="main"
+    )
     assert budget_refusal(cfg, store, "guest", now) is None  # the owner's spend is not the guests'
     assert budget_refusal(cfg, store, "owner", now) is None  # no owner limit set
-    store.add_usage("guest:x", "t2", "m", cost_usd=0.5, trust="guest", created=now)
+    # another agent's guests spend their agent's budget, not this one's
+    store.add_usage("g:y", "t3", "m", cost_usd=0.5, trust="guest", created=now, agent="work")
+    assert budget_refusal(cfg, store, "guest", now) is None
+    store.add_usage("guest:x", "t2", "m", cost_usd=0.5, trust="guest", created=now, agent="main")
     refusal = budget_refusal(cfg, store, "guest", now)
     assert refusal and "guests" in refusal and "tomorrow" in refusal
     assert budget_refusal(cfg, store, "owner", now) is None
