@@ -94,6 +94,7 @@ class Agent:
         self.mcp = mcp
         self.memory = memory
         self._web_tools = _web_tools_for(cfg)
+        self._browser_tools = _browser_tools_for(cfg)  # owner turns only, never in `extra`
         self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
         self.secrets = cfg.secrets.plus(_generated_secrets(cfg))  # the registry (bot/secrets.py)
@@ -154,7 +155,8 @@ class Agent:
         cfg = self.cfg
         mcp_tools: list[Tool] = self.mcp.tools() if self.mcp is not None else []
         extra = {**self._web_tools, **{t.name: t for t in mcp_tools}}
-        registry = build_registry(list(cfg.tools.enabled), extra, always=mcp_tools)
+        owner_always = [*mcp_tools, *self._browser_tools.values()]
+        registry = build_registry(list(cfg.tools.enabled), extra, always=owner_always)
         # guests get tools.guest, never the owner-only tools (config validation refuses
         # them too; this keeps a hand-built Config honest)
         guest = build_registry([t for t in cfg.tools.guest if t not in OWNER_ONLY_TOOLS], extra)
@@ -472,6 +474,13 @@ def _web_tools_for(cfg: Config) -> dict:
     from bot.agent.tools.web import web_tools
 
     return web_tools(cfg.tools.web)
+
+
+def _browser_tools_for(cfg: Config) -> dict:
+    """The browser tool when [tools.browser] is enabled (Playwright imported on first use)."""
+    from bot.agent.tools.browser import browser_tools
+
+    return browser_tools(cfg)
 
 
 def _spec_keys(specs: dict) -> dict:

@@ -380,3 +380,31 @@ async def test_stop_during_slow_load_leaves_no_chromium(world, tmp_path):
     assert browser_pids(profile) == []
     await browsers.aclose()
     assert oct(profile.stat().st_mode & 0o777) == "0o700"
+
+
+def _cfg(tmp_path, **tools):
+    from bot.config import parse_config
+
+    agent = {"workspace": str(tmp_path / "ws"), "state_dir": str(tmp_path / "st")}
+    return parse_config({"agent": agent, "tools": tools})
+
+
+async def test_owner_gets_the_browser_a_guest_never(tmp_path):
+    from bot.agent.turn import Agent
+    from bot.store import Store
+
+    on = Agent(
+        _cfg(tmp_path, browser={"enabled": True}, guest=["session_status", "web_fetch"]),
+        Store(":memory:"),
+    )
+    assert "browser" in on.tool_names("owner")
+    assert "browser" not in on.tool_names("guest")
+    off = Agent(_cfg(tmp_path), Store(":memory:"))  # twin: off by default
+    assert "browser" not in off.tool_names("owner")
+
+
+async def test_browser_in_tools_guest_is_a_config_error(tmp_path):
+    from bot.config import ConfigError
+
+    with pytest.raises((ConfigError, ValueError), match="browser"):
+        _cfg(tmp_path, browser={"enabled": True}, guest=["browser"])
