@@ -291,3 +291,18 @@ async def test_doctor_checks_the_key_and_names_the_agent(tmp_path, llm, wa, monk
     monkeypatch.setenv("TEST_WA_KEY", "a-revoked-key")  # twin: a key the platform refuses
     by = {f.subject: f for f in await doctor(cfg)}
     assert by["channel whatsapp"].level == "FAIL" and "TEST_WA_KEY" in by["channel whatsapp"].fix
+
+
+async def test_malformed_and_failed_polls_back_off_and_nothing_is_lost(tmp_path, llm, wa, caplog):
+    llm.script(text("made it"))
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.fail_next("updates", 200)  # broken JSON
+        wa.fail_next("updates", 503, 131016)
+        wa.fail_next("updates", 500, 2)
+        wa.inject_text("through the storm")
+        await wa.wait_for_sent(1, timeout=20)
+        await settled(d)
+        assert d.channel_states()["whatsapp"]["state"] == "connected"
+    assert [s.text for s in wa.sent] == ["made it"]
+    assert "poll failed" in caplog.text

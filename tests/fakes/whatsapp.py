@@ -18,8 +18,8 @@ with ``Retry-After``.
 
 Records: ``sent`` (message payloads, in order, with ``at`` times), ``statuses``,
 ``polls`` (times and offsets), ``uploads``, ``downloads``, ``limited`` (429s given).
-Failure injection: ``fail_next(method, status, code, times=1, retry_after=None)`` where
-method is ``updates``, ``messages``, ``statuses``, ``media`` or ``media_get``.
+Failure injection: ``fail_next(method, status, code, times=1, retry_after=None)`` (status
+200: a malformed JSON answer) where method is ``updates``, ``messages``, ``statuses``, ``media`` or ``media_get``.
 """
 
 from __future__ import annotations
@@ -233,6 +233,8 @@ class FakeWhatsApp:
             return denied
         if self._fails[method]:
             f = self._fails[method].popleft()
+            if f.status == 200:  # a malformed answer
+                return web.Response(text='{"object": "page"', content_type="application/json")
             headers = {"Retry-After": str(f.retry_after)} if f.retry_after is not None else None
             return _error(f.status, f.code, "injected", headers)
         limit = self.poll_limit if method == "updates" else self.limit

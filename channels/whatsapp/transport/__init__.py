@@ -14,11 +14,12 @@ from channels.base import ChannelError
 
 
 class ApiError(ChannelError):
-    """A refused call: ``status`` (HTTP), ``code`` (the platform's), ``retry_after`` (s).
+    """A failed call: ``status`` (HTTP; 0 when no answer came), ``code`` (the platform's),
+    ``retry_after`` (s).
 
     ``permanent`` tells the outbox whether a retry can help: a refusal (4xx but 409/429)
-    cannot, and neither can a 500 on a send, whose outcome is unknown (it may have gone
-    out: sending again could double it)."""
+    cannot, and neither can a send cut off by a 500 or a dropped connection, whose outcome is
+    unknown (it may have gone out: sending again could double it)."""
 
     def __init__(
         self,
@@ -34,7 +35,7 @@ class ApiError(ChannelError):
         self.status = status
         self.code = code
         self.retry_after = retry_after
-        transient = status in (409, 429) or status >= 500
+        transient = status in (0, 409, 429) or status >= 500  # 0: no answer came
         self.permanent = not transient or unknown_outcome
 
 

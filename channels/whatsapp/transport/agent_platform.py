@@ -139,12 +139,19 @@ class AgentPlatform:
         send = method == "POST" and path == "/messages"
         for _ in range(MAX_429):
             await self.pacers[pacer].take()
-            async with self._http().request(method, self.base + path, **kw) as resp:
-                if resp.status == 204:
-                    return None
-                if resp.status < 300:
-                    return await resp.json(content_type=None)
-                err = await _error(resp, f"{method} {path}", send=send)
+            try:
+                async with self._http().request(method, self.base + path, **kw) as resp:
+                    if resp.status == 204:
+                        return None
+                    if resp.status < 300:
+                        return await resp.json(content_type=None)
+                    err = await _error(resp, f"{method} {path}", send=send)
+            except aiohttp.ClientConnectorError as e:  # never reached the platform: retried
+                raise ApiError(f"{method} {path}", 0, 0, f"cannot connect ({e})") from None
+            except (aiohttp.ClientError, TimeoutError, ValueError) as e:
+                # cut off after the request went out: a send's outcome is unknown
+                why = f"{type(e).__name__}: {e}"
+                raise ApiError(f"{method} {path}", 0, 0, why, unknown_outcome=send) from None
             if err.status != 429:
                 raise err
             wait = err.retry_after if err.retry_after is not None else RETRY_AFTER_DEFAULT
