@@ -47,7 +47,9 @@ def cfg_for(tmp_path, llm, tg, *, agent: dict | None = None, media: dict | None 
 
 def spend_guest_budget(d, key: str = "guest-elsewhere") -> None:
     """Guests spent $1 today (the limit is $0.01): rows as the gate writes them."""
-    d.store.add_usage(key, "t", "openai/fake-model", cost_usd=1.0, kind="chat", trust="guest")
+    d.store.add_usage(
+        key, "t", "openai/fake-model", cost_usd=1.0, kind="chat", trust="guest", agent="main"
+    )
 
 
 def summary_requests(llm) -> list[dict]:
