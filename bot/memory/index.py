@@ -202,8 +202,7 @@ class MemoryIndex:
     async def search(
         self, query: str, limit: int, *, session: str = "", trust: str = "owner"
     ) -> Found:
-        files = await asyncio.to_thread(self.sync_files)  # the text is never stale
-        del files
+        await asyncio.to_thread(self.sync_files)  # what it finds is never older than the files
         qvec: list[float] | None = None
         why = ""
         if self.embedder is None:
@@ -270,8 +269,9 @@ class MemoryIndex:
         have = self.tables.vector_shas(self.agent, self.model) if self.model else set()
         wanted = have & {c.sha for c in chunks}
         old = set(cache.vectors.shas)
-        added = self.tables.vectors(self.agent, self.model, wanted - old) if wanted - old else []
-        cache.vectors.update(added, old - wanted)
+        new = wanted - old
+        added = self.tables.vectors(self.agent, self.model, new)
+        cache.vectors.update(added, old - wanted, len(new))
         cache.chunks, cache.generation = chunks, gen
         cache.at = {c.id: n for n, c in enumerate(chunks)}
         cache.ids_of = {}

@@ -14,7 +14,7 @@ import heapq
 import math
 import re
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import mul
 from typing import Any
 
@@ -145,24 +145,43 @@ class Vectors:
     def __len__(self) -> int:
         return len(self.shas)
 
-    def update(self, added: Sequence[tuple[str, bytes]], removed: set[str]) -> None:
-        """Drop the ``removed`` texts' vectors and add the ``added`` ones (float32 blobs)."""
+    def update(
+        self, added: Iterable[tuple[str, bytes]], removed: set[str], count: int = -1
+    ) -> None:
+        """Drop the ``removed`` texts' vectors and add the ``added`` ones (float32 blobs, read
+        as they come: with ``count``, at most that many, the matrix is filled in place
+        instead of holding every blob first)."""
         keep = [i for i, s in enumerate(self.shas) if s not in removed]
         if not keep:
             self.dims = 0
-        new = [(s, b) for s, b in added if s not in self.row or s in removed]
-        if not self.dims and new:
-            self.dims = len(new[0][1]) // 4
-        new = [(s, b) for s, b in new if len(b) == self.dims * 4]
-        self.shas = [self.shas[i] for i in keep] + [s for s, _ in new]
-        self.row = {s: i for i, s in enumerate(self.shas)}
+        shas = [self.shas[i] for i in keep]
+        rows = [self._rows[i] for i in keep] if self._rows else []
+        fresh: Any = None
+        blobs: list[bytes] = []
+        for sha, blob in added:
+            if sha in self.row and sha not in removed:
+                continue
+            self.dims = self.dims or len(blob) // 4
+            if len(blob) != self.dims * 4:
+                continue
+            if _np is None:
+                rows.append(from_blob(blob))
+            elif count >= 0:
+                if fresh is None:
+                    fresh = _np.empty((count, self.dims), dtype=_np.float32)
+                fresh[len(shas) - len(keep)] = _np.frombuffer(blob, dtype=_np.float32)
+            else:
+                blobs.append(blob)
+            shas.append(sha)
         if _np is not None:
+            n = len(shas) - len(keep)
+            if fresh is None and n:
+                fresh = _np.frombuffer(b"".join(blobs), dtype=_np.float32).reshape(n, self.dims)
             old = self._matrix[keep] if self._matrix is not None and keep else None
-            fresh = _np.frombuffer(b"".join(b for _, b in new), dtype=_np.float32)
-            fresh = fresh.reshape(len(new), self.dims)
-            self._matrix = fresh if old is None else _np.vstack([old, fresh])
-        else:
-            self._rows = [self._rows[i] for i in keep] + [from_blob(b) for _, b in new]
+            parts = [m for m in (old, fresh[:n] if n else None) if m is not None]
+            self._matrix = parts[0] if len(parts) == 1 else _np.vstack(parts) if parts else None
+        self.shas, self._rows = shas, rows
+        self.row = {s: i for i, s in enumerate(shas)}
 
     def get(self, sha: str) -> list[float] | None:
         i = self.row.get(sha)

@@ -219,17 +219,16 @@ class MemoryTables:
                 [(agent, model, sha, vec) for sha, vec in rows],
             )
 
-    def vectors(self, agent: str, model: str, shas: Iterable[str]) -> list[tuple[str, bytes]]:
+    def vectors(self, agent: str, model: str, shas: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """``(sha, float32 blob)`` of these texts, read 500 at a time as they are consumed."""
         wanted = list(shas)
-        out: list[tuple[str, bytes]] = []
         for i in range(0, len(wanted), 500):
             part = wanted[i : i + 500]
             marks = ",".join("?" * len(part))
-            out += self.db.execute(
+            yield from self.db.execute(
                 f"SELECT sha, vec FROM memory_vectors WHERE agent=? AND model=? AND sha IN ({marks})",
                 (agent, model, *part),
-            ).fetchall()
-        return out
+            )
 
     def vector_shas(self, agent: str, model: str) -> set[str]:
         rows = self.db.execute(
