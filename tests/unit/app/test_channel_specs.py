@@ -47,6 +47,7 @@ def _all_env_config(monkeypatch) -> tuple[dict, dict[str, str]]:
                 "app_token_env": "V_SA",
                 "signing_secret_env": "V_SS",
             },
+            "whatsapp": {"api_key_env": "V_WA"},
             "http": {"token_env": "V_HTTP"},
         },
         "mcp": {
@@ -61,7 +62,9 @@ def _all_env_config(monkeypatch) -> tuple[dict, dict[str, str]]:
     }
     names["agent"]["fallbacks"] = [{"model": "openai/gpt-4o-mini", "api_key_env": "V_FALLBACK"}]
     values = {}
-    variables = "V_AGENT V_HASH V_BRAVE V_TAVILY V_TG V_DC V_SB V_SA V_SS V_HTTP V_MCP V_FALLBACK"
+    variables = (
+        "V_AGENT V_HASH V_BRAVE V_TAVILY V_TG V_DC V_SB V_SA V_SS V_WA V_HTTP V_MCP V_FALLBACK"
+    )
     for i, var in enumerate(variables.split()):
         values[var] = f"secret-value-{i:02d}-xyz"
         monkeypatch.setenv(var, values[var])
