@@ -204,13 +204,11 @@ class Daemon:
         self.outbox.start(recover=True)  # what the last run left unsent goes first
         self._enter("outbox", self._stop_outbox)
         await self.conversation.recover()
-        self._spawn(self._watch_pairing(), "pairing-approvals")
-        self._spawn(self.conversation.outage.watch(), "outage")  # kept messages, the probe
-
         self.triggers.recover()  # webhook and mail events stored but not run yet
         if self.cfg.mail:
             self._spawn(self.triggers.watch_mail(), "mail")  # IMAP, one connection per account
-        self.triggers.recover()  # webhook and mail events stored but not run yet
+        self._spawn(self._watch_pairing(), "pairing-approvals")
+        self._spawn(self.conversation.outage.watch(), "outage")  # kept messages, the probe
 
     def _start_channels(self, channels: dict[str, Channel]) -> list[asyncio.Event]:
         """A supervisor per channel account; the events are set after each one's first
