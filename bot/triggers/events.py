@@ -94,6 +94,7 @@ class Triggers:
         self.specs.update({f"mail:{m.name}": m for m in cfg.mail})
         self._tasks: set[asyncio.Task] = set()
         self._accepted: dict[str, dict[str, Any]] = {}  # stored, its turn not started yet
+        self._running: set[str] = set()  # event ids whose turn task exists
 
     # ------------------------------------------------------------------- accepting
     def accept(self, source: str, delivery_id: str, payload: dict) -> str | None:
@@ -113,9 +114,13 @@ class Triggers:
             self._spawn(row)
 
     def _spawn(self, row: dict[str, Any]) -> None:
+        if row["id"] in self._running:  # one task per event, however it was found
+            return
+        self._running.add(row["id"])
         task = asyncio.create_task(self.run_event(row), name=f"event:{row['id']}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self._running.discard(row["id"]))
 
     # ------------------------------------------------------------------------- mail
     def mail_watchers(self) -> list[MailWatcher]:

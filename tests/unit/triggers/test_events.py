@@ -50,3 +50,27 @@ async def test_an_event_during_shutdown_stays_pending(monkeypatch):
     row = store.trigger_pending()[0]
     assert await t.run_event(row) == "pending"
     assert [r["id"] for r in store.trigger_pending()] == [event_id]  # run after the restart
+
+
+async def test_recovering_twice_runs_each_pending_event_once(monkeypatch):
+    monkeypatch.setenv("T_HOOK", "s")
+    cfg = parse_config(
+        {
+            "channels": {"http": {"enabled": True}},
+            "hooks": [{"name": "gh", "scheme": "token", "secret_env": "T_HOOK"}],
+        }
+    )
+    store = Store(":memory:")
+    store.trigger_accept("gh", "d1", {"body": "x"})
+    t = Triggers(cfg, store, {}, SessionLanes(1), None, {})  # type: ignore[arg-type]
+    ran: list[str] = []
+
+    async def run_event(row):
+        ran.append(row["id"])
+        return "ran"
+
+    monkeypatch.setattr(t, "run_event", run_event)
+    assert t.recover() == 1
+    t.recover()  # found again while its task runs: not a second task
+    await t.drain()
+    assert len(ran) == 1
