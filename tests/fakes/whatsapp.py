@@ -16,7 +16,8 @@ came, a newer poll answers an older one still waiting 409/1752041), ``POST /mess
 over a rolling window (``limit`` calls in ``window`` seconds, both settable): past it, 429
 with ``Retry-After``.
 
-Records: ``sent`` (message payloads, in order, with ``at`` times), ``statuses``,
+Switches: ``media_url`` (where ``GET /media/<id>`` says the file is), ``corrupt`` (downloads
+that do not match their hash).  Records: ``sent`` (message payloads, in order, with ``at`` times), ``statuses``,
 ``polls`` (times and offsets), ``uploads``, ``downloads``, ``limited`` (429s given).
 Failure injection: ``fail_next(method, status, code, times=1, retry_after=None)`` (status
 200: a malformed JSON answer) where method is ``updates``, ``messages``, ``statuses``, ``media`` or ``media_get``.
@@ -121,6 +122,8 @@ class FakeWhatsApp:
         self.downloads: list[str] = []
         self.limited: list[str] = []
         self.media: dict[str, Media] = {}
+        self.media_url = ""  # set: GET /media/<id> answers this URL (a host it should not be)
+        self.corrupt = False  # True: downloads serve bytes that do not match their hash
         self._fails: dict[str, collections.deque[Fail]] = collections.defaultdict(collections.deque)
         self._calls: dict[str, collections.deque[float]] = collections.defaultdict(
             collections.deque
@@ -372,7 +375,8 @@ class FakeWhatsApp:
             return _error(400, 100, "No media found")
         return web.json_response(
             {
-                "url": f"http://127.0.0.1:{self.port}/files/{request.match_info['id']}",
+                "url": self.media_url
+                or f"http://127.0.0.1:{self.port}/files/{request.match_info['id']}",
                 "mime_type": m.mime,
                 "sha256": hashlib.sha256(m.data).hexdigest(),
                 "file_size": len(m.data),
@@ -389,4 +393,4 @@ class FakeWhatsApp:
         if m is None:
             return _error(404, 100, "No media found")
         self.downloads.append(request.match_info["id"])
-        return web.Response(body=m.data, content_type=m.mime)
+        return web.Response(body=m.data + (b"!" if self.corrupt else b""), content_type=m.mime)

@@ -1,0 +1,135 @@
+"""Our Agent Platform transport (channels/whatsapp/transport/agent_platform.py) against the
+wire fake: what each answer of the platform becomes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from channels.base import ChannelError, MediaTooLarge
+from channels.whatsapp import translate
+from channels.whatsapp.transport import ApiError
+from channels.whatsapp.transport.agent_platform import AgentPlatform
+from tests.fakes.whatsapp import CREATOR, FakeWhatsApp
+
+KEY = "k-integration"
+
+
+@pytest.fixture
+async def wa():
+    async with FakeWhatsApp(key=KEY) as f:
+        yield f
+
+
+@pytest.fixture
+async def ap(wa):
+    t = AgentPlatform(KEY, wa.api_base)
+    await t.open()
+    yield t
+    await t.close()
+
+
+async def test_a_poll_returns_the_answer_then_nothing(wa, ap):
+    wamid = wa.inject_text("hi")
+    batch = translate.parse_updates(await ap.poll(0, 0))
+    assert [m["id"] for m in batch.messages] == [wamid]
+    assert await ap.poll(batch.next_offset, 0) is None  # 204: nothing after the cursor
+
+
+async def test_a_second_poller_knocks_the_first_off_with_409(wa, ap):
+    first = asyncio.ensure_future(ap.poll(0, 5))
+    await asyncio.sleep(0.2)
+    other = AgentPlatform(KEY, wa.api_base)
+    await other.open()
+    try:
+        second = asyncio.ensure_future(other.poll(0, 1))
+        with pytest.raises(ApiError) as err:
+            await first
+        assert (err.value.status, err.value.code) == (409, 1752041)
+        assert await second is None
+    finally:
+        await other.close()
+
+
+async def test_a_revoked_key_is_answered_400_code_100(wa):
+    bad = AgentPlatform("revoked", wa.api_base)
+    await bad.open()
+    try:
+        with pytest.raises(ApiError) as err:
+            await bad.poll(None, 0)
+        assert (err.value.status, err.value.code) == (400, 100)
+    finally:
+        await bad.close()
+
+
+async def test_send_upload_and_download_round_trip(wa, ap, tmp_path):
+    wid = await ap.send_message(translate.text_payload(CREATOR, "hello"))
+    assert wid.startswith("wamid.") and wa.sent[0].text == "hello"
+    f = tmp_path / "a.pdf"
+    f.write_bytes(b"%PDF-1.4 tiny")
+    media_id = await ap.upload(f, "application/pdf")
+    got_mime, size = await ap.download(media_id, tmp_path / "back.pdf", 1000)
+    assert (got_mime, size) == ("application/pdf", len(b"%PDF-1.4 tiny"))
+    assert (tmp_path / "back.pdf").read_bytes() == f.read_bytes()
+    assert oct((tmp_path / "back.pdf").stat().st_mode & 0o777) == "0o600"
+
+
+async def test_a_download_over_the_cap_leaves_no_file(wa, ap, tmp_path):
+    wa.inject_media("document", b"x" * 5000, "application/pdf", filename="big.pdf")
+    media_id = next(iter(wa.media))
+    with pytest.raises(MediaTooLarge):
+        await ap.download(media_id, tmp_path / "big.pdf", 1000)
+    assert not (tmp_path / "big.pdf").exists() and wa.downloads == []
+
+
+async def test_a_download_that_does_not_match_its_digest_is_refused(wa, ap, tmp_path):
+    wa.inject_media("image", b"real bytes", "image/png")
+    wa.corrupt = True
+    with pytest.raises(ChannelError, match="SHA-256"):
+        await ap.download(next(iter(wa.media)), tmp_path / "x.png", 1000)
+    assert not (tmp_path / "x.png").exists()
+
+
+async def test_refusals_carry_status_and_code(wa, ap, tmp_path):
+    with pytest.raises(ApiError) as err:
+        await ap.send_message(translate.text_payload("user:1", "to a stranger"))
+    assert (err.value.status, err.value.code, err.value.permanent) == (403, 131005, True)
+    gif = tmp_path / "a.gif"
+    gif.write_bytes(b"GIF89a")
+    with pytest.raises(ApiError) as err:
+        await ap.upload(gif, "image/gif")
+    assert err.value.code == 131053
+    wa.fail_next("messages", 503, 131016)
+    with pytest.raises(ApiError) as err:
+        await ap.send_message(translate.text_payload(CREATOR, "x"))
+    assert not err.value.permanent  # not accepted: certainly not sent, retried
+    wa.fail_next("messages", 500, 2)
+    with pytest.raises(ApiError) as err:
+        await ap.send_message(translate.text_payload(CREATOR, "x"))
+    assert err.value.permanent  # outcome unknown: not sent again
+
+
+async def test_429_is_waited_out_and_the_call_made_once_more(wa, tmp_path):
+    waits: list[float] = []
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+
+    t = AgentPlatform(KEY, wa.api_base, sleep=sleep)
+    await t.open()
+    try:
+        wa.fail_next("messages", 429, 130429, retry_after=7)
+        wa.fail_next("messages", 429, 130429)  # the fake always sends Retry-After; 60 s else
+        await t.send_message(translate.text_payload(CREATOR, "once"))
+    finally:
+        await t.close()
+    assert waits == [7.0, 60.0] and [s.text for s in wa.sent] == ["once"]
+
+
+async def test_a_media_url_off_the_platform_hosts_is_not_fetched(wa, ap, tmp_path):
+    wa.inject_media("image", b"img", "image/png")
+    wa.media_url = "http://10.0.0.1/steal"
+    with pytest.raises(ChannelError, match="outside the platform's hosts"):
+        await ap.download(next(iter(wa.media)), tmp_path / "x.png", 1000)
+    assert wa.downloads == []
