@@ -252,7 +252,8 @@ def test_an_unset_secret_variable_is_a_config_error_naming_the_key(tmp_path, llm
 
     monkeypatch.delenv("TEST_HOOK_SECRET", raising=False)
     http = {"enabled": True, "listen": "127.0.0.1:0"}
+    gh = hook("gh", "github", deliver="owner")
     with pytest.raises(ConfigError, match=r"hooks\[0\]\.secret_env: .*TEST_HOOK_SECRET"):
-        make_config(tmp_path, llm, channels={"http": http}, hooks=[hook("gh", "github")])
+        make_config(tmp_path, llm, channels={"http": http}, hooks=[gh])
     monkeypatch.setenv("TEST_HOOK_SECRET", SECRET)  # twin: set, it loads
-    assert make_config(tmp_path, llm, channels={"http": http}, hooks=[hook("gh", "github")])
+    assert make_config(tmp_path, llm, channels={"http": http}, hooks=[gh])
