@@ -25,6 +25,7 @@ from bot.agent.context import (
     zone_name,
 )
 from bot.agent.request import TurnRequest, TurnResult
+from bot.agent.tools.browser import browser_tools  # Playwright is imported on first use
 from bot.config import OWNER_ONLY_TOOLS, Config
 from bot.model import ON_CALL
 from bot.model.gate import BudgetRefused
@@ -94,7 +95,7 @@ class Agent:
         self.mcp = mcp
         self.memory = memory
         self._web_tools = _web_tools_for(cfg)
-        self._browser_tools = _browser_tools_for(cfg)  # owner turns only, never in `extra`
+        self._browser_tools = browser_tools(cfg)  # owner turns only, never in `extra`
         self.refresh_tools()
         self.runtime = gather_runtime_info(cfg)
         self.secrets = cfg.secrets.plus(_generated_secrets(cfg))  # the registry (bot/secrets.py)
@@ -474,13 +475,6 @@ def _web_tools_for(cfg: Config) -> dict:
     from bot.agent.tools.web import web_tools
 
     return web_tools(cfg.tools.web)
-
-
-def _browser_tools_for(cfg: Config) -> dict:
-    """The browser tool when [tools.browser] is enabled (Playwright imported on first use)."""
-    from bot.agent.tools.browser import browser_tools
-
-    return browser_tools(cfg)
 
 
 def _spec_keys(specs: dict) -> dict:

@@ -312,6 +312,11 @@ async def doctor(cfg: Config, *, live: bool = True) -> list[Finding]:
         out += [Finding("OK" if ok else "FAIL", s, d) for ok, s, d in await mail_checks(cfg)]
     if cfg.channels.http.enabled:
         out.append(check_http_port(cfg, running_daemon(cfg.agent.state_dir)))
+    if cfg.tools.browser.enabled:  # Chromium found, its version, a page load the proxy refuses
+        from bot.agent.tools.browser.probe import probe
+
+        ok, detail = await probe(cfg.tools.browser)
+        out.append(Finding("OK" if ok else "FAIL", "browser", detail))
     return out
 
 

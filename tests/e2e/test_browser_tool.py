@@ -199,6 +199,18 @@ async def world(netns, tmp_path_factory):
     mp.undo()
 
 
+def browser_pids(profile: Path) -> list[int]:
+    """Every process whose command line names this profile (Chromium and its helpers)."""
+    needle = f"--user-data-dir={profile}".encode()
+    out = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if needle in Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0"):
+                    out.append(int(entry.name))
+    return out
+
+
 async def call(w, **args) -> str:
     return await w.tool.handler(w.ctx, args)
 
@@ -348,7 +360,6 @@ async def test_injection_page_is_fenced(world):
 
 async def test_stop_during_slow_load_leaves_no_chromium(world, tmp_path):
     from bot.agent.tools.browser import Browsers, make_browser_tool
-    from bot.agent.tools.browser.launch import browser_pids
 
     browsers = Browsers(BrowserConfig(executable=CHROMIUM, idle_close="5s"), [], tmp_path)
     tool = make_browser_tool(browsers)

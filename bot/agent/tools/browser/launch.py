@@ -7,7 +7,6 @@ Chromium's built-in loopback bypass, so even ``127.0.0.1`` is asked of the proxy
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -54,31 +53,29 @@ def profile_dir(state_dir: Path, agent_id: str) -> Path:
     return fs.private_dir(root / f"profile-{agent_id}")
 
 
-def browser_pids(profile: Path) -> list[int]:
-    """The Chromium processes started with this profile (their command line names it)."""
-    needle = f"--user-data-dir={profile}".encode()
-    out = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
-                args = f.read().split(b"\0")
-        except OSError:
-            continue
-        if needle in args:
-            out.append(int(entry.name))
-    return out
+def browser_pid(profile: Path) -> int | None:
+    """The live Chromium running on this profile: Chromium's ``SingletonLock`` link in the
+    profile names ``<host>-<pid>``; the pid counts only while it is still a Chromium."""
+    try:
+        pid = int(os.readlink(profile / "SingletonLock").rsplit("-", 1)[1])
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if "chrom" in os.path.basename(exe) else None
 
 
 def kill_groups(profile: Path) -> int:
-    """SIGKILL the process groups of this profile's Chromium processes; how many groups."""
-    groups = set()
-    for pid in browser_pids(profile):
-        with contextlib.suppress(OSError):
-            groups.add(os.getpgid(pid))
-    groups.discard(os.getpgrp())  # never our own group
-    for pgid in groups:
-        with contextlib.suppress(OSError):
+    """SIGKILL the process group of this profile's Chromium (Playwright makes the browser the
+    leader of its own group, so renderers and helpers go with it); how many groups (0 or 1)."""
+    pid = browser_pid(profile)
+    if pid is None:
+        return 0
+    try:
+        pgid = os.getpgid(pid)
+        if pgid == os.getpgrp():  # never our own group
+            os.kill(pid, signal.SIGKILL)
+        else:
             os.killpg(pgid, signal.SIGKILL)
-    return len(groups)
+    except OSError:
+        return 0
+    return 1

@@ -12,6 +12,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import os
 import re
 import time
 from pathlib import Path
@@ -132,16 +133,16 @@ class AgentBrowser:
         if src is None:
             self.events.append(f"A download ({name}) failed")
             return
-        dest_dir = self.owner.downloads_dir()
-        data = Path(src).read_bytes()
-        if len(data) > cap:
+        size = os.stat(src).st_size
+        if size > cap:
             self.events.append(f"A download ({name}) was refused: over {cap >> 20} MB")
+            await download.delete()
             return
-        dest = dest_dir / f"{int(time.time())}-{name}"
-        fs.write_private(dest, data)  # 0600, never opened or run
-        with contextlib.suppress(OSError):
-            Path(src).unlink()
-        self.events.append(f"A download was saved: {dest} ({len(data)} bytes)")
+        dest = self.owner.downloads_dir() / f"{int(time.time())}-{name}"
+        await download.save_as(dest)
+        fs.private_file(dest)  # 0600, never opened or run
+        await download.delete()
+        self.events.append(f"A download was saved: {dest} ({size} bytes)")
 
     def page(self) -> Any:
         if self.current is None or self.current.is_closed():
