@@ -60,7 +60,7 @@ def _notes(b: AgentBrowser, since: float | None) -> list[str]:
     notes, b.events = list(b.events), []
     proxy = b.owner.proxy
     if since is not None and proxy is not None:
-        seen = set()
+        seen: set[str] = set()
         for r in proxy.refusals:
             if _blocked(r.reason) and r.at >= since and r.host not in seen and len(seen) < 5:
                 seen.add(r.host)
