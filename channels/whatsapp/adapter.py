@@ -144,7 +144,11 @@ class WhatsAppChannel(Channel):
             suffix = ".ogg"
         safe = re.sub(r"[^A-Za-z0-9-]", "", item.ref)[:64] or "media"
         dest = dest_dir / f"whatsapp-{safe}{suffix}"
-        mime, size = await self.transport.download(item.ref, dest, max_bytes)
+        try:
+            mime, size = await self.transport.download(item.ref, dest, max_bytes)
+        except ChannelError as e:
+            log.warning("whatsapp[%s]: file %s not fetched: %s", self.account, item.name, e)
+            raise
         mime = mime.split(";")[0].strip() or item.mime
         return dataclasses.replace(item, target=str(dest), mime=mime, size=size)
 

@@ -212,6 +212,7 @@ async def test_oversized_media_is_logged_not_fetched_and_still_answered(tmp_path
         await wa.wait_for_sent(1)
         await settled(d)
     assert [s.text for s in wa.sent] == ["got your note"] and not wa.downloads
+    assert "file big.pdf not fetched" in caplog.text and "over 1048576" in caplog.text
 
 
 async def test_a_media_marker_is_uploaded_and_sent(tmp_path, llm, wa):
