@@ -315,6 +315,10 @@ class FakeWhatsApp:
             return _error(400, 131009, "Parameter value is not valid")
         if body["to"] != CREATOR:
             return _error(403, 131005, "Access denied")
+        quote = (body.get("context") or {}).get("message_id")
+        known = {o.get("id") for _, k, o in self.world.updates if k == "message"}
+        if quote is not None and quote not in known | {s.id for s in self.sent}:
+            return _error(400, 131009, "context.message_id")
         mtype = body.get("type")
         if mtype == "text":
             text = body.get("text", {}).get("body", "")

@@ -133,3 +133,60 @@ async def test_a_media_url_off_the_platform_hosts_is_not_fetched(wa, ap, tmp_pat
     with pytest.raises(ChannelError, match="outside the platform's hosts"):
         await ap.download(next(iter(wa.media)), tmp_path / "x.png", 1000)
     assert wa.downloads == []
+
+
+def _channel(wa: FakeWhatsApp, tmp_path):
+    from channels.whatsapp.settings import WhatsAppSettings
+
+    saved: list[int] = []
+    return WhatsAppSettings(
+        api_key=KEY,
+        api_base=wa.api_base,
+        load_cursor=lambda: saved[-1] if saved else None,
+        save_cursor=saved.append,
+        poll_timeout=1,
+    ).open()
+
+
+async def test_a_stale_quote_is_dropped_and_the_reply_still_sent(wa, tmp_path):
+    from channels.base import OutboundMessage
+
+    ch = _channel(wa, tmp_path)
+    await ch.open_for_sending()
+    try:
+        real = wa.inject_text("quote me")
+        await ch.send(OutboundMessage(CREATOR, "first", reply_to_id=real, reply_mode="first"))
+        await ch.send(
+            OutboundMessage(CREATOR, "second", reply_to_id="wamid.gone", reply_mode="first")
+        )
+    finally:
+        await ch.stop()
+    assert [s.text for s in wa.sent] == ["first", "second"]
+    assert wa.sent[0].payload["context"] == {"message_id": real}  # twin: a good quote is kept
+    assert "context" not in wa.sent[1].payload
+
+
+async def test_typing_is_shown_once_per_stretch_not_at_every_refresh(wa, tmp_path):
+    from channels.base import OutboundMessage
+
+    received: list = []
+
+    async def sink(msg) -> None:
+        received.append(msg)
+
+    ch = _channel(wa, tmp_path)
+    await ch.start(sink)
+    try:
+        wa.inject_text("hello")
+        for _ in range(200):
+            if received and len(wa.statuses) >= 1:
+                break
+            await asyncio.sleep(0.02)
+        for _ in range(5):  # the core refreshes every few seconds; the platform shows 25 s
+            await ch.typing(CREATOR)
+        await ch.send(OutboundMessage(CREATOR, "done"))
+        await ch.typing(CREATOR)  # a message ended the indicator: the next turn shows it again
+    finally:
+        await ch.stop()
+    typing = [b for _, b in wa.statuses if "typing_indicator" in b]
+    assert len(typing) == 2 and all(b["message_id"] == received[0].message_id for b in typing)
