@@ -235,7 +235,7 @@ class WhatsAppConfig(ChannelPolicy):
     def _transport(cls, v: str) -> str:
         if v == "linked_device":
             raise ValueError(
-                'channels.whatsapp.transport = "linked_device" is not available yet; '
+                '"linked_device" (a linked WhatsApp device) is not available yet; '
                 'use "agent_platform"'
             )
         return v
