@@ -110,3 +110,13 @@ async def test_run_now_is_refused_where_the_scheduler_does_not_run(tmp_path):
         await chat.for_route(TERMINAL).run_now("water")
     assert r.rows("water") == []
     await r.close()
+
+
+async def test_without_a_chat_of_origin_a_job_with_nowhere_to_go_is_stored_with_a_warning(
+    tmp_path,
+):
+    r = await rig(tmp_path, config(tmp_path))
+    answer = await r.svc.for_route({}).add("tea", "Tea is ready.", every="1h")  # the UI
+    assert "it cannot be delivered yet: no direct chat with the owner" in answer
+    assert [j["name"] for j in r.store.cron_jobs()] == ["tea"]
+    await r.close()
