@@ -456,13 +456,13 @@ def test_pairing_list_is_a_table_with_headers(tmp_path, capsys):
 async def test_telegram_menu_lists_the_chat_commands_and_pairing_log_names_the_command(
     tmp_path, llm, tg, caplog
 ):
-    from bot.conversation.commands import COMMANDS
+    from bot.conversation.commands import TABLE
 
     cfg = make_config(tmp_path, llm, channels=telegram_section(tg))
     caplog.set_level("INFO", logger="chela")
     async with running(cfg):
         await tg.wait_for_call("setMyCommands", timeout=15)  # published after the first poll
-        assert [c["command"] for c in tg.commands] == list(COMMANDS)
+        assert [c["command"] for c in tg.commands] == [c.name for c in TABLE]
         assert all(c["description"] for c in tg.commands)
         tg.inject_message(555, "hi", from_id=555)  # not the owner: pairing
         sent = await tg.wait_for_sent(1, timeout=10)
