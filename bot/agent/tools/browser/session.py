@@ -124,6 +124,8 @@ class AgentBrowser:
         while not watch.done():
             if sum(p.stat().st_size for p in partial.iterdir() if p.is_file()) > cap:
                 await download.cancel()
+                with contextlib.suppress(Exception):
+                    await watch  # "canceled"
                 self.events.append(
                     f"A download ({name}) was refused: over {self.owner.cfg.download_max_mb} MB"
                 )
