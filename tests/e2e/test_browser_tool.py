@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -479,3 +480,58 @@ async def test_a_crashed_browser_is_replaced(world):
         await call(world, action="open", url="http://public.test/next")
     page = await call(world, action="open", url="http://public.test/next")
     assert "second page" in page
+
+
+def _reset(tmp_path) -> subprocess.CompletedProcess:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[agent]\nworkspace = "{tmp_path / "ws"}"\nstate_dir = "{tmp_path / "st"}"\n'
+    )
+    cmd = ["chela", "browser", "reset", "--config", str(config)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_browser_reset_refused_while_the_daemon_runs(tmp_path):
+    from bot.app.lock import StateLock
+
+    profile = tmp_path / "st" / "browser" / "profile-main"
+    (profile / "Default").mkdir(parents=True)
+    lock = StateLock(tmp_path / "st")
+    lock.acquire()
+    try:
+        out = _reset(tmp_path)
+    finally:
+        lock.release()
+    assert out.returncode == 1 and f"pid {os.getpid()}" in out.stderr
+    assert profile.is_dir()
+    out = _reset(tmp_path)  # twin: no daemon, the profile goes
+    assert out.returncode == 0 and "main" in out.stdout
+    assert not profile.exists()
+
+
+@pytest.mark.parametrize("leave", ["sys.exit(0)", "os._exit(0)"])
+async def test_no_chromium_outlives_the_process(tmp_path, leave):
+    """A process that started a browser and exits without closing it -- normally, or at once
+    without its exit handlers -- leaves no Chromium."""
+    script = (
+        "import asyncio, os, sys\n"
+        "from pathlib import Path\n"
+        "from bot.agent.tools.browser import Browsers\n"
+        "from bot.config.browser import BrowserConfig\n"
+        "async def main():\n"
+        f"    b = Browsers(BrowserConfig(executable={CHROMIUM!r}), [], Path({str(tmp_path)!r}))\n"
+        "    await b.get('leaver')\n"
+        "    print('started', flush=True)\n"
+        f"    {leave}\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "started" in out.stdout, out.stderr
+    profile = tmp_path / "browser" / "profile-leaver"
+    for _ in range(50):
+        if not browser_pids(profile):
+            break
+        await asyncio.sleep(0.1)
+    assert browser_pids(profile) == []
