@@ -126,7 +126,7 @@ async def test_a_burst_of_30_replies_is_paced_none_lost_or_doubled(tmp_path, llm
         assert [s.text for s in wa.sent] == parts  # in order, none lost, none twice
         assert not wa.limited  # never over the budget: no 429 at all
         times = [s.at for s in wa.sent]
-        assert all(b - a >= window * 0.95 for a, b in zip(times, times[12:], strict=False))
+        assert all(b - a >= window * 0.9 for a, b in zip(times, times[12:], strict=False))
 
 
 async def test_429_waits_retry_after_and_sends_once(tmp_path, llm, wa):

@@ -243,7 +243,7 @@ class FakeWhatsApp:
         limit = self.poll_limit if method == "updates" else self.limit
         calls, now = self._calls[method], time.monotonic()
         # a little slack: a call leaves the client just before it arrives here
-        while calls and now - calls[0] >= self.window * 0.95:
+        while calls and now - calls[0] >= self.window * 0.9:
             calls.popleft()
         if len(calls) >= limit:
             self.limited.append(method)
