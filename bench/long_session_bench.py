@@ -54,7 +54,7 @@ async def _timed_complete(self, messages, tools=None):
             acc[1] += 1
 
 
-_orig_process = Router._process
+_orig_process = Conversation._process
 
 
 async def _timed_process(self, inbound_id, msg, key, verdict):
@@ -64,7 +64,7 @@ async def _timed_process(self, inbound_id, msg, key, verdict):
 
 
 LLMClient.complete = _timed_complete
-Router._process = _timed_process
+Conversation._process = _timed_process
 
 
 class BenchTerminal(TerminalChannel):

@@ -77,6 +77,18 @@ class Secrets(tuple[str, ...]):
         }
 
 
+def _field_names(key: str, value: object) -> list[str] | None:
+    """The variables one field names: a ``*_env`` string or mapping, an ``env`` mapping's
+    ``${VAR}`` references; None for a field to walk into."""
+    if key.endswith("_env") and isinstance(value, str):
+        return [value]
+    if key.endswith("_env") and isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, str)]
+    if key == "env" and isinstance(value, dict):
+        return [r for v in value.values() for r in references(str(v))]
+    return None
+
+
 def env_names(config: object) -> list[str]:
     """Every environment variable ``config`` (a pydantic model) takes a value from: the value
     of each ``*_env`` field anywhere in it (a mapping such as ``headers_env`` gives its
@@ -87,14 +99,11 @@ def env_names(config: object) -> list[str]:
         if isinstance(node, BaseModel):
             for key in type(node).model_fields:
                 value = getattr(node, key)
-                if key.endswith("_env") and isinstance(value, str):
-                    names.append(value)
-                elif key.endswith("_env") and isinstance(value, dict):
-                    names.extend(v for v in value.values() if isinstance(v, str))
-                elif key == "env" and isinstance(value, dict):
-                    names.extend(r for v in value.values() for r in references(str(v)))
-                else:
+                found = _field_names(key, value)
+                if found is None:
                     walk(value)
+                else:
+                    names.extend(found)
         elif isinstance(node, (list, tuple)):
             for item in node:
                 walk(item)

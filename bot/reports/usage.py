@@ -61,9 +61,7 @@ def usage_text(cfg: Config, store: Store, session_key: str, trust: str) -> str:
     return "\n".join(lines)
 
 
-def usage_report(
-    cfg: Config, store: Store, days: int, agent: str | None = None
-) -> dict[str, Any]:
+def usage_report(cfg: Config, store: Store, days: int, agent: str | None = None) -> dict[str, Any]:
     """``chela usage``: per day and model over the last ``days`` days (today included), of
     every agent or of ``agent`` only."""
     since = day_start(cfg, days_back=max(0, days - 1))

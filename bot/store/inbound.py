@@ -84,7 +84,6 @@ class InboundMixin(Database):
         """Make a held message pending again (e.g. after its sender's pairing was approved),
         for ``agent`` (its binding's) in the session ``session_key``."""
         self.db.execute(
-            "UPDATE inbound SET status='pending', session_key=?, outbound=NULL, agent=?"
-            " WHERE id=?",
+            "UPDATE inbound SET status='pending', session_key=?, outbound=NULL, agent=? WHERE id=?",
             (session_key, agent, inbound_id),
         )

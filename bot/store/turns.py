@@ -69,9 +69,7 @@ class TurnsMixin(SessionsMixin, OutboxMixin):
             if outbound and channel is None and inbound_id is not None:
                 channel = self._inbound_channel(inbound_id)
             if outbound and channel is not None:
-                made = self._insert_outbox(
-                    channel, outbound, outbox_kind, inbound_id, now, agent
-                )
+                made = self._insert_outbox(channel, outbound, outbox_kind, inbound_id, now, agent)
             if inbound_id is not None:
                 self.db.execute(
                     "UPDATE inbound SET status='done', outbound=NULL WHERE id=?", (inbound_id,)

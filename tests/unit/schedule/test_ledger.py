@@ -127,7 +127,10 @@ async def test_a_reminder_in_2m_runs_once_and_removes_itself(tmp_path):
     r = await rig(tmp_path, config(tmp_path))
     api = r.svc.for_route({"channel": "telegram", "chat_id": OWNER, "account": "default"})
     answer = await api.add("tea", "Tea is ready.", **{"in": "2m"})
-    assert answer == "Scheduled job 'tea'; next run 2027-01-15 08:02 UTC; it will be sent to this chat."
+    assert (
+        answer
+        == "Scheduled job 'tea'; next run 2027-01-15 08:02 UTC; it will be sent to this chat."
+    )
     assert [j["name"] for j in r.store.cron_jobs()] == ["tea"]
     await r.advance(120)
     await until(lambda: r.channel.sent)
