@@ -347,6 +347,9 @@ async def test_popups_refused_twin_opens(world):
     await asyncio.sleep(1)
     tabs = await call(world, action="tabs")
     assert "public.test/popped" in tabs
+    number = next(ln for ln in tabs.splitlines() if "popped" in ln).lstrip("* ").split(":")[0]
+    switched = await call(world, action="tabs", tab=number)
+    assert "twin popup page" in switched
     assert world.secret.hits == []
 
 

@@ -33,7 +33,10 @@ PARAMETERS = schema(
         "value": {"type": "string", "description": "select: the option's value or label"},
         "key": {"type": "string", "description": "press: a key such as Enter or ArrowDown"},
         "direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
-        "tab": {"type": "string", "description": "close: a tab number, 'current' or 'all'"},
+        "tab": {
+            "type": "string",
+            "description": "tabs: switch to this tab number; close: a number, 'current' or 'all'",
+        },
     },
     ["action"],
 )

@@ -211,6 +211,14 @@ async def act_screenshot(b: AgentBrowser, args: dict) -> str:
 
 
 async def act_tabs(b: AgentBrowser, args: dict) -> str:
+    """The open tabs; with ``tab``, switch to that one and answer with its page."""
+    tab = arg_str(args, "tab", required=False)
+    if tab:
+        try:
+            b.current = b.tabs[int(tab)]
+        except (ValueError, IndexError):
+            raise ToolError(f"no tab {tab[:10]!r}: see action 'tabs'") from None
+        return await snapshot(b)
     lines = []
     for i, page in enumerate(b.tabs):
         mark = "*" if page is b.current else " "
