@@ -133,9 +133,17 @@ class GuardProxy:
         try:
             if method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            else:
-                up_writer.write(_origin_head(method, hop, version, lines[1:]))
-            await _pipe_both(reader, writer, up_reader, up_writer)
+                await _pipe_both(reader, writer, up_reader, up_writer)
+                return
+            # one request per connection: only this request's body goes upstream, so a request
+            # the browser sends next on the same connection never reaches this origin
+            length = _content_length(lines[1:])
+            if length < 0:
+                await self._refuse(writer, target, "bad request: chunked uploads are not relayed")
+                return
+            up_writer.write(_origin_head(method, hop, version, lines[1:]))
+            await _copy_body(reader, up_writer, length)
+            await _pipe(up_reader, writer)
         finally:
             up_writer.close()
 
@@ -174,6 +182,28 @@ def _origin_head(method: str, hop: Target, version: str, headers: list[str]) -> 
     kept = [h for h in headers if h and h.split(":", 1)[0].strip().lower() not in _HOP_HEADERS]
     text = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""])
     return text.encode("latin-1")
+
+
+def _content_length(headers: list[str]) -> int:
+    """The request body's length; -1 for a chunked upload, which is not relayed (browsers do
+    not stream uploads over HTTP/1.1)."""
+    for h in headers:
+        name, _, value = h.partition(":")
+        if name.strip().lower() == "transfer-encoding":
+            return -1
+        if name.strip().lower() == "content-length" and value.strip().isdigit():
+            return int(value.strip())
+    return 0
+
+
+async def _copy_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+    while n > 0:
+        data = await reader.read(min(n, 65536))
+        if not data:
+            break
+        writer.write(data)
+        n -= len(data)
+        await writer.drain()
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

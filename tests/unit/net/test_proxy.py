@@ -181,3 +181,31 @@ async def test_close_ends_open_tunnels(allowed):
     await asyncio.wait_for(proxy.close(), 5)
     assert await asyncio.wait_for(reader.read(), 5) == b""
     writer.close()
+
+
+async def test_one_request_per_connection(secret, allowed):
+    """A second request pipelined on the same connection -- for another host -- never reaches
+    the first request's origin, nor its own; a body is relayed whole."""
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(
+            f"POST http://127.0.0.2:{allowed.port}/one HTTP/1.1\r\nHost: 127.0.0.2\r\n"
+            "Content-Length: 5\r\n\r\nhello"
+            f"GET http://127.0.0.1:{secret.port}/two HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+        )
+        out = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert out.startswith(b"HTTP/1.1 200") and b"hello from 127.0.0.2/one" in out
+        assert allowed.hits == ["/one"] and secret.hits == []
+
+
+async def test_chunked_upload_refused(allowed):
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(
+            f"POST http://127.0.0.2:{allowed.port}/up HTTP/1.1\r\nHost: x\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n".encode()
+        )
+        out = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert out.startswith(b"HTTP/1.1 403") and allowed.hits == []
