@@ -295,12 +295,20 @@ class Outbox:
         return items
 
     def submit(
-        self, channel: str, out: OutboundMessage, *, kind: str, inbound_id: int | None = None
+        self,
+        channel: str,
+        out: OutboundMessage,
+        *,
+        kind: str,
+        inbound_id: int | None = None,
+        agent: str = "",
     ) -> _Item:
         """Store and queue one message.  When the store cannot be written (a full disk) the
         message is still sent, from memory."""
         try:
-            ids = self.store.add_outbox(channel, [out_json(out)], kind=kind, inbound_id=inbound_id)
+            ids = self.store.add_outbox(
+                channel, [out_json(out)], kind=kind, inbound_id=inbound_id, agent=agent
+            )
         except Exception as e:
             if storage_full(e):
                 self.storage.failed(e, f"queueing a {kind} message")

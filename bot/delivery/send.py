@@ -24,10 +24,13 @@ Notify = Callable[[dict, str], Awaitable[bool]]
 SendMessage = Callable[[str, str, str], Awaitable[str]]
 
 
-async def deliver(outbox: Outbox, channel: str, out: OutboundMessage, *, kind: str) -> str:
+async def deliver(
+    outbox: Outbox, channel: str, out: OutboundMessage, *, kind: str, agent: str = ""
+) -> str:
     """Store and send one message: 'sent', 'queued' (the platform did not take it yet; retried
-    up to ``delivery.max_age``) or 'failed' (refused for good)."""
-    item = outbox.submit(channel, out, kind=kind)
+    up to ``delivery.max_age``) or 'failed' (refused for good).  ``agent``: the agent it is
+    sent for, stored on its row ("" for the daemon's own notices)."""
+    item = outbox.submit(channel, out, kind=kind, agent=agent)
     return (await outbox.first_attempt([item]))[0]
 
 
@@ -99,7 +102,7 @@ def message_tool(outbox: Outbox, cfg: Config | None = None, agent_id: str = "") 
             names = ", ".join(running) or "none"
             return f"Error: channel {channel!r} is not running (running: {names})"
         out = OutboundMessage(chat_id=to, text=text, account=account)
-        status = await deliver(outbox, name, out, kind="message")
+        status = await deliver(outbox, name, out, kind="message", agent=agent_id)
         if status == "queued":
             return (
                 f"queued: {channel} did not accept it yet; it is stored and retried until "

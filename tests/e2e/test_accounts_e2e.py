@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import re
+import sqlite3
 
 import pytest
 
@@ -289,6 +290,10 @@ async def test_the_message_tool_sends_through_an_account_bound_to_the_agent(tmp_
         await settled(d, taken(tg, work))
     assert texts(work, WORK_OWNER) == ["psst"] and texts(work, OWNER) == ["sent it"]
     assert tg.sent == [] and tool_results(llm)[-1] == "sent"
+    # every row it left in the outbox names the agent it was sent for, the tool's too
+    db = sqlite3.connect(cfg.agent.state_dir / "chela.sqlite3")
+    kinds = dict(db.execute("SELECT kind, agent FROM outbox ORDER BY id").fetchall())
+    assert kinds == {"message": "work", "reply": "work"}
 
 
 def edited(bot, words: str) -> bool:
