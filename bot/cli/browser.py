@@ -12,7 +12,7 @@ from bot.cli.common import add_common, load
 
 def add_parser(sub) -> None:
     sp = sub.add_parser("browser", help="the browser tool's profiles")
-    bsub = sp.add_subparsers(dest="browser_cmd", required=True)
+    bsub = sp.add_subparsers(dest="browser_cmd", required=True, help="what to do")
     reset = add_common(
         bsub.add_parser("reset", help="delete the browser profiles (cookies, logins)")
     )

@@ -17,7 +17,7 @@ from bot.cli.common import load
 
 def add_parser(sub) -> None:
     sp = sub.add_parser("memory", help="the memory index: reindex, search, status")
-    verbs = sp.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = sp.add_subparsers(dest="verb", required=True, metavar="VERB", help="what to do")
     reindex = _verb_parser(verbs, "reindex", "read the memory files and embed what is new")
     reindex.add_argument("--force", action="store_true", help="embed every chunk again")
     search = _verb_parser(verbs, "search", "search an agent's memory (the fused score)")

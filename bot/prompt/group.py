@@ -16,7 +16,6 @@ from . import texts
 
 # labels of channels without a platform section (a platform's is its section's TITLE)
 _PROVIDER_LABELS = {
-    "whatsapp": "WhatsApp",
     "imessage": "iMessage",
     "terminal": "Terminal",
     "http": "HTTP",
