@@ -107,12 +107,12 @@ def bench_size(n: int, dims: int, queries: int) -> None:
         added = rss_mb() - before
         fast = timed(index, qs)
         fast_cpu = list(CPU)
-        saved, search._np = search._np, None  # the plain loop, as without numpy
+        saved, search._numpy = search._numpy, lambda: None  # the plain loop, as without numpy
         index._cache.generation = -1
         index._cache.vectors = search.Vectors()
         index._ranked(*qs[0], 10, "")
         plain = timed(index, qs[: max(3, queries // 10)])
-        search._np = saved
+        search._numpy = saved
         print(
             f"{n:>7} chunks x {dims} dims: built in {built:.0f} s; db {size / n / 1024:.1f} KiB/chunk "
             f"({size / 2**20:.0f} MiB); first search {cold:.0f} ms, RSS +{added:.0f} MiB"
@@ -155,7 +155,9 @@ def main() -> None:
     ap.add_argument("--dims", type=int, default=1536)
     ap.add_argument("--queries", type=int, default=40)
     args = ap.parse_args()
-    print(f"numpy: {'yes' if search._np is not None else 'no'}; RSS at start {rss_mb():.0f} MiB")
+    print(
+        f"numpy: {'yes' if search._numpy() is not None else 'no'}; RSS at start {rss_mb():.0f} MiB"
+    )
     cost_of_50kb()
     for n in (int(x) for x in args.sizes.split(",")):
         bench_size(n, args.dims, args.queries)

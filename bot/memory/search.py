@@ -10,6 +10,7 @@ loop over ``array('f')`` rows (bench/memory_bench.py measures both).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import importlib
 import math
@@ -20,16 +21,16 @@ from operator import mul
 from typing import Any
 
 
-def _optional_numpy() -> Any:
+@functools.cache
+def _numpy() -> Any:
     """numpy when installed (``chela[memory]``): ~50x faster cosine over thousands of vectors
-    (bench/memory_bench.py); None and the plain loop below serves."""
+    (bench/memory_bench.py); None and the plain loop below serves.  Imported when the first
+    vectors load, not at start: a daemon without an embedding model never pays its ~10 MB."""
     try:
         return importlib.import_module("numpy")
     except ImportError:  # pragma: no cover - depends on the install
         return None
 
-
-_np: Any = _optional_numpy()
 
 RRF_K = 60  # the usual constant of reciprocal rank fusion
 MMR_LAMBDA = 0.7  # relevance against diversity
@@ -164,6 +165,7 @@ class Vectors:
             self.dims = 0
         shas = [self.shas[i] for i in keep]
         rows = [self._rows[i] for i in keep] if self._rows else []
+        np = _numpy()
         fresh: Any = None
         blobs: list[bytes] = []
         for sha, blob in added:
@@ -172,22 +174,22 @@ class Vectors:
             self.dims = self.dims or len(blob) // 4
             if len(blob) != self.dims * 4:
                 continue
-            if _np is None:
+            if np is None:
                 rows.append(from_blob(blob))
             elif count >= 0:
                 if fresh is None:
-                    fresh = _np.empty((count, self.dims), dtype=_np.float32)
-                fresh[len(shas) - len(keep)] = _np.frombuffer(blob, dtype=_np.float32)
+                    fresh = np.empty((count, self.dims), dtype=np.float32)
+                fresh[len(shas) - len(keep)] = np.frombuffer(blob, dtype=np.float32)
             else:
                 blobs.append(blob)
             shas.append(sha)
-        if _np is not None:
+        if np is not None:
             n = len(shas) - len(keep)
             if fresh is None and n:
-                fresh = _np.frombuffer(b"".join(blobs), dtype=_np.float32).reshape(n, self.dims)
+                fresh = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dims)
             old = self._matrix[keep] if self._matrix is not None and keep else None
             parts = [m for m in (old, fresh[:n] if n else None) if m is not None]
-            self._matrix = parts[0] if len(parts) == 1 else _np.vstack(parts) if parts else None
+            self._matrix = parts[0] if len(parts) == 1 else np.vstack(parts) if parts else None
         self.shas, self._rows = shas, rows
         self.row = {s: i for i, s in enumerate(shas)}
 
@@ -201,9 +203,10 @@ class Vectors:
         """The ``k`` texts most similar to the unit vector ``query`` (cosine), best first."""
         if not self.shas or len(query) != self.dims:
             return []
+        np = _numpy()
         if self._matrix is not None:
-            scores = self._matrix @ _np.asarray(query, dtype=_np.float32)
-            idx = _np.argpartition(-scores, k)[:k] if len(scores) > k else _np.arange(len(scores))
+            scores = self._matrix @ np.asarray(query, dtype=np.float32)
+            idx = np.argpartition(-scores, k)[:k] if len(scores) > k else np.arange(len(scores))
             ranked = sorted((int(i) for i in idx), key=lambda i: -float(scores[i]))
             return [(self.shas[i], float(scores[i])) for i in ranked]
         q = array("f", query)

@@ -46,7 +46,7 @@ def test_cosine_over_blobs(monkeypatch):
     shas = ["s1", "s2", "s3"]
     fast = Vectors(rows)
     best_fast, pairs_fast = fast.best(q, 5), fast.pairwise(shas)
-    monkeypatch.setattr(search, "_np", None)  # the plain loop, as without numpy
+    monkeypatch.setattr(search, "_numpy", lambda: None)  # the plain loop, as without numpy
     plain = Vectors(rows)
     best_plain = plain.best(q, 5)
     assert [s for s, _ in best_fast] == [s for s, _ in best_plain]
@@ -61,7 +61,7 @@ def test_cosine_over_blobs(monkeypatch):
 @pytest.mark.parametrize("numpy", [True, False])
 def test_vectors_update_adds_and_drops(monkeypatch, numpy):
     if not numpy:
-        monkeypatch.setattr(search, "_np", None)
+        monkeypatch.setattr(search, "_numpy", lambda: None)
     v = Vectors([("a", to_blob([1, 0])), ("b", to_blob([0, 1]))])
     v.update([("c", to_blob([1, 1]))], {"a"})
     assert v.shas == ["b", "c"] and v.get("a") is None
