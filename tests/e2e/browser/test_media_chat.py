@@ -22,9 +22,19 @@ def conversation(page):
     return page.get_by_role("log", name="Conversation")
 
 
+# an img can be visible before it is decoded (naturalWidth 0 then): wait for its load or error,
+# at most 10 s, before reading what the browser made of it
+_LOADED = """(el) => new Promise((done) => {
+    if (el.complete && el.naturalWidth) return done();
+    el.addEventListener("load", () => done(), { once: true });
+    el.addEventListener("error", () => done(), { once: true });
+    setTimeout(done, 10000);
+}).then(() => ({ src: el.src.split(":")[0], width: el.naturalWidth }))"""
+
+
 async def shown(img) -> dict:
-    """What the browser made of an img: its src scheme and decoded width."""
-    return await img.evaluate("(el) => ({src: el.src.split(':')[0], width: el.naturalWidth})")
+    """What the browser made of an img once loaded: its src scheme and decoded width."""
+    return await img.evaluate(_LOADED)
 
 
 def watch(page) -> tuple[list[str], list[str]]:
