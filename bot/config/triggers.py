@@ -42,18 +42,14 @@ def _deliver(v: str) -> str:
     return v
 
 
-class HookConfig(Model):
-    """One ``[[hooks]]`` table: ``POST /hooks/<name>``."""
+class EventSource(Model):
+    """What a hook and a mail account share: a name, the agent whose turn an event runs, where
+    its answer goes and the tools it may use (none by default)."""
 
     name: str
-    scheme: Literal["github", "stripe", "standard", "hmac", "token"]
-    secret_env: str
     agent: str = ""  # "" = the default agent
-    prompt: str = DEFAULT_HOOK_PROMPT
     deliver: str = "owner"
     tools: list[str] = Field(default_factory=list)
-    header: str = ""  # hmac: the header holding the signature
-    tolerance: str = "5m"  # stripe/standard: how far a signed timestamp may be from now
 
     @field_validator("name")
     @classmethod
@@ -64,6 +60,16 @@ class HookConfig(Model):
     @classmethod
     def _check_deliver(cls, v: str) -> str:
         return _deliver(v)
+
+
+class HookConfig(EventSource):
+    """One ``[[hooks]]`` table: ``POST /hooks/<name>``."""
+
+    scheme: Literal["github", "stripe", "standard", "hmac", "token"]
+    secret_env: str
+    prompt: str = DEFAULT_HOOK_PROMPT
+    header: str = ""  # hmac: the header holding the signature
+    tolerance: str = "5m"  # stripe/standard: how far a signed timestamp may be from now
 
     @field_validator("tolerance")
     @classmethod
@@ -77,10 +83,9 @@ class HookConfig(Model):
         return parse_duration(self.tolerance)
 
 
-class MailConfig(Model):
+class MailConfig(EventSource):
     """One ``[[mail]]`` table: an IMAP folder watched for new mail (read-only)."""
 
-    name: str
     host: str
     port: int = Field(993, ge=1, le=65535)
     tls: Literal["implicit", "starttls", "none"] = "implicit"
@@ -88,20 +93,7 @@ class MailConfig(Model):
     password_env: str
     folder: str = "INBOX"
     from_allow: list[str] = Field(default_factory=list)  # addresses or @domains; [] = all
-    agent: str = ""
     prompt: str = DEFAULT_MAIL_PROMPT
-    deliver: str = "owner"
-    tools: list[str] = Field(default_factory=list)
-
-    @field_validator("name")
-    @classmethod
-    def _check_name(cls, v: str) -> str:
-        return _name(v)
-
-    @field_validator("deliver")
-    @classmethod
-    def _check_deliver(cls, v: str) -> str:
-        return _deliver(v)
 
     @field_validator("from_allow")
     @classmethod
