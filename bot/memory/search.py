@@ -10,7 +10,6 @@ loop over ``array('f')`` rows (bench/memory_bench.py measures both).
 
 from __future__ import annotations
 
-import functools
 import heapq
 import importlib
 import math
@@ -21,11 +20,11 @@ from operator import mul
 from typing import Any
 
 
-@functools.cache
 def _numpy() -> Any:
     """numpy when installed (``chela[memory]``): ~50x faster cosine over thousands of vectors
     (bench/memory_bench.py); None and the plain loop below serves.  Imported when the first
-    vectors load, not at start: a daemon without an embedding model never pays its ~10 MB."""
+    vectors load, not at start: a daemon without an embedding model never pays its ~10 MB.
+    The import system keeps the module, so a later call costs a dictionary look-up."""
     try:
         return importlib.import_module("numpy")
     except ImportError:  # pragma: no cover - depends on the install
