@@ -102,11 +102,13 @@ async def test_new_during_an_outage_drops_the_kept_messages_and_says_so(tmp_path
 
 
 async def test_a_message_kept_past_max_wait_gets_one_line_and_no_late_answer(tmp_path, llm, tg):
-    cfg = outage_config(tmp_path, llm, tg, max_wait="300ms")
+    cfg = outage_config(tmp_path, llm, tg, max_wait="2s")
     async with running(cfg) as d:
         llm.go_down()
         tg.inject_message(42, "c42-m0", from_id=42)
         tg.inject_message(42, "c42-m1", from_id=42)
+        # both kept before the first can expire (300 ms let a loaded run expire them apart)
+        await eventually(lambda: waiting(d) == 2, timeout=15)
         await eventually(lambda: any("won't answer it late" in (s.text or "") for s in tg.sent))
         lines = [s for s in tg.sent if "won't answer it late" in (s.text or "")]
         assert len(lines) == 1 and int(lines[0].chat_id) == 42
