@@ -8,46 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from channels.base import ChannelError, InboundMessage, MediaItem, MediaTooLarge, OutboundMessage
+from channels.base import ChannelError, MediaItem, MediaTooLarge, OutboundMessage
 from channels.telegram import TelegramChannel
+from tests.fakes.sink import Sink
 from tests.fakes.telegram import FakeTelegram
 
 BOT_ID = 777000
 
 # PTB's own RetryAfter constructor trips its retry_after deprecation warning; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::telegram.warnings.PTBDeprecationWarning")
-
-
-class Sink:
-    """Records inbound messages; can block on an event or fail a number of times."""
-
-    def __init__(self) -> None:
-        self.messages: list[InboundMessage] = []
-        self.calls = 0
-        self.fail_times = 0
-        self.gate: asyncio.Event | None = None
-        self.entered = asyncio.Event()
-        self._changed = asyncio.Event()
-
-    async def __call__(self, msg: InboundMessage) -> None:
-        self.calls += 1
-        self.entered.set()
-        if self.gate is not None:
-            await self.gate.wait()
-        if self.fail_times > 0:
-            self.fail_times -= 1
-            raise RuntimeError("database is locked")
-        self.messages.append(msg)
-        self._changed.set()
-
-    async def wait(self, n: int = 1, timeout: float = 5.0) -> list[InboundMessage]:
-        async def _wait() -> None:
-            while len(self.messages) < n:
-                self._changed.clear()
-                await self._changed.wait()
-
-        await asyncio.wait_for(_wait(), timeout)
-        return self.messages
 
 
 @pytest.fixture
