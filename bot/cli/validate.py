@@ -14,6 +14,7 @@ from bot.config import (
     DEFAULT_ACCOUNT,
     AgentConfig,
     Config,
+    ToolsConfig,
     account_toml_key,
     agent_config,
     agent_ids,
@@ -24,8 +25,9 @@ from bot.config.providers import known_prefix, missing_key_var
 
 Row = TypeVar("Row", bound=tuple[str, ...])
 
-# web_search/web_fetch are built from the config; <server>__<tool> names are MCP tools
-_CONFIG_TOOLS = ("web_search", "web_fetch")
+# web_search/web_fetch/browser are built from their own config sections (the browser joins
+# owner turns by [tools.browser] enabled alone); <server>__<tool> names are MCP tools
+_CONFIG_TOOLS = ("web_search", "web_fetch", "browser")
 
 
 @dataclass
@@ -218,13 +220,23 @@ def tool_warnings(cfg: Config) -> list[str]:
             if where != "tools" and key not in tools.model_fields_set:
                 continue  # inherited from [tools]: judged there
             for name in getattr(tools, key):
-                n = str(name).strip()
-                if n not in known and "__" not in n:
-                    out.append(
-                        f"{where}.{key}: unknown tool {n!r}; ignored "
-                        f"(known: {', '.join(sorted(known))})"
-                    )
+                w = _tool_name_warning(where, key, str(name).strip(), tools, known)
+                if w:
+                    out.append(w)
     return out
+
+
+def _tool_name_warning(
+    where: str, key: str, n: str, tools: ToolsConfig, known: set[str]
+) -> str | None:
+    if n not in known and "__" not in n:
+        return f"{where}.{key}: unknown tool {n!r}; ignored (known: {', '.join(sorted(known))})"
+    if n == "browser" and key == "enabled" and not tools.browser.enabled:
+        return (
+            f"{where}.enabled lists 'browser' but {where}.browser.enabled is false, "
+            f"so no browser is offered: set [{where}.browser] enabled = true"
+        )
+    return None
 
 
 def binding_warnings(cfg: Config) -> list[str]:

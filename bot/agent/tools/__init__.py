@@ -17,6 +17,9 @@ from .base import ExecPolicy, Tool, ToolContext, ToolError, resolve_in_workspace
 
 log = logging.getLogger(__name__)
 
+# tools built from a config section of their own, offered when it turns them on
+CONFIG_TOOLS = ("web_search", "web_fetch", "browser")
+
 __all__ = [
     "ExecPolicy",
     "Tool",
@@ -127,19 +130,23 @@ def build_registry(
 
     ``extra`` adds tools built from the config (web_fetch, web_search, MCP tools) that are
     offered when named in ``enabled``; ``always`` are appended whatever ``enabled`` says
-    (the owner's MCP tools).  A ``<server>__<tool>`` name that is not known yet is skipped
-    quietly: its MCP server may not have connected."""
+    (the owner's MCP tools, the browser).  Naming an ``always`` tool in ``enabled`` is
+    quiet.  A ``<server>__<tool>`` name that is not known yet is skipped quietly: its MCP
+    server may not have connected; so are the tools built from their own config section
+    when that section leaves them off (``CONFIG_TOOLS``: ``chela check`` says why)."""
+    always = list(always)
     available = {**builtin_tools(), **(extra or {})}
+    known = {*available, *(t.name for t in always)}
     reg = ToolRegistry()
     for name in enabled:
         key = str(name).strip()
         tool = available.get(key)
         if tool is None:
-            if "__" not in key and key not in ("web_search", "web_fetch"):
+            if key not in known and "__" not in key and key not in CONFIG_TOOLS:
                 log.warning(
                     "unknown tool %r in tools.enabled; ignored (known: %s)",
                     key,
-                    ", ".join(available),
+                    ", ".join(sorted(known)),
                 )
             continue
         if key not in reg:
