@@ -1,7 +1,7 @@
 """``chela hooks list`` (each webhook and mail trigger: its route, scheme, agent, where it
 delivers and its last event) and ``chela hooks log [NAME]`` (the event ledger, newest
-first: time, source, delivery id, verdict, the turn's result).  Read-only beside a running
-daemon."""
+first: time, source, delivery id, verdict, the turn's result, a one-line summary).
+Read-only beside a running daemon."""
 
 from __future__ import annotations
 
@@ -24,10 +24,9 @@ def _when(at: float | None) -> str:
 
 
 def _last(rows: list[dict]) -> str:
-    if not rows:
-        return "never"
-    r = rows[0]
-    return f"{_when(r['received'])} {r['verdict']}" + (f" ({r['result']})" if r["result"] else "")
+    from bot.store.triggers import outcome
+
+    return f"{_when(rows[0]['received'])} {outcome(rows[0])}" if rows else "never"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,9 +41,16 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print(
             table(
-                ["TIME", "SOURCE", "DELIVERY ID", "VERDICT", "RESULT"],
+                ["TIME", "SOURCE", "DELIVERY ID", "VERDICT", "RESULT", "SUMMARY"],
                 [
-                    [_when(r["received"]), r["source"], r["delivery_id"], r["verdict"], r["result"]]
+                    [
+                        _when(r["received"]),
+                        r["source"],
+                        r["delivery_id"],
+                        r["verdict"],
+                        r["result"] or (r["status"] if r["status"] != "done" else ""),
+                        r["summary"],
+                    ]
                     for r in rows
                 ],
             )

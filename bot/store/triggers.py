@@ -90,6 +90,7 @@ class TriggersMixin(Database):
                 self.db.execute(
                     _INSERT, (event_id, source, delivery_id, "duplicate", "", "", now, "")
                 )
+                self._ledger_changed(event_id)
                 return None
             self.db.execute(
                 _INSERT,
@@ -104,7 +105,15 @@ class TriggersMixin(Database):
                     "",
                 ),
             )
+            self._ledger_changed(event_id)
         return event_id
+
+    def _ledger_changed(self, event_id: str) -> None:
+        """A ``trigger.event`` notice (the Control UI's Inbox lists the ledger live): the
+        event's id only, never what it carried.  Every ledger write runs on the event loop,
+        so the row is committed before any reader the notice wakes can run."""
+        if self.publish is not None:
+            self.publish("trigger.event", {"id": event_id})
 
     def _first_delivery(self, source: str, delivery_id: str, now: float) -> bool:
         self.db.execute(
@@ -125,9 +134,11 @@ class TriggersMixin(Database):
     ) -> None:
         """A ledger row for a request or mail that runs no turn (unauthorized, too large,
         rate limited, skipped (from_allow) ...)."""
+        event_id = new_event_id()
         self.db.execute(
-            _INSERT, (new_event_id(), source, delivery_id, verdict, "", "", time.time(), result)
+            _INSERT, (event_id, source, delivery_id, verdict, "", "", time.time(), result)
         )
+        self._ledger_changed(event_id)
 
     def trigger_pending(self) -> list[dict[str, Any]]:
         """Accepted events whose turn has not run, oldest first.  An event whose turn was
@@ -154,14 +165,14 @@ class TriggersMixin(Database):
                 (result, time.time(), event_id),
             )
             self.db.execute("DELETE FROM kv WHERE key=?", (DONE_KEY + event_id,))
+        self._ledger_changed(event_id)
 
-    def trigger_log(self, source: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """The newest ledger rows (of one source), newest first; payloads left out."""
-        where, args = (" WHERE source=?", (source,)) if source else ("", ())
-        rows = self.db.execute(
-            _SELECT + where + " ORDER BY received DESC, rowid DESC LIMIT ?", (*args, limit)
-        )
-        return [{**_row(r), "payload": {}} for r in rows]
+    def trigger_log(
+        self, source: str | None = None, limit: int = 50, before: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest ledger rows (of one source, older than event ``before``), newest
+        first, as :func:`ledger` shows them."""
+        return ledger(self.db, source, limit, before)
 
     def trigger_prune(self, now: float | None = None) -> None:
         """Delivery ids older than 7 days and finished ledger rows older than 30."""
@@ -210,6 +221,7 @@ class TriggersMixin(Database):
                 (event_id, source, str(uid), verdict, status, body, time.time(), ""),
             )
             self.mail_set_cursor(account, uidvalidity, uid)
+        self._ledger_changed(event_id)
         return event_id if payload is not None else None
 
 
@@ -221,17 +233,116 @@ def read_log(db_path: Any, source: str | None = None, limit: int = 50) -> list[d
     path = Path(db_path)
     if not path.is_file():
         return []
-    where, args = (" WHERE source=?", (source,)) if source else ("", ())
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:
         return []
     try:
-        rows = conn.execute(
-            _SELECT + where + " ORDER BY received DESC, rowid DESC LIMIT ?", (*args, limit)
-        ).fetchall()
+        return ledger(conn, source, limit)
     except sqlite3.Error:
         return []
     finally:
         conn.close()
-    return [{**_row(r), "payload": {}} for r in rows]
+
+
+# ---------------------------------------------------------------- the ledger as shown
+# What a listing shows of an event's stored payload: its event name, its header NAMES and
+# the first characters of its body or mail text; never the whole body.
+EXCERPT_CHARS = 2000
+SUMMARY_CHARS = 120
+REFUSED = ("unauthorized", "too large", "rate limited")
+_LEDGER = (
+    "SELECT id, source, delivery_id, verdict, status, result, received, finished,"
+    " json_extract(nullif(payload, ''), '$.event'),"
+    " substr(json_extract(nullif(payload, ''), '$.headers'), 1, 4000),"
+    " substr(coalesce(json_extract(nullif(payload, ''), '$.body'),"
+    f" json_extract(nullif(payload, ''), '$.mail'), ''), 1, {EXCERPT_CHARS})"
+    " FROM trigger_events"
+)
+_LEDGER_COLUMNS = (
+    "id",
+    "source",
+    "delivery_id",
+    "verdict",
+    "status",
+    "result",
+    "received",
+    "finished",
+)
+
+
+def ledger(
+    conn: sqlite3.Connection, source: str | None = None, limit: int = 50, before: str | None = None
+) -> list[dict[str, Any]]:
+    """THE ledger query (``chela hooks log``, ``chela hooks list``, the Control UI's Inbox):
+    rows of one source or all, older than event ``before`` (none when it is unknown), newest
+    first; each with :func:`ledger_entry`'s fields and no payload."""
+    where, args = [], []
+    if source:
+        where.append("source=?")
+        args.append(source)
+    if before:
+        where.append("(received, rowid) < (SELECT received, rowid FROM trigger_events WHERE id=?)")
+        args.append(before)
+    sql = _LEDGER + (" WHERE " + " AND ".join(where) if where else "")
+    rows = conn.execute(sql + " ORDER BY received DESC, rowid DESC LIMIT ?", (*args, limit))
+    return [ledger_entry(r) for r in rows]
+
+
+def ledger_entry(r: tuple) -> dict[str, Any]:
+    d: dict[str, Any] = dict(zip(_LEDGER_COLUMNS, r[:8], strict=True))
+    event, headers, excerpt = r[8] or "", r[9] or "", r[10] or ""
+    mail = d["source"].startswith("mail:")
+    d.update(
+        payload={},
+        kind="mail" if mail else "hook",
+        event=event,
+        headers=[line.split(":", 1)[0] for line in headers.splitlines() if ":" in line],
+        excerpt=excerpt,
+        summary=_summary(excerpt, event, mail),
+        outcome=outcome(d),
+        state=event_state(d),
+    )
+    return d
+
+
+def _summary(excerpt: str, event: str, mail: bool) -> str:
+    """A mail's Subject; a webhook's event name and the start of its body, on one line."""
+    if mail:
+        for line in excerpt.splitlines():
+            if line.startswith("Subject: "):
+                return _printable(line.removeprefix("Subject: "))[:SUMMARY_CHARS]
+        return ""
+    text = _printable(" ".join(excerpt.split()))[:SUMMARY_CHARS]
+    return f"{event} · {text}" if event and text else event or text
+
+
+def _printable(text: str) -> str:
+    """No control character (a terminal escape in a sender's text) survives in a summary."""
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
+def outcome(row: dict[str, Any]) -> str:
+    """An event's verdict and, once its turn ran, the turn's result: ``accepted
+    (delivered to telegram:42)``, ``unauthorized``, ``accepted (pending)``."""
+    status, result = row.get("status") or "", row.get("result") or ""
+    after = result or (status if status not in ("", "done") else "")
+    return f"{row['verdict']} ({after})" if after else row["verdict"]
+
+
+def event_state(row: dict[str, Any]) -> str:
+    """One word for how an event ended, for colour: ``refused``, ``duplicate``,
+    ``skipped``, ``waiting`` (its turn has not run), ``done`` (ran: delivered or silent),
+    ``failed``, or ``note`` (ran, but nothing reached its target: queued, no route, stopped)."""
+    verdict, status, result = row["verdict"], row.get("status") or "", row.get("result") or ""
+    if verdict in REFUSED:
+        return "refused"
+    if verdict == "duplicate":
+        return "duplicate"
+    if verdict.startswith("skipped"):
+        return "skipped"
+    if status not in ("", "done"):
+        return "waiting"
+    if result.startswith(("delivered", "silent", "ran")) or (not result and not status):
+        return "done"
+    return "failed" if result.startswith("failed") else "note"

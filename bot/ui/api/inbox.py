@@ -1,5 +1,7 @@
 """What waits on the owner: held exec commands (``/approve``/``/deny``), pairing
-requests (``chela pairing approve``) and the outbox's failed deliveries (retry, discard)."""
+requests (``chela pairing approve``) and the outbox's failed deliveries (retry, discard);
+and the triggers' event ledger (webhooks and mail with their verdicts, as ``chela hooks
+log`` lists it)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from bot.ui.api.common import (
     conflict,
     decision_of,
     guarded,
+    int_query,
     not_found,
     row_id,
     state,
@@ -25,6 +28,7 @@ from channels.best_effort import best_effort
 log = logging.getLogger("chela.ui")
 
 OUTBOX_STATES = ("failed", "queued", "sending")
+EVENTS_LIMIT = 50  # ledger rows a page of the Inbox's Events shows (at most 200)
 
 
 async def approvals(request: web.Request) -> web.Response:
@@ -105,6 +109,33 @@ async def discard(request: web.Request) -> web.Response:
     return web.json_response({"id": row_id, "state": "discarded"})
 
 
+def _trigger_sources(cfg) -> dict[str, str]:
+    """Each configured trigger's ledger name -> the session its turns run in."""
+    from bot.triggers.events import session_key
+
+    named = [(h.name, h.agent) for h in cfg.hooks] + [(f"mail:{m.name}", m.agent) for m in cfg.mail]
+    return {name: session_key(agent or cfg.agent.id, name) for name, agent in named}
+
+
+async def trigger_events(request: web.Request) -> web.Response:
+    """The event ledger, newest first: ``source`` one trigger's, ``before`` an event id
+    (the next page).  What ``chela hooks log`` shows, plus each event's header names and the
+    start of its body or mail text; never a secret or a signature (neither is stored)."""
+    ctx = state(request).ctx
+    source = request.query.get("source", "")
+    before = request.query.get("before", "")
+    limit = int_query(request, "limit", EVENTS_LIMIT, 1, 200)
+    rows = ctx.store.trigger_log(source or None, limit + 1, before or None)
+    sessions = _trigger_sources(ctx.cfg)
+    events = [{**r, "session": sessions.get(r["source"])} for r in rows[:limit]]
+    for e in events:
+        e.pop("payload", None)
+    sources = [
+        {"name": name, "kind": "mail" if name.startswith("mail:") else "hook"} for name in sessions
+    ]
+    return web.json_response({"events": events, "has_more": len(rows) > limit, "sources": sources})
+
+
 def register(app: web.Application) -> None:
     app.router.add_get("/api/approvals", guarded(approvals))
     app.router.add_post("/api/approvals/{code}", guarded(decide_approval))
@@ -113,3 +144,4 @@ def register(app: web.Application) -> None:
     app.router.add_get("/api/outbox", guarded(outbox))
     app.router.add_post("/api/outbox/{id}/retry", guarded(retry))
     app.router.add_post("/api/outbox/{id}/discard", guarded(discard))
+    app.router.add_get("/api/inbox/events", guarded(trigger_events))
