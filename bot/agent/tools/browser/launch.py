@@ -3,7 +3,12 @@ killing its whole process group (Playwright starts Chromium as the leader of its
 
 Chromium is always the system's (``[tools.browser].executable``); ``playwright install`` is
 never run.  Every connection goes through the given loopback proxy: ``<-loopback>`` removes
-Chromium's built-in loopback bypass, so even ``127.0.0.1`` is asked of the proxy."""
+Chromium's built-in loopback bypass, so even ``127.0.0.1`` is asked of the proxy.
+
+Chromium's own sandbox (its renderers in namespaces of their own, seccomp) stays on unless the
+daemon runs as root, where Chromium refuses to start with it: only then is ``--no-sandbox``
+passed (``chromium_args``), and the start-up log line and ``chela doctor`` say so.  Playwright
+is launched with ``chromium_sandbox=True`` so that it adds no ``--no-sandbox`` of its own."""
 
 from __future__ import annotations
 
@@ -25,8 +30,21 @@ def find_executable(configured: str) -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def chromium_args(proxy_port: int, memory_mb: int) -> list[str]:
+def running_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def sandbox_note(as_root: bool) -> str:
+    """How Chromium is confined, for the log line and ``chela doctor``."""
+    if as_root:
+        return "Chromium's sandbox is off: the daemon runs as root, where it cannot start"
+    return "Chromium runs in its own sandbox"
+
+
+def chromium_args(proxy_port: int, memory_mb: int, *, as_root: bool) -> list[str]:
+    """Chromium's flags; ``--no-sandbox`` only when ``as_root`` (``running_as_root()``)."""
     return [
+        *(["--no-sandbox"] if as_root else []),
         f"--proxy-server=http://127.0.0.1:{proxy_port}",
         "--proxy-bypass-list=<-loopback>",
         # no QUIC / DNS of its own: everything is a proxied TCP connection

@@ -12,7 +12,7 @@ from typing import Any
 from bot.net import HostRules
 from bot.net.proxy import GuardProxy
 
-from .launch import chromium_args, find_executable, kill_groups
+from .launch import chromium_args, find_executable, kill_groups, running_as_root, sandbox_note
 
 
 def chromium_version(exe: str) -> str:
@@ -38,12 +38,17 @@ async def probe(cfg: Any) -> tuple[bool, str]:
     except ImportError:
         return False, "playwright is not installed (pip install 'chela[browser]')"
     version = chromium_version(exe)
+    as_root = running_as_root()
     with tempfile.TemporaryDirectory(prefix="chela-browser-probe-") as tmp:
         async with GuardProxy(HostRules()) as proxy, async_playwright() as pw:
             t0 = time.monotonic()
             try:
                 ctx = await pw.chromium.launch_persistent_context(
-                    tmp, executable_path=exe, headless=True, args=chromium_args(proxy.port, 256)
+                    tmp,
+                    executable_path=exe,
+                    headless=True,
+                    args=chromium_args(proxy.port, 256, as_root=as_root),
+                    chromium_sandbox=True,
                 )
                 page = ctx.pages[0] if ctx.pages else await ctx.new_page()
                 resp = await page.goto(f"http://127.0.0.1:{proxy.port}/probe", timeout=20_000)
@@ -54,4 +59,7 @@ async def probe(cfg: Any) -> tuple[bool, str]:
                 return False, f"{version}: Chromium did not start: {str(e).splitlines()[0][:200]}"
     if resp is None or resp.status != 403 or not proxy.refusals:
         return False, f"{version}: a loopback page was NOT refused by the proxy"
-    return True, f"{version} at {exe}; started in {started:.1f}s; the proxy refused a loopback page"
+    return True, (
+        f"{version} at {exe}; started in {started:.1f}s; the proxy refused a loopback page; "
+        f"{sandbox_note(as_root)}"
+    )

@@ -23,7 +23,14 @@ from bot.net import HostRules
 from bot.net.proxy import GuardProxy, HostPatterns
 
 from ..base import ToolError
-from .launch import chromium_args, find_executable, kill_groups, profile_dir
+from .launch import (
+    chromium_args,
+    find_executable,
+    kill_groups,
+    profile_dir,
+    running_as_root,
+    sandbox_note,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +73,7 @@ class AgentBrowser:
                 "no Chromium found (install Debian's chromium or set tools.browser.executable)"
             )
         port = await self.owner.proxy_port()
+        as_root = running_as_root()
         t0 = time.monotonic()
         self.pw = await async_playwright().start()
         try:
@@ -73,7 +81,8 @@ class AgentBrowser:
                 str(self.profile),
                 executable_path=exe,
                 headless=cfg.headless,
-                args=chromium_args(port, cfg.memory_mb),
+                args=chromium_args(port, cfg.memory_mb, as_root=as_root),
+                chromium_sandbox=True,  # no --no-sandbox from Playwright: ours, as root only
                 service_workers="block",
                 accept_downloads=True,
                 downloads_path=str(self.owner.partial_dir(self.agent_id)),
@@ -84,7 +93,12 @@ class AgentBrowser:
             raise
         self.alive = True
         self.started_at = time.monotonic() - t0
-        log.info("browser started agent=%s in %.2fs", self.agent_id, self.started_at)
+        log.info(
+            "browser started agent=%s in %.2fs (%s)",
+            self.agent_id,
+            self.started_at,
+            sandbox_note(as_root),
+        )
         self.context.set_default_navigation_timeout(NAV_TIMEOUT_MS)
         self.context.set_default_timeout(5_000)
         self.context.on("page", self._adopt)
