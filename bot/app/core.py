@@ -156,7 +156,8 @@ def build(
     # heartbeat and cron turns go through the conversation's run stage (events, /stop, /model)
     scheduled = Scheduled(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
     cron = ScheduleService(cfg, store, scheduled, notices=notices)  # schedule.run notices
-    triggers = Triggers(cfg, store, agents, lanes, outbox, channels, runner=conversation.runner)
+    runner, outage = conversation.runner, conversation.outage  # event turns share both
+    triggers = Triggers(cfg, store, agents, lanes, outbox, channels, runner=runner, outage=outage)
     ui = UiContext(
         cfg=cfg,
         store=store,

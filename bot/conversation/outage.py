@@ -10,7 +10,10 @@ through the model gate, waiting longer after each failure (``[outage] probe_init
 ``probe_max``); when it answers, every session's held messages are answered in arrival
 order on the session's lane, as if they had just arrived.  A message held longer than
 ``max_wait`` is not answered late: its chat gets one line saying so.  Commands are not
-turns, so they work throughout; ``/new`` drops the session's held messages.
+turns, so they work throughout; ``/new`` drops the session's held messages.  Webhook and
+mail events are kept the same way by their runner (``bot.triggers.events``), which
+registers with :meth:`Outage.keep_also`: the watcher expires and releases them with the
+messages.
 
 Turns of the HTTP API and of the Control UI's chat are never held (their caller waits for
 an answer), nor are
@@ -25,7 +28,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from bot.agent.request import TurnRequest, TurnResult
 from bot.config import Config
@@ -56,6 +59,17 @@ def expired_line(max_wait: str) -> str:
         f"longer than {max_wait}, so I won't answer it late. Please send it again if it "
         f"still matters."
     )
+
+
+class KeptElsewhere(Protocol):
+    """Turns other than chat messages kept for the model (the triggers' events): the outage
+    expires them with its messages and releases them when the model answers again."""
+
+    async def expire(self, before: float) -> None:
+        """Kept since before ``before`` (epoch seconds): never run late, their owner told."""
+
+    def release(self) -> None:
+        """The model answers (or no outage is known): run what is kept, once each."""
 
 
 def _chat(msg: InboundMessage) -> str:
@@ -100,6 +114,20 @@ class Outage:
         self.sleep = sleep
         self.down = pending.down_since(store) is not None  # a restart keeps the outage
         self._wake = asyncio.Event()
+        self._elsewhere: list[KeptElsewhere] = []
+
+    def keep_also(self, kept: KeptElsewhere) -> None:
+        """Another kind of turn kept for the model: expired and released with the messages."""
+        self._elsewhere.append(kept)
+
+    def begin(self) -> None:
+        """A turn found no model answering: the outage starts (once) and the probe wakes."""
+        if self.down:
+            return
+        since = pending.mark_down(self.store, self.clock())
+        log.warning("model down since %.0f: messages are kept until it answers", since)
+        self.down = True
+        self._wake.set()
 
     # ----------------------------------------------------------------- the run stage
     def kept(self, msg: InboundMessage, req: TurnRequest) -> TurnResult | None:
@@ -130,11 +158,7 @@ class Outage:
             return False  # the probe asks the default agent's models only: told as before
         await _settle_live(outcome.live)
         pending.hold(self.store, inbound_id)
-        if not self.down:
-            since = pending.mark_down(self.store, self.clock())
-            log.warning("model down since %.0f: messages are kept until it answers", since)
-            self.down = True
-            self._wake.set()
+        self.begin()
         if pending.first_notice(self.store, _chat(msg)):
             out = OutboundMessage(
                 chat_id=msg.chat_id, thread_id=msg.thread_id, account=msg.account, text=NOTICE
@@ -195,6 +219,8 @@ class Outage:
             return
         for key in pending.sessions_waiting(self.store):
             self.lanes.submit(key, lambda k=key: self._drain_session(k))
+        for kept in self._elsewhere:
+            kept.release()
 
     async def _drain_session(self, key: str) -> None:
         await self._expire()
@@ -208,7 +234,10 @@ class Outage:
 
     async def _expire(self) -> None:
         """Messages kept longer than ``max_wait``: never answered; each chat told once."""
-        rows = pending.expire(self.store, self.clock() - self.cfg.outage.max_wait_seconds)
+        before = self.clock() - self.cfg.outage.max_wait_seconds
+        for kept in self._elsewhere:
+            await kept.expire(before)
+        rows = pending.expire(self.store, before)
         chats: dict[str, InboundMessage] = {}
         for row in rows:
             msg = InboundMessage.from_json(row.payload)

@@ -154,7 +154,11 @@ def drop(store: Any, session_key: str) -> int:
 def view(store: Any) -> dict[str, Any] | None:
     """The outage as ``chela status`` and the Control UI show it (None: the model answers)."""
     since = down_since(store)
-    count = store.db.execute("SELECT COUNT(*) FROM inbound WHERE status=?", (WAITING,))
+    count = store.db.execute(  # kept messages and kept webhook/mail events alike
+        "SELECT (SELECT COUNT(*) FROM inbound WHERE status=?)"
+        " + (SELECT COUNT(*) FROM trigger_events WHERE status=?)",
+        (WAITING, WAITING),
+    )
     pending = int(count.fetchone()[0])
     if since is None and not pending:
         return None

@@ -179,9 +179,48 @@ class TriggersMixin(Database):
         now = time.time() if now is None else now
         self.db.execute("DELETE FROM trigger_deliveries WHERE seen<?", (now - DEDUPE_SECONDS,))
         self.db.execute(
-            "DELETE FROM trigger_events WHERE status!='pending' AND received<?",
+            "DELETE FROM trigger_events WHERE status NOT IN ('pending', 'waiting') AND received<?",
             (now - LEDGER_SECONDS,),
         )
+
+    # ------------------------------------------------------ kept while the model is down
+    def trigger_wait(self, event_id: str, result: str) -> None:
+        """An accepted event kept for the model: ``waiting`` (a restart does not run it;
+        :meth:`trigger_release` does, once the model answers)."""
+        self.db.execute(
+            "UPDATE trigger_events SET status='waiting', result=? WHERE id=? AND status='pending'",
+            (result, event_id),
+        )
+        self._ledger_changed(event_id)
+
+    def trigger_waits(self, source: str) -> bool:
+        """An event of ``source`` waits for the model (a newer one must not overtake it)."""
+        q = "SELECT 1 FROM trigger_events WHERE source=? AND status='waiting' LIMIT 1"
+        return self.db.execute(q, (source,)).fetchone() is not None
+
+    def trigger_release(self) -> list[dict[str, Any]]:
+        """Every waiting event made ``pending`` again (one transaction), oldest first: run
+        now (a crash from here on runs them at restart, as any pending event)."""
+        with self._tx():
+            q = _SELECT + " WHERE status='waiting' ORDER BY received, rowid"
+            rows = [_row(r) for r in self.db.execute(q).fetchall()]
+            self.db.execute("UPDATE trigger_events SET status='pending' WHERE status='waiting'")
+        for r in rows:
+            self._ledger_changed(r["id"])
+        return rows
+
+    def trigger_expire(self, before: float, result: str) -> list[dict[str, Any]]:
+        """Waiting events received before ``before``: closed with ``result``, never run."""
+        with self._tx():
+            q = _SELECT + " WHERE status='waiting' AND received<? ORDER BY received, rowid"
+            rows = [_row(r) for r in self.db.execute(q, (before,)).fetchall()]
+            self.db.executemany(
+                "UPDATE trigger_events SET status='done', result=?, finished=? WHERE id=?",
+                [(result, time.time(), r["id"]) for r in rows],
+            )
+        for r in rows:
+            self._ledger_changed(r["id"])
+        return rows
 
     # ------------------------------------------------------------------------- mail
     def mail_cursor(self, account: str) -> tuple[int, int] | None:

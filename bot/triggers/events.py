@@ -5,7 +5,13 @@ The session is ``hook:<name>`` (``mail:<name>``) of the event's agent; the turn 
 the tools its ``[[hooks]]``/``[[mail]]`` table lists; the substituted values are fenced as
 untrusted; ``NO_REPLY`` delivers nothing.  The turn, its reply's outbox row and the mark
 "this event ran" are committed in ONE transaction, so a crash either re-runs an event
-whose turn was never stored or closes one whose turn was — never twice."""
+whose turn was never stored or closes one whose turn was — never twice.
+
+An event whose turn finds no model answering is kept as a chat message is
+(``bot.conversation.outage``): ``waiting`` in the ledger, run once when the outage's probe
+finds the model back, or closed as expired after ``[outage] max_wait`` with its target
+told.  While the outage is known, or an older event of the same source waits, an event
+waits without asking the model."""
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from bot.conversation import commit
 from bot.conversation.commands.controls import session_choice
 from bot.conversation.events import TurnEvents
 from bot.conversation.lanes import SessionLanes
+from bot.conversation.outage import DOWN, Outage
 from bot.conversation.reply import scheduled_outbound, scheduled_plan
 from bot.conversation.requests import Traits, scheduled_request
 from bot.conversation.run import Run
@@ -34,12 +41,22 @@ from bot.schedule.turns import last_of_agent
 from bot.store import Store
 from bot.store.triggers import DONE_KEY
 from bot.triggers.mail import MailWatcher
-from channels.base import Channel, InboundMessage, adapter_for
+from channels.base import Channel, InboundMessage, OutboundMessage, adapter_for
+from channels.best_effort import best_effort
 
 log = logging.getLogger("chela.hooks")
 
 FIRST_ATTEMPT_WAIT = 10.0  # seconds an event's send is awaited before the outbox goes on alone
 Spec = HookConfig | MailConfig
+WAITING = "waiting (model outage)"  # the ledger's result while an event waits for the model
+
+
+def expired_line(sources: list[str], max_wait: str) -> str:
+    return (
+        f"{len(sources)} event(s) from {', '.join(sorted(set(sources)))} arrived while my model "
+        f"was unreachable; it stayed down longer than {max_wait}, so I did not act on them "
+        f"(see chela hooks log)."
+    )
 
 
 def session_key(agent: str, source: str) -> str:
@@ -83,6 +100,7 @@ class Triggers:
         outbox: Outbox,
         channels: dict[str, Channel],
         runner: Run | None = None,
+        outage: Outage | None = None,
     ) -> None:
         self.cfg = cfg
         self.store = store
@@ -95,6 +113,9 @@ class Triggers:
         self._tasks: set[asyncio.Task] = set()
         self._accepted: dict[str, dict[str, Any]] = {}  # stored, its turn not started yet
         self._running: set[str] = set()  # event ids whose turn task exists
+        self.outage = outage  # None: an event whose model is down fails (no probe to wait for)
+        if outage is not None:
+            outage.keep_also(self)  # expired and released with the kept chat messages
 
     # ------------------------------------------------------------------- accepting
     def accept(self, source: str, delivery_id: str, payload: dict) -> str | None:
@@ -165,6 +186,58 @@ class Triggers:
             log.info("running %d stored event(s) left by the last run", len(rows))
         return len(rows)
 
+    # ------------------------------------------------------------ the model is down
+    def _keeps(self, row: dict[str, Any], own: Config) -> bool:
+        """The event waits without asking the model: the outage is known, or an older event
+        of its source waits.  Only the default agent's events (the probe asks its models)."""
+        if self.outage is None or own.agent.id != self.cfg.agent.id:
+            return False
+        return self.outage.down or self.store.trigger_waits(row["source"])
+
+    def _kept_after(self, result: Any, own: Config) -> bool:
+        """The turn found no model answering and ran no tool (a tool that ran is never run
+        again: such a turn fails as before)."""
+        if result.error_kind != DOWN or self.outage is None or own.agent.id != self.cfg.agent.id:
+            return False
+        return not any(m.get("role") == "assistant" for m in result.to_store)
+
+    def _wait(self, row: dict[str, Any]) -> str:
+        self.store.trigger_wait(row["id"], WAITING)
+        if self.outage is not None:
+            self.outage.begin()
+        log.info("event %s of %s kept until the model answers", row["id"], row["source"])
+        return WAITING
+
+    def release(self) -> None:
+        """The model answers again: every waiting event runs, once, oldest first."""
+        rows = self.store.trigger_release()
+        for row in rows:
+            self._spawn(row)
+        if rows:
+            log.info("the model answers: running %d kept event(s)", len(rows))
+
+    async def expire(self, before: float) -> None:
+        """Events kept since before ``before``: closed as expired, each target told once."""
+        max_wait = self.cfg.outage.max_wait
+        rows = self.store.trigger_expire(before, f"expired (model down longer than {max_wait})")
+        told: dict[tuple[str, str, str], tuple[dict[str, Any], list[str]]] = {}
+        for row in rows:
+            log.info("event %s of %s expired: the model stayed down", row["id"], row["source"])
+            spec = self.specs.get(row["source"])
+            route = self._route(spec, spec.agent or self.cfg.agent.id) if spec else None
+            if route is not None:
+                where = (route["channel"], route.get("account") or "default", str(route["chat_id"]))
+                told.setdefault(where, (route, []))[1].append(row["source"])
+        for route, sources in told.values():
+            out = OutboundMessage(
+                chat_id=str(route["chat_id"]),
+                thread_id=route.get("thread_id"),
+                account=route.get("account") or "default",
+                text=expired_line(sources, max_wait),
+            )
+            with best_effort(log, "telling the owner kept events expired", level=logging.WARNING):
+                await send.deliver(self.outbox, route["channel"], out, kind="outage")
+
     async def drain(self) -> None:
         """Let running event turns finish (the daemon's stop bounds the wait)."""
         if self._tasks:
@@ -179,12 +252,14 @@ class Triggers:
         own = agent_config(self.cfg, spec.agent or self.cfg.agent.id)
         key = session_key(own.agent.id, row["source"])
         try:
-            result = await self.lanes.submit(key, lambda: self._turn(row, spec, own, key))
+            result = await self.lanes.submit(key, lambda: self._attempt(row, spec, own, key))
         except Exception as e:  # never lost silently: the ledger says what happened
             if self.lanes.closed:  # shutting down: it stays pending, run after the restart
                 return "pending"
             log.exception("event %s of %s failed", row["id"], row["source"])
             result = f"failed: {type(e).__name__}"
+        if result == WAITING:
+            return result
         self.store.trigger_finish(row["id"], result)
         log.info("event %s of %s: %s", row["id"], row["source"], result)
         return result
@@ -216,6 +291,14 @@ class Triggers:
         )
         return replace(req, tools=tuple(spec.tools))
 
+    async def _attempt(self, row: dict[str, Any], spec: Spec, own: Config, key: str) -> str:
+        """On the session's lane: the event's turn, or kept for the model (decided and
+        recorded here, so the next event of the lane sees it)."""
+        if self._keeps(row, own):
+            return self._wait(row)
+        result = await self._turn(row, spec, own, key)
+        return self._wait(row) if result == WAITING else result
+
     async def _turn(self, row: dict[str, Any], spec: Spec, own: Config, key: str) -> str:
         route = self._route(spec, own.agent.id)
         name = row["source"].removeprefix("mail:")
@@ -236,7 +319,11 @@ class Triggers:
         if result is None:
             return "stopped"
         if result.error:
-            return f"failed: {result.error_kind or 'error'}"
+            return (
+                WAITING
+                if self._kept_after(result, own)
+                else f"failed: {result.error_kind or 'error'}"
+            )
         done = {DONE_KEY + row["id"]: "ran"}
         plan = scheduled_plan(result, heartbeat=False)
         if plan.silent or route is None:
