@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 ChatType = Literal["direct", "group"]
@@ -28,6 +28,13 @@ def account_key(channel: str, account: str = DEFAULT_ACCOUNT) -> str:
     for another.  The running adapters are keyed by it, and so are pairing requests and
     approved senders."""
     return channel if account in ("", DEFAULT_ACCOUNT) else f"{channel}:{account}"
+
+
+def cursor_key(channel: str, account: str = DEFAULT_ACCOUNT) -> str:
+    """The store's name for a poll-based account's position in its platform's update
+    stream (``cursor.whatsapp``, ``cursor.whatsapp:work``): the key an adapter hands the
+    sink with a message (see ``InboundSink``) and the app reads at start."""
+    return f"cursor.{account_key(channel, account)}"
 
 
 def split_account_key(key: str) -> tuple[str, str]:
@@ -190,11 +197,27 @@ class Capabilities:
         )
 
 
-InboundSink = Callable[[InboundMessage], Awaitable[None]]
-"""Called by an adapter for every inbound message.  It returns once the message is
-persisted, so an adapter acknowledges the platform (advances an offset) only after it
-returns.  It never raises for policy reasons; it may raise on storage failure, in which
-case the adapter must not acknowledge."""
+class InboundSink(Protocol):
+    """Called by an adapter for every inbound message.  It returns once the message is
+    persisted, so an adapter acknowledges the platform (advances an offset) only after it
+    returns.  It never raises for policy reasons; it may raise on storage failure, in which
+    case the adapter must not acknowledge.
+
+    ``cursor``: for a platform whose position the client keeps (an update offset), the
+    ``(key, value)`` to store once this message is kept: the core writes it in the same
+    transaction as the message's row (alone when the message is dropped), so the stored
+    position never runs ahead of a stored message."""
+
+    def __call__(
+        self, msg: InboundMessage, cursor: tuple[str, int] | None = None
+    ) -> Awaitable[None]: ...
+
+
+FetchUrl = Callable[[str, Mapping[str, str], int], Awaitable[tuple[str, bytes]]]
+"""The app's guarded fetch (``bot.net``'s rule) for a URL a platform's answer named:
+``(url, headers, max_bytes) -> (content type, body)``.  No redirect is followed; it raises
+``MediaTooLarge`` over ``max_bytes`` and ``ChannelError`` when the URL is refused or the
+download fails."""
 
 
 async def wait_task_end(task: asyncio.Task[Any] | None) -> BaseException | None:

@@ -46,17 +46,18 @@ def configured_channels(
     cfg: Config,
     mounts: Callable[[], list[tuple[str, Any]]] | None = None,
     names: list[str] | None = None,
+    store: Store | None = None,
 ) -> dict[str, Channel]:
     """The adapters of the enabled channels (of those in ``names`` when given); one whose
     secret is missing is named and skipped.  ``mounts``: the sub-applications the HTTP channel
-    serves beside its API (the UI)."""
+    serves beside its API (the UI); ``store``: where a poll-based account keeps its cursor."""
     built: dict[str, Channel] = {}
     for name, account in enabled_accounts(cfg):  # one adapter per account
         if names is not None and name not in names:
             continue
         key = account_key(name, account)
         try:  # only the HTTP row reads mounts
-            built[key] = build_channel(cfg, name, mounts=mounts, account=account)
+            built[key] = build_channel(cfg, name, mounts=mounts, account=account, store=store)
         except SecretMissing as e:
             log.error("channel %s not started: %s", key, e)
     return built

@@ -15,7 +15,6 @@ the platform edits messages, the prompt's formatting hint, how a direct chat is 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,10 +36,12 @@ from bot.config.channels import (
     env_fields,
     title,
 )
-from channels.base import DEFAULT_ACCOUNT, account_key, labels
+from bot.app.channel_ports import cursor_ports, media_fetch
+from channels.base import DEFAULT_ACCOUNT, account_key, cursor_key, labels
 
 if TYPE_CHECKING:
     from bot.config import Config
+    from bot.store import Store
     from channels.base import Channel
     from channels.discord.settings import DiscordSettings
     from channels.http.settings import HttpSettings, Mounts
@@ -101,6 +102,7 @@ class Given(Generic[SectionT]):
     media_dir: Path
     mounts: Mounts | None = None  # the HTTP channel's sub-applications (the Control UI)
     account: str = DEFAULT_ACCOUNT  # which account of the channel ``section`` is
+    store: Store | None = None  # the daemon's (a poll-based account's cursor); None: send-only
 
 
 class AdapterSettings(Protocol):
@@ -169,7 +171,11 @@ class ChannelSpec(Generic[SectionT]):
         return self.adapter()
 
     def build(
-        self, cfg: Config, mounts: Mounts | None = None, account: str = DEFAULT_ACCOUNT
+        self,
+        cfg: Config,
+        mounts: Mounts | None = None,
+        account: str = DEFAULT_ACCOUNT,
+        store: Store | None = None,
     ) -> Channel:
         """The adapter of one account from its section.  Raises ``SecretMissing`` naming
         the env var."""
@@ -184,7 +190,7 @@ class ChannelSpec(Generic[SectionT]):
                     f"{where}.{key}: environment variable {env or '(unset)'} is empty"
                 )
         section = self.account_section(cfg, account)
-        given = Given(cfg, section, secret, cfg.media_dir, mounts, account)
+        given = Given(cfg, section, secret, cfg.media_dir, mounts, account, store)
         return self.make_settings(given).open()
 
 
@@ -286,32 +292,18 @@ def _whatsapp_adapter() -> type[Channel]:
     return WhatsAppChannel
 
 
-def _load_cursor(path: Path) -> int | None:
-    """A WhatsApp account's stored update offset; None before its first start."""
-    from bot import fs
-
-    try:
-        return int(fs.read_in(path, 64).decode().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _save_cursor(path: Path, offset: int) -> None:
-    from bot import fs
-
-    fs.write_private(path, str(offset).encode())
-
-
 def _whatsapp(g: Given[WhatsAppConfig]) -> WhatsAppSettings:
     from channels.whatsapp.settings import WhatsAppSettings
 
     w = g.section
-    path = g.cfg.agent.state_dir / "whatsapp" / f"{g.account}.offset"
+    old_file = g.cfg.agent.state_dir / "whatsapp" / f"{g.account}.offset"  # before the store
+    load, save = cursor_ports(g.store, cursor_key("whatsapp", g.account), old_file)
     return WhatsAppSettings(
         api_key=g.secrets["api_key_env"],
         api_base=w.api_base,
-        load_cursor=functools.partial(_load_cursor, path),
-        save_cursor=functools.partial(_save_cursor, path),
+        load_cursor=load,
+        save_cursor=save,
+        fetch=media_fetch(g.cfg.tools.web.allow_private_hosts),
         transport=w.transport,
         poll_timeout=w.poll_timeout,
         chunk_limit=w.text_chunk_limit,
@@ -457,7 +449,12 @@ def channel_class(name: str) -> type[Channel]:
 
 
 def build_channel(
-    cfg: Config, name: str, *, mounts: Mounts | None = None, account: str = DEFAULT_ACCOUNT
+    cfg: Config,
+    name: str,
+    *,
+    mounts: Mounts | None = None,
+    account: str = DEFAULT_ACCOUNT,
+    store: Store | None = None,
 ) -> Channel:
     """The adapter of one account of a channel, from its config section (``mounts``: the
     sub-applications the HTTP channel serves beside its API).  Raises ``SecretMissing``
@@ -465,7 +462,7 @@ def build_channel(
     spec = SPECS.get(name)
     if spec is None:
         raise ValueError(f"channel {name} is not built from the config")
-    return spec.build(cfg, mounts, account)
+    return spec.build(cfg, mounts, account, store)
 
 
 def enabled_channels(cfg: Config) -> list[str]:

@@ -122,7 +122,7 @@ def build(
     if given_channels is not None:
         channels = dict(given_channels)
     else:  # the HTTP channel serves the Control UI, whose context is made below
-        channels = configured_channels(cfg, _mounts(cfg, lambda: ui, lambda: triggers))
+        channels = configured_channels(cfg, _mounts(cfg, lambda: ui, lambda: triggers), store=store)
     # everything that sends goes through the outbox: built before any of them
     outbox = Outbox(store, channels, max_age=cfg.delivery.max_age_seconds, notices=notices)
     approvals = approvals_for(cfg, store, outbox, channels, notices)

@@ -159,8 +159,9 @@ class DaemonClient:
                         self._event("text", turn, delta)
             return "".join(parts)
 
-    async def sink(self, msg: InboundMessage) -> None:
-        """One line: asked of the daemon, its reply shown, the turn's end signalled."""
+    async def sink(self, msg: InboundMessage, cursor: tuple[str, int] | None = None) -> None:
+        """One line: asked of the daemon, its reply shown, the turn's end signalled (the
+        terminal keeps no cursor)."""
         import aiohttp
 
         turn = uuid.uuid4().hex

@@ -139,24 +139,25 @@ class Conversation:
         return session_key(msg, own, verdict.trust if verdict.served else "guest")
 
     # ------------------------------------------------------------------------ intake
-    async def on_inbound(self, msg: InboundMessage) -> None:
+    async def on_inbound(self, msg: InboundMessage, cursor: tuple[str, int] | None = None) -> None:
         """The sink: decide admission, persist, then queue.  Returns once the message is
-        stored (or deliberately dropped)."""
+        stored (or deliberately dropped); ``cursor`` is stored with its row (or alone)."""
         msg = valid_text(msg)
         verdict = self.admit(msg)
-        if verdict.action == "drop":
-            log.info("not served %s reason=%s", where(msg), verdict.reason)
-            return
-        agent = self.choose_agent(msg)  # decided once, here; stored with the message
-        if agent is None:
-            await unknown_model(self.outbox, self.channels, msg, self.agents)
+        agent = self.choose_agent(msg) if verdict.action != "drop" else None  # once, here
+        if agent is None:  # not served, or no agent of this daemon for it: no row
+            await self.commit.write("storing a cursor", lambda: self.store.put_cursor(cursor))
+            if verdict.action == "drop":
+                log.info("not served %s reason=%s", where(msg), verdict.reason)
+            else:
+                await unknown_model(self.outbox, self.channels, msg, self.agents)
             return
         key = self.session_key(msg, verdict, agent)
         message_id = msg.message_id or msg.raw_id or f"t{time.time_ns()}"
         inbound_id = await self.commit.write(
             "storing an inbound message",
             lambda: self.store.add_inbound(
-                msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json(), agent
+                msg.channel, msg.account, msg.chat_id, message_id, key, msg.to_json(), agent, cursor
             ),
         )
         if inbound_id is None:

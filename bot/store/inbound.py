@@ -6,6 +6,7 @@ import json
 import time
 
 from bot.store.db import Database
+from bot.store.kv import KV_PUT
 from bot.store.rows import InboundRow
 
 
@@ -26,22 +27,33 @@ class InboundMixin(Database):
         session_key: str,
         payload: dict,
         agent: str = "",
+        cursor: tuple[str, int] | None = None,
     ) -> int | None:
         """Persist an inbound message (``agent``: the one its binding chose); None when the
-        same platform message was stored before."""
+        same platform message was stored before.  ``cursor``: the platform position
+        ``(kv key, value)`` its adapter keeps, stored in the same transaction as the row
+        (stored even when the row was there already)."""
+        row = (
+            channel,
+            account,
+            chat_id,
+            message_id,
+            session_key,
+            json.dumps(payload),
+            time.time(),
+            agent,
+        )
+        if cursor is None:
+            return self._insert_inbound(row)
+        with self._tx():
+            self.db.execute(KV_PUT, (cursor[0], json.dumps(cursor[1])))
+            return self._insert_inbound(row)
+
+    def _insert_inbound(self, row: tuple) -> int | None:
         cur = self.db.execute(
             "INSERT OR IGNORE INTO inbound(channel, account, chat_id, message_id, session_key,"
             " payload, created, agent) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                channel,
-                account,
-                chat_id,
-                message_id,
-                session_key,
-                json.dumps(payload),
-                time.time(),
-                agent,
-            ),
+            row,
         )
         return cur.lastrowid if cur.rowcount else None
 

@@ -18,3 +18,9 @@ class KvMixin(Database):
 
     def put(self, key: str, value: Any) -> None:
         self.db.execute(KV_PUT, (key, json.dumps(value)))
+
+    def put_cursor(self, cursor: tuple[str, int] | None) -> None:
+        """An adapter's platform position (the sink's ``cursor``) when its message keeps no
+        row; nothing for None."""
+        if cursor is not None:
+            self.put(*cursor)

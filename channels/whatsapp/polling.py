@@ -1,10 +1,12 @@
 """Inbound: the long-poll loop of one WhatsApp account, and where its cursor is kept.
 
 The platform keeps updates for 30 days and takes no acknowledgement: the offset a client
-sends is all it knows, so the cursor is stored, one per account, and moved
-only after every message of a batch has been handed to the sink (which stores the inbound
-row first); the app keeps it (a private file in the state dir).  A crash between the two re-reads that batch; the store drops what it already has
-(the message id is the key), so nothing is lost or answered twice.
+sends is all it knows, so the cursor is stored, one per account, in the store: the last
+message of a batch carries it to the sink, which writes it in the same transaction as that
+message's row (the rows before it are stored already); a batch that brings nothing to keep
+stores it alone through the ``Cursor`` port.  A crash before that commit re-reads the batch;
+the store drops what it already has (the message id is the key), so nothing is lost or
+answered twice.
 
 At the first start of an account (no cursor yet) the updates already waiting are skipped:
 never answered, never shown to the model; only the newest is marked read (one call).
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from channels.base import ChannelError, InboundMessage, InboundSink
+from channels.base import ChannelError, InboundMessage, InboundSink, cursor_key
 from channels.retry import Backoff
 from channels.whatsapp import translate
 from channels.whatsapp.transport import ApiError, Transport
@@ -37,8 +39,9 @@ CONFLICT_SPAN = 600.0  # seconds in which that many conflicts stop the account
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where an account's offset is kept, as two ports the app gives (it owns the disk):
-    ``load`` (None before the first start) and ``save`` (durable when it returns)."""
+    """Where an account's offset is kept, as two ports the app gives (it owns the store):
+    ``load`` (None before the first start) and ``save`` (durable when it returns; for a
+    batch without a message to keep: the sink stores the rest with the rows)."""
 
     load: Callable[[], int | None]
     save: Callable[[int], None]
@@ -66,6 +69,7 @@ class Poller:
         self.on_state, self.on_taken = on_state, on_taken
         self.backoff, self.clock = backoff, clock
         self.offset: int | None = cursor.load()
+        self.key = cursor_key("whatsapp", account)  # the store's name for the offset
         self.agent_id = ""
         self.polls = 0
         self._conflicts: collections.deque[float] = collections.deque()
@@ -169,31 +173,40 @@ class Poller:
             await self._wait(f"malformed answer: {e}")
             return
         self.agent_id = self.agent_id or batch.agent_id
-        for raw in batch.messages:
-            await self._one(raw, batch.names, sink)
-        if batch.next_offset != self.offset:
-            if self.offset is not None and batch.next_offset < self.offset:
-                log.warning("whatsapp[%s]: the cursor went back; using it", self.account)
+        msgs = [m for raw in batch.messages if (m := self._translate(raw, batch.names))]
+        moved = batch.next_offset != self.offset
+        if moved and self.offset is not None and batch.next_offset < self.offset:
+            log.warning("whatsapp[%s]: the cursor went back; using it", self.account)
+        cursor = (self.key, batch.next_offset) if moved else None
+        for k, msg in enumerate(msgs):  # the last one carries the cursor into its row's commit
+            await self._hand(msg, sink, cursor if k == len(msgs) - 1 else None)
+        if moved and not msgs:  # nothing kept: the cursor is stored alone
             self.cursor.save(batch.next_offset)
-            self.offset = batch.next_offset
+        self.offset = batch.next_offset
 
-    async def _one(self, raw: dict[str, Any], names: dict[str, str], sink: InboundSink) -> None:
+    def _translate(self, raw: dict[str, Any], names: dict[str, str]) -> InboundMessage | None:
         try:
             msg = translate.inbound_message(raw, names=names, account=self.account)
         except Exception as e:  # the translator never raises; a bug must not stop the poll
             log.warning("whatsapp[%s]: skipping a message: %r", self.account, e)
-            return
+            return None
         if msg is None:
             log.info(
                 "whatsapp[%s]: skipping a %r message (nothing to answer)",
                 self.account,
                 str(raw.get("type", "?"))[:40],
             )
-            return
+        return msg
+
+    async def _hand(
+        self, msg: InboundMessage, sink: InboundSink, cursor: tuple[str, int] | None
+    ) -> None:
+        """Give ``msg`` (with the batch's cursor when it is the last) to the sink until it
+        is stored; a failed store is retried with backoff, never skipped."""
         backoff = Backoff(self.backoff.initial, self.backoff.cap)
         while True:
             try:
-                await sink(msg)
+                await sink(msg, cursor)
                 break
             except asyncio.CancelledError:
                 raise

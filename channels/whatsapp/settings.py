@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from channels.base import ChannelError
+from channels.base import ChannelError, FetchUrl
 from channels.whatsapp.adapter import WhatsAppChannel
 from channels.whatsapp.polling import Cursor
 from channels.whatsapp.transport.agent_platform import AgentPlatform
@@ -25,6 +25,7 @@ class WhatsAppSettings:
     window: float = 60.0  # seconds
     typing_every: float = 20.0  # the platform shows typing for 25 s per call
     account: str = "default"
+    fetch: FetchUrl | None = None  # the app's guarded fetch (bot.net) for media downloads
 
     def open(self) -> WhatsAppChannel:
         if self.transport != "agent_platform":
@@ -35,6 +36,7 @@ class WhatsAppSettings:
             per_window=self.per_window,
             polls_per_window=self.polls_per_window,
             window=self.window,
+            fetch=self.fetch,
         )
         return WhatsAppChannel(
             transport=transport,

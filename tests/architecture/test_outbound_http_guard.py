@@ -30,7 +30,7 @@ ALLOWED: dict[str, str] = {
     "channels/slack/adapter.py": "file downloads from Slack hosts only, with the bot token",
     "channels/telegram/request.py": "python-telegram-bot's transport to the configured Bot API",
     "channels/whatsapp/transport/agent_platform.py": (
-        "the configured Agent Platform API, and media from its host or Meta's media hosts only"
+        "the configured Agent Platform API only (media downloads: the app's bot.net fetch)"
     ),
 }
 

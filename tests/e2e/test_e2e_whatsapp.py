@@ -5,9 +5,11 @@ that did not pace its calls would be answered 429 and ``wa.limited`` would say s
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +46,19 @@ def wa_section(fake: FakeWhatsApp, **kw) -> dict:
 
 def wa_config(tmp_path, llm, wa, **kw):
     return make_config(tmp_path, llm, channels=wa_section(wa, **kw))
+
+
+# the fake serves its media on 127.0.0.1: allowed as an owner allows a private host
+ALLOW_FAKE = {"web": {"allow_private_hosts": ["127.0.0.1"]}}
+
+
+def stored_cursor(db_path: Path) -> object:
+    db = sqlite3.connect(db_path)
+    try:
+        row = db.execute("SELECT value FROM kv WHERE key='cursor.whatsapp'").fetchone()
+        return json.loads(row[0]) if row else None
+    finally:
+        db.close()
 
 
 async def test_dm_is_answered_formatted_and_marked_read(tmp_path, llm, wa):
@@ -190,7 +205,9 @@ async def test_an_image_reaches_the_model_as_an_image(tmp_path, llm, wa):
     from tests.fakes.media_samples import image_bytes
 
     llm.script(text("a red square"))
-    cfg = make_config(tmp_path, llm, channels=wa_section(wa), media={"vision": "on"})
+    cfg = make_config(
+        tmp_path, llm, channels=wa_section(wa), media={"vision": "on"}, tools=ALLOW_FAKE
+    )
     async with running(cfg) as d:
         await eventually(lambda: wa.polls, timeout=10)
         wa.inject_media("image", image_bytes(64, 64, fmt="PNG"), "image/png", caption="what?")
@@ -199,6 +216,23 @@ async def test_an_image_reaches_the_model_as_an_image(tmp_path, llm, wa):
     urls = image_urls(llm.requests[0])
     assert len(urls) == 1 and urls[0].startswith("data:image/")
     assert "what?" in all_text(llm.requests[0]) and wa.downloads
+
+
+async def test_a_media_url_on_a_private_host_not_allowed_is_refused(tmp_path, llm, wa, caplog):
+    """The download goes through bot.net's rule: the fake's 127.0.0.1 is a loopback address
+    the owner has not allowed, so the file is not fetched (the test above is the twin)."""
+    from tests.fakes.media_samples import image_bytes
+
+    caplog.set_level(logging.INFO, logger="chela")
+    llm.script(text("no picture came"))
+    cfg = make_config(tmp_path, llm, channels=wa_section(wa), media={"vision": "on"})
+    async with running(cfg) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.inject_media("image", image_bytes(8, 8, fmt="PNG"), "image/png", caption="see?")
+        await wa.wait_for_sent(1)
+        await settled(d)
+    assert [s.text for s in wa.sent] == ["no picture came"] and wa.downloads == []
+    assert "blocked address" in caplog.text and "allow_private_hosts" in caplog.text
 
 
 async def test_oversized_media_is_logged_not_fetched_and_still_answered(tmp_path, llm, wa, caplog):
@@ -265,6 +299,7 @@ async def test_kill_9_mid_turn_is_answered_once_after_restart(tmp_path, llm, wa)
         if first.poll() is None:
             first.kill()
     assert wa.sent == []
+    killed_at = len(wa.polls)
     llm.script(text("yes, here"))
     second = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -277,6 +312,14 @@ async def test_kill_9_mid_turn_is_answered_once_after_restart(tmp_path, llm, wa)
         rc = second.wait(20)
     assert [s.text for s in wa.sent] == ["yes, here"]
     assert rc == 0
+    # the offset was committed with the row before the kill: the restart polled on from
+    # past the message (not re-delivered) and answered it from the store (not skipped)
+    db_path = make_config(tmp_path, llm).db_path
+    newest = wa.world.updates[-1][0]
+    assert stored_cursor(db_path) == newest
+    after = [offset for _, offset, _ in wa.polls[killed_at:]]
+    assert after and all(offset == newest for offset in after)
+    assert not (tmp_path / "state" / "whatsapp" / "default.offset").exists()
 
 
 async def test_doctor_checks_the_key_and_names_the_agent(tmp_path, llm, wa, monkeypatch):

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from bot.app.channel_ports import media_fetch
 from channels.base import ChannelError, MediaTooLarge
 from channels.whatsapp import translate
 from channels.whatsapp.transport import ApiError
@@ -24,7 +25,8 @@ async def wa():
 
 @pytest.fixture
 async def ap(wa):
-    t = AgentPlatform(KEY, wa.api_base)
+    # the daemon's guarded fetch (bot.net), the fake's loopback host allowed as an owner would
+    t = AgentPlatform(KEY, wa.api_base, fetch=media_fetch(["127.0.0.1"]))
     await t.open()
     yield t
     await t.close()
@@ -135,6 +137,21 @@ async def test_a_media_url_off_the_platform_hosts_is_not_fetched(wa, ap, tmp_pat
     assert wa.downloads == []
 
 
+async def test_a_download_to_a_private_host_the_owner_did_not_allow_is_refused(wa, tmp_path):
+    """Media goes through bot.net's rule: the fake's 127.0.0.1 is loopback, refused unless
+    allowed (``ap`` above allows it: the round trip is the twin); without a fetch, nothing."""
+    wa.inject_media("image", b"img", "image/png")
+    for fetch, why in ((media_fetch(), "blocked address"), (None, "no guarded fetch")):
+        t = AgentPlatform(KEY, wa.api_base, fetch=fetch)
+        await t.open()
+        try:
+            with pytest.raises(ChannelError, match=why):
+                await t.download(next(iter(wa.media)), tmp_path / "x.png", 1000)
+        finally:
+            await t.close()
+    assert wa.downloads == [] and not (tmp_path / "x.png").exists()
+
+
 def _channel(wa: FakeWhatsApp, tmp_path):
     from channels.whatsapp.settings import WhatsAppSettings
 
@@ -171,7 +188,7 @@ async def test_typing_is_shown_once_per_stretch_not_at_every_refresh(wa, tmp_pat
 
     received: list = []
 
-    async def sink(msg) -> None:
+    async def sink(msg, cursor=None) -> None:
         received.append(msg)
 
     ch = _channel(wa, tmp_path)
@@ -190,3 +207,41 @@ async def test_typing_is_shown_once_per_stretch_not_at_every_refresh(wa, tmp_pat
         await ch.stop()
     typing = [b for _, b in wa.statuses if "typing_indicator" in b]
     assert len(typing) == 2 and all(b["message_id"] == received[0].message_id for b in typing)
+
+
+async def test_a_batch_cursor_rides_with_its_last_message_or_is_saved_alone(wa, tmp_path):
+    """The sink gets the batch's next offset with the last message it keeps (the core stores
+    it in that row's transaction); a batch with nothing to keep saves it through the port."""
+    from channels.whatsapp.settings import WhatsAppSettings
+
+    saved: list[int] = [0]
+    got: list[tuple[str, object]] = []
+
+    async def sink(msg, cursor=None) -> None:
+        got.append((msg.text, cursor))
+
+    ch = WhatsAppSettings(
+        api_key=KEY,
+        api_base=wa.api_base,
+        load_cursor=lambda: saved[-1],
+        save_cursor=saved.append,
+        poll_timeout=1,
+    ).open()
+    for text in ("one", "two", "three"):
+        wa.inject_text(text)
+    await ch.start(sink)
+    try:
+        for _ in range(200):
+            if len(got) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert got == [("one", None), ("two", None), ("three", ("cursor.whatsapp", 3))]
+        assert saved == [0]  # not saved apart: it went with the row
+        wa.inject_status(wa.world.updates[0][2]["id"])  # a receipt only: nothing to keep
+        for _ in range(200):
+            if saved[-1] == 4:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await ch.stop()
+    assert saved == [0, 4] and len(got) == 3

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from channels.base import ChannelError, MediaTooLarge
+from channels.base import ChannelError, FetchUrl, MediaTooLarge
 from channels.util import capped_file, is_loopback
 from channels.whatsapp.transport import ApiError
 
@@ -110,8 +110,10 @@ class AgentPlatform:
         polls_per_window: int = 15,
         window: float = 60.0,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        fetch: FetchUrl | None = None,
     ) -> None:
         self.base = check_base(api_base or DEFAULT_BASE)
+        self._fetch = fetch  # the app's guarded fetch (bot.net): media downloads, and only them
         self._auth = {"Authorization": f"Bearer {api_key}"}
         self._session: aiohttp.ClientSession | None = None
         self._sleep = sleep
@@ -195,19 +197,14 @@ class AgentPlatform:
         size = info.get("file_size")
         if isinstance(size, int) and size > max_bytes:
             raise MediaTooLarge(f"whatsapp media is {size} bytes, over {max_bytes}")
-        digest = hashlib.sha256()
-        async with self._http().get(url, allow_redirects=False) as resp:
-            if resp.status != 200:
-                raise await _error(resp, "media download")
-            with capped_file(dest, max_bytes, "whatsapp media") as out:
-                async for chunk in resp.content.iter_chunked(65536):
-                    digest.update(chunk)
-                    out.write(chunk)
-                written = out.written
-        if not _same_digest(info.get("sha256"), digest.digest()):
-            dest.unlink(missing_ok=True)
+        if self._fetch is None:
+            raise ChannelError("whatsapp: no guarded fetch was given; media not fetched")
+        _, body = await self._fetch(url, self._auth, max_bytes)
+        if not _same_digest(info.get("sha256"), hashlib.sha256(body).digest()):
             raise ChannelError("whatsapp: media download does not match its SHA-256")
-        return str(info.get("mime_type", "")), written
+        with capped_file(dest, max_bytes, "whatsapp media") as out:
+            out.write(body)
+        return str(info.get("mime_type", "")), len(body)
 
 
 def _same_digest(expected: Any, got: bytes) -> bool:
