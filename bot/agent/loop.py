@@ -3,6 +3,8 @@
 Native mode passes tool schemas via ``tools=`` and returns results as ``tool`` messages;
 text mode (``native_tools=False``) parses ``<tool_call>`` blocks from the reply and returns
 ``<tool_result>`` blocks in one user message.  Calls of one reply run concurrently.
+Images a tool returns (``ToolResult.images``, a browser screenshot) follow the results in a
+user message when the model can see (``bot.media.policy.tool_images_message``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
 
 from bot.media import MediaPolicy, has_image_parts, is_image_rejection, request_messages
+from bot.media.policy import tool_images_message
 from bot.model.gate import BudgetRefused
 from bot.delivery.previews import StreamEvent
 from bot.model import Completion, LLMClient, LLMError
@@ -25,7 +28,7 @@ from bot.rules.textproto import (
     split_reasoning,
     strip_thinking,
 )
-from .tools import ToolContext, ToolRegistry
+from .tools import ToolContext, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -243,17 +246,18 @@ def _start(
     )
 
 
-async def _run_call(t: _Turn, name: str, args: dict | None, error: str | None) -> str:
+async def _run_call(t: _Turn, name: str, args: dict | None, error: str | None) -> ToolResult:
     """One tool call, told as tool_start/tool_end events; its output scrubbed and cut."""
     ctx = t.ctx
     t.tell(StreamEvent("tool_start", tool=name, summary=summarize_args(args, ctx.secrets)))
     started = time.monotonic()
-    out = ""
+    out, result = "", ToolResult("")
     try:
         if error is not None:
             out = f"Error: {error}"
         else:
-            out = await t.registry.execute(name, args or {}, ctx)
+            result = await t.registry.run(name, args or {}, ctx)
+            out = result.text
             log.info(
                 "tool %s session=%s %.2fs%s",
                 name,
@@ -266,7 +270,18 @@ async def _run_call(t: _Turn, name: str, args: dict | None, error: str | None) -
         seen = _prepare_output(out, ctx)  # what the model is given: its size is told
         elapsed = time.monotonic() - started
         t.tell(StreamEvent("tool_end", tool=name, duration=elapsed, ok=ok, result_chars=len(seen)))
-    return seen
+    return ToolResult(seen, result.images)
+
+
+async def _show_images(t: _Turn, names: list[str], results: list[ToolResult]) -> None:
+    """The images the calls returned, after their results, for a model that can see (one
+    that cannot has the files named in the results' text); see ``tool_images_message``."""
+    images = [(n, path) for n, r in zip(names, results, strict=True) for path in r.images]
+    if not images or t.media is None or not t.media.can_see():
+        return
+    msg = await asyncio.to_thread(tool_images_message, images, t.media.image_max_px)
+    if msg is not None:
+        t.emit(msg)
 
 
 async def _call_model(t: _Turn) -> Completion:
@@ -342,7 +357,8 @@ async def _native_tools_step(t: _Turn, comp: Completion) -> LoopResult | None:
     t.n_calls += len(own)
     results = await asyncio.gather(*jobs)
     for c, out in zip(own, results, strict=True):
-        t.emit({"role": "tool", "tool_call_id": c.id, "content": out})
+        t.emit({"role": "tool", "tool_call_id": c.id, "content": out.text})
+    await _show_images(t, [c.name for c in own], results)
     if len(own) == len(calls):
         return None
     # the client runs the rest and continues the turn
@@ -364,7 +380,9 @@ async def _text_tools_step(t: _Turn, comp: Completion) -> bool:
     t.n_calls += len(parsed)
     results = await asyncio.gather(*(_run_call(t, p.name, p.arguments, p.error) for p in parsed))
     names = [p.name or "unknown" for p in parsed]
-    t.emit({"role": "user", "content": format_tool_results(list(zip(names, results, strict=True)))})
+    texts = [r.text for r in results]
+    t.emit({"role": "user", "content": format_tool_results(list(zip(names, texts, strict=True)))})
+    await _show_images(t, names, results)
     return True
 
 

@@ -275,9 +275,10 @@ async def test_open_snapshot_type_submit_click_screenshot(world):
     assert "Title: Public home" in back
     nxt = await call(world, action="click", ref=ref_of(back, 'link "Next page"'))
     assert "second page" in nxt
-    shot = await call(world, action="screenshot")
-    path = Path(shot.split(": ", 1)[1].split("\n", 1)[0])
-    assert path.read_bytes().startswith(b"\x89PNG") and f"[IMAGE:{path}]" in shot
+    shot = await call(world, action="screenshot")  # text naming the file, and the image
+    path = Path(shot.text.split(": ", 1)[1].split("\n", 1)[0])
+    assert path.read_bytes().startswith(b"\x89PNG") and f"[IMAGE:{path}]" in shot.text
+    assert shot.images == (path,)
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert world.secret.hits == []
     print(f"first open (Chromium start + load): {first_open:.2f}s")

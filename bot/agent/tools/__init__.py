@@ -13,7 +13,15 @@ from collections.abc import Iterable
 
 from bot.prompt.context import ToolSpec
 
-from .base import ExecPolicy, Tool, ToolContext, ToolError, resolve_in_workspace, schema
+from .base import (
+    ExecPolicy,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    resolve_in_workspace,
+    schema,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +34,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolRegistry",
+    "ToolResult",
     "build_registry",
     "builtin_tools",
     "resolve_in_workspace",
@@ -76,28 +85,32 @@ class ToolRegistry:
         return [s.openai_schema() for s in self.specs()]
 
     async def execute(self, name: str, args: dict, ctx: ToolContext) -> str:
+        """Run one tool: its text (see ``run``)."""
+        return (await self.run(name, args, ctx)).text
+
+    async def run(self, name: str, args: dict, ctx: ToolContext) -> ToolResult:
         """Run one tool.  Failures come back as text starting with ``Error:``; nothing raises."""
         tool = self._tools.get(name)
         if tool is None:
             avail = ", ".join(self._tools) or "none"
-            return f"Error: unknown tool {name!r}. Available tools: {avail}."
+            return ToolResult(f"Error: unknown tool {name!r}. Available tools: {avail}.")
         if not isinstance(args, dict):
-            return "Error: tool arguments must be a JSON object."
+            return ToolResult("Error: tool arguments must be a JSON object.")
         started = time.monotonic()
         try:
             out = await tool.handler(ctx, args)
         except ToolError as e:
             log.info("tool %s refused/failed session=%s: %s", name, ctx.session_key, e)
-            return f"Error: {e}"
+            return ToolResult(f"Error: {e}")
         except Exception as e:
             log.exception("tool %s crashed session=%s", name, ctx.session_key)
-            return f"Error: tool {name!r} failed: {type(e).__name__}: {e}"
+            return ToolResult(f"Error: tool {name!r} failed: {type(e).__name__}: {e}")
         log.debug(
             "tool %s ok session=%s in %.2fs", name, ctx.session_key, time.monotonic() - started
         )
-        if out is None:
-            return ""
-        return out if isinstance(out, str) else str(out)
+        if isinstance(out, ToolResult):
+            return out
+        return ToolResult("" if out is None else out if isinstance(out, str) else str(out))
 
 
 def builtin_tools() -> dict[str, Tool]:

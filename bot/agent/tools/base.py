@@ -66,7 +66,17 @@ class ToolContext:
     memory: Any | None = None
 
 
-Handler = Callable[[ToolContext, dict], Awaitable[str]]
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's answer with images beside its text (a browser screenshot).  ``text`` reaches
+    the model like any tool result and should name the files; ``images`` (files the tool
+    saved) are shown to a model that can see (bot.agent.loop), never to one that cannot."""
+
+    text: str
+    images: tuple[Path, ...] = ()
+
+
+Handler = Callable[[ToolContext, dict], Awaitable["str | ToolResult"]]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..base import Tool, ToolContext, ToolError, arg_str, schema
+from ..base import Tool, ToolContext, ToolError, ToolResult, arg_str, schema
 from .actions import ACTIONS
 from .session import Browsers
 
@@ -43,7 +43,7 @@ PARAMETERS = schema(
 
 
 def make_browser_tool(browsers: Browsers) -> Tool:
-    async def run(ctx: ToolContext, args: dict) -> str:
+    async def run(ctx: ToolContext, args: dict) -> str | ToolResult:
         action = arg_str(args, "action").strip().lower()
         act = ACTIONS.get(action)
         if act is None:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from bot import fs
 from bot.rules.untrusted import untrusted_block
 
-from ..base import ToolError, arg_bool, arg_str
+from ..base import ToolError, ToolResult, arg_bool, arg_str
 from .session import AgentBrowser
 
 _REF = re.compile(r"[a-z]?[0-9a-z]{1,12}")
@@ -196,7 +196,9 @@ async def act_snapshot(b: AgentBrowser, args: dict) -> str:
     return await snapshot(b)
 
 
-async def act_screenshot(b: AgentBrowser, args: dict) -> str:
+async def act_screenshot(b: AgentBrowser, args: dict) -> ToolResult:
+    """The page as a PNG under ``shots/``: named in the text (a media marker can send it) and
+    returned as an image, which a model that can see is shown (bot.agent.loop)."""
     png = await b.page().screenshot(type="png", timeout=10_000)
     shots = b.owner.shots_dir()
     fs.prune_older_than(shots, 1)
@@ -204,10 +206,11 @@ async def act_screenshot(b: AgentBrowser, args: dict) -> str:
         shots / f"{b.agent_id}-{time.strftime('%Y%m%d-%H%M%S')}-{time.monotonic_ns() % 10**6}.png"
     )
     fs.write_private(path, png)
-    return (
+    text = (
         f"Screenshot saved ({len(png)} bytes): {path}\n"
         f"To send it to the user, put [IMAGE:{path}] in the reply."
     )
+    return ToolResult(text, (path,))
 
 
 async def act_tabs(b: AgentBrowser, args: dict) -> str:
@@ -244,7 +247,7 @@ async def act_close(b: AgentBrowser, args: dict) -> str:
     return f"Closed the tab; {len(b.tabs)} left."
 
 
-ACTIONS: dict[str, Callable[[AgentBrowser, dict], Awaitable[str]]] = {
+ACTIONS: dict[str, Callable[[AgentBrowser, dict], Awaitable[str | ToolResult]]] = {
     "open": act_open,
     "snapshot": act_snapshot,
     "click": act_click,
