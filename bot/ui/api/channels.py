@@ -1,5 +1,12 @@
 """``GET /ui/api/channels``: each channel's state, identity, last traffic and
-outbox counts, and the MCP servers."""
+outbox counts, and the MCP servers.
+
+A channel waiting to be linked (a WhatsApp linked device before its QR code is scanned:
+its adapter's ``pairing_qr()`` gives the code's current payload) carries ``pairing``: the
+code as an SVG image (``data:`` URI, drawn with ``segno`` when it is installed, which the
+``whatsapp`` extra brings), or ``{"qr": null}`` when it cannot be drawn here (the page then
+says to run ``chela whatsapp login``).  The payload links a device to the account, so it
+only goes to the logged-in owner's page, drawn, never as text and never logged."""
 
 from __future__ import annotations
 
@@ -27,7 +34,25 @@ def _traffic(ctx: UiContext) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _channel(name: str, info: Any, traffic: dict[str, Any]) -> dict[str, Any]:
+def qr_image(payload: str) -> str | None:
+    """``payload`` as a QR code (an SVG ``data:`` URI); None without ``segno``."""
+    try:
+        import segno
+    except ImportError:
+        return None
+    return str(segno.make_qr(payload, error="l").svg_data_uri(scale=5, border=2))
+
+
+def _pairing(adapter: Any) -> dict[str, Any] | None:
+    """``{"qr": image or None}`` while ``adapter`` waits to be linked, else None."""
+    current = getattr(adapter, "pairing_qr", None)
+    payload = current() if callable(current) else None
+    if not isinstance(payload, str) or not payload:
+        return None
+    return {"qr": qr_image(payload)}
+
+
+def _channel(name: str, info: Any, traffic: dict[str, Any], adapter: Any = None) -> dict[str, Any]:
     detail = info if isinstance(info, dict) else {"state": info}
     st = str(detail.get("state") or "starting")
     counts = traffic.get("outbox", {})
@@ -40,6 +65,7 @@ def _channel(name: str, info: Any, traffic: dict[str, Any]) -> dict[str, Any]:
         "last_outbound": traffic.get("last_outbound"),
         "error": detail.get("error") or None,
         "outbox": {k: int(counts.get(k, 0)) for k in ("queued", "sending", "failed")},
+        "pairing": _pairing(adapter),
     }
 
 
@@ -64,11 +90,14 @@ async def channels(request: web.Request) -> web.Response:
     traffic columns are the channel's."""
     ctx = state(request).ctx
     states = dict(ctx.channel_states())
-    for name in labels(ctx.conversation.channels).values():
+    adapters = {
+        n: ctx.conversation.channels[k] for k, n in labels(ctx.conversation.channels).items()
+    }
+    for name in adapters:
         states.setdefault(name, "starting")
     traffic = _traffic(ctx)
     rows = [
-        _channel(name, info, traffic.get(split_account_key(name)[0], {}))
+        _channel(name, info, traffic.get(split_account_key(name)[0], {}), adapters.get(name))
         for name, info in sorted(states.items())
     ]
     return web.json_response({"channels": rows, "mcp": _mcp(ctx)})
