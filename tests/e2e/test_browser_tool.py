@@ -1,8 +1,8 @@
 """The browser tool end to end: the real Chromium through Playwright, every request through
 Chela's proxy, against a web site the URL rule treats as public.
 
-The site lives in a network namespace this module creates (``unshare(CLONE_NEWNET)`` for the
-test thread, restored afterwards): inside it, 45.77.1.10 -- a routable public address that exists
+The site lives in a network namespace (``tests.e2e.browser_site.namespace``: ``unshare(CLONE_NEWNET)``
+for the test thread, restored afterwards): inside it, 45.77.1.10 -- a routable public address that exists
 only there, on the namespace's loopback -- serves the "public" site on port 80, and a "secret"
 server on 127.0.0.1:80 logs every request it receives.  Names resolve through a resolver of the
 test's own (``socket.getaddrinfo`` replaced in this process: the proxy's single lookup is the only
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -28,46 +26,15 @@ from aiohttp import web
 
 from bot.agent.tools.base import ToolContext, ToolError
 from bot.config.browser import BrowserConfig
+from tests.e2e.browser_site import CHROMIUM, PUBLIC, namespace
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
-
-PUBLIC = "45.77.1.10"
-CLONE_NEWNET = 0x40000000
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def _skip_reason() -> str:
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    if not os.access(CHROMIUM, os.X_OK):
-        return "no chromium"
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    return ""
 
 
 @pytest.fixture(scope="module")
 def netns():
-    """This thread in a fresh network namespace with the public address on its loopback."""
-    reason = _skip_reason()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    libc = ctypes.CDLL(None, use_errno=True)
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    if libc.unshare(CLONE_NEWNET) != 0:
-        os.close(home)
-        pytest.skip(f"unshare(CLONE_NEWNET) failed: {os.strerror(ctypes.get_errno())}")
-    try:
-        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-        subprocess.run(["ip", "addr", "add", f"{PUBLIC}/32", "dev", "lo"], check=True)
+    with namespace():
         yield
-    finally:
-        libc.setns(home, CLONE_NEWNET)
-        os.close(home)
 
 
 class FakeDNS:
