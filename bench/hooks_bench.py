@@ -8,6 +8,9 @@
    delivery id.  Reported: p50/p99/max of send → 202 (the event stored, its turn running
    beside the next requests), and how many turns ran, with the FakeLLM in this process and
    in a child process (interleaved).  Goal: p99 within 20 ms.
+   The noise floor, interleaved with it: the same paced client against an empty aiohttp
+   handler (reads the body, answers 202) in this process.  ``--hog N`` runs N busy child
+   processes throughout (a machine loaded by other work): a tail both show is the machine's.
 2. idle cost of an IMAP IDLE connection: one MailWatcher connected to the fake IMAP server
    (tests/fakes/imap.py, run in a child process so its cost is not counted), idle for --idle
    seconds; this process's CPU time and RSS against the same wait with no watcher.
@@ -67,9 +70,68 @@ class _ChildLLM:
         self.proc.wait()
 
 
-async def accept_latency(rate: float, seconds: float, llm_process: bool = False) -> dict:
+async def paced(port: int, rate: float, seconds: float) -> tuple[list[float], dict[int, int]]:
+    """Signed POSTs to ``/hooks/r<i % 10>`` paced at ``rate`` a second: each one's send → answer
+    time (ms) and the status codes."""
     import aiohttp
 
+    lat: list[float] = []
+    codes: dict[int, int] = {}
+    n = int(rate * seconds)
+    body = json.dumps({"action": "opened", "pad": "x" * 800}).encode()
+    async with aiohttp.ClientSession() as s:
+
+        async def one(i: int) -> None:
+            headers = {"Authorization": f"Bearer {SECRET}", "X-Delivery-Id": f"b{i}"}
+            t0 = time.perf_counter()
+            async with s.post(
+                f"http://127.0.0.1:{port}/hooks/r{i % 10}", data=body, headers=headers
+            ) as r:
+                await r.read()
+            lat.append((time.perf_counter() - t0) * 1000)
+            codes[r.status] = codes.get(r.status, 0) + 1
+
+        start = time.perf_counter()
+        tasks = []
+        for i in range(n):
+            wait = start + i / rate - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            tasks.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*tasks)
+    return lat, codes
+
+
+def summary(lat: list[float], codes: dict[int, int]) -> dict:
+    return {
+        "requests": len(lat),
+        "codes": codes,
+        "p50_ms": round(statistics.median(lat), 2),
+        "p99_ms": round(pct(lat, 99), 2),
+        "max_ms": round(max(lat), 2),
+    }
+
+
+async def empty_latency(rate: float, seconds: float) -> dict:
+    """The noise floor: the same client against a handler that only reads and answers."""
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response({"id": "evt_0", "status": "accepted"}, status=202)
+
+    app = web.Application()
+    app.router.add_post("/hooks/{name}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        return summary(*await paced(runner.addresses[0][1], rate, seconds))
+    finally:
+        await runner.cleanup()
+
+
+async def accept_latency(rate: float, seconds: float, llm_process: bool = False) -> dict:
     from bot.app.daemon import Daemon
     from bot.config import parse_config
     from tests.fakes.llm import FakeLLM, text
@@ -105,31 +167,8 @@ async def accept_latency(rate: float, seconds: float, llm_process: bool = False)
         d = Daemon(cfg)
         await d.start()
         try:
-            port = d.channels["http"].bound_port
-            lat: list[float] = []
-            codes: dict[int, int] = {}
-            n = int(rate * seconds)
-            body = json.dumps({"action": "opened", "pad": "x" * 800}).encode()
-            async with aiohttp.ClientSession() as s:
-
-                async def one(i: int) -> None:
-                    headers = {"Authorization": f"Bearer {SECRET}", "X-Delivery-Id": f"b{i}"}
-                    t0 = time.perf_counter()
-                    async with s.post(
-                        f"http://127.0.0.1:{port}/hooks/r{i % 10}", data=body, headers=headers
-                    ) as r:
-                        await r.read()
-                    lat.append((time.perf_counter() - t0) * 1000)
-                    codes[r.status] = codes.get(r.status, 0) + 1
-
-                start = time.perf_counter()
-                tasks = []
-                for i in range(n):
-                    wait = start + i / rate - time.perf_counter()
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    tasks.append(asyncio.create_task(one(i)))
-                await asyncio.gather(*tasks)
+            lat, codes = await paced(d.channels["http"].bound_port, rate, seconds)
+            n = len(lat)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 if all(r["status"] == "done" for r in d.store.trigger_log(limit=n)):
@@ -138,14 +177,7 @@ async def accept_latency(rate: float, seconds: float, llm_process: bool = False)
             ran = sum(1 for r in d.store.trigger_log(limit=n) if r["status"] == "done")
         finally:
             await d.stop()
-    return {
-        "requests": n,
-        "codes": codes,
-        "p50_ms": round(statistics.median(lat), 2),
-        "p99_ms": round(pct(lat, 99), 2),
-        "max_ms": round(max(lat), 2),
-        "turns_done": ran,
-    }
+    return {**summary(lat, codes), "turns_done": ran}
 
 
 FAKE = """
@@ -232,12 +264,23 @@ async def main() -> None:
     ap.add_argument("--rate", type=float, default=50)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--idle", type=float, default=30)
+    ap.add_argument("--hog", type=int, default=0, help="busy child processes meanwhile")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    for llm_process in (False, True, False, True):  # interleaved A/B
-        got = await accept_latency(args.rate, args.seconds, llm_process)
-        where = "llm in a child process" if llm_process else "llm in this process"
-        print(f"accept ({where}):", json.dumps(got))
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
+    try:
+        for llm_process in (False, True, False, True):  # interleaved A/B, the floor between
+            got = await accept_latency(args.rate, args.seconds, llm_process)
+            where = "llm in a child process" if llm_process else "llm in this process"
+            print(f"accept ({where}):", json.dumps(got))
+            print(
+                "empty handler (noise floor):",
+                json.dumps(await empty_latency(args.rate, args.seconds)),
+            )
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
     print("idle:", json.dumps(await idle_cost(args.idle)))
     print("maxrss_kb:", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
