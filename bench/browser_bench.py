@@ -6,8 +6,9 @@
    connection, straight and through ``bot.net.proxy`` (127.0.0.2 allowed as a private host),
    interleaved; ms per request (best, median).
 2. Chromium: the first ``open`` (Playwright's driver + Chromium start + one page load through the
-   proxy), the RSS of Chromium's process group after it, and that nothing is left after
-   ``idle_close`` (5 s).
+   proxy), the next ``open`` of the same page, the PSS of Chromium's process group after them
+   (shared pages split between its processes), and that nothing is left after ``idle_close``
+   (5 s).  Whether Chromium ran in its own sandbox (not as root) is printed first.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.agent.tools.base import ToolContext
 from bot.agent.tools.browser import Browsers, make_browser_tool
-from bot.agent.tools.browser.launch import browser_pid
+from bot.agent.tools.browser.launch import browser_pid, running_as_root, sandbox_note
 from bot.config.browser import BrowserConfig
 from bot.net import HostRules
 from bot.net.proxy import GuardProxy
@@ -98,6 +99,7 @@ def group_rss_mb(pid: int) -> float:
 
 async def chromium(port: int, starts: int) -> None:
     url = f"http://{HOST}:{port}/"
+    print(f"Chromium : {sandbox_note(running_as_root())}")
     for i in range(starts):
         with tempfile.TemporaryDirectory() as tmp:
             browsers = Browsers(BrowserConfig(idle_close="5s"), [HOST], Path(tmp))
