@@ -293,13 +293,18 @@ def _whatsapp_adapter() -> type[Channel]:
 
 
 def _whatsapp(g: Given[WhatsAppConfig]) -> WhatsAppSettings:
+    from bot.app.lock import StateLock
+    from channels.whatsapp.linked.session import lock_name, session_path
     from channels.whatsapp.settings import WhatsAppSettings
 
     w = g.section
     old_file = g.cfg.agent.state_dir / "whatsapp" / f"{g.account}.offset"  # before the store
     load, save = cursor_ports(g.store, cursor_key("whatsapp", g.account), old_file)
+    # a linked device: its session, and who wrote to it (bot/app/lock.py, the store)
+    session_db = session_path(g.cfg.agent.state_dir, g.account)
+    memory_key = f"whatsapp.linked.{account_key('whatsapp', g.account)}"
     return WhatsAppSettings(
-        api_key=g.secrets["api_key_env"],
+        api_key=g.secrets.get("api_key_env", ""),  # none on a linked device
         api_base=w.api_base,
         load_cursor=load,
         save_cursor=save,
@@ -311,6 +316,13 @@ def _whatsapp(g: Given[WhatsAppConfig]) -> WhatsAppSettings:
         polls_per_window=w.polls_per_minute,
         window=w.rate_window,
         account=g.account,
+        session_db=session_db,
+        session_lock=StateLock(session_db.parent, lock_name(session_db)),
+        load_memory=lambda: g.store.get(memory_key) if g.store else None,
+        save_memory=lambda v: g.store.put(memory_key, v) if g.store else None,
+        owners=(*w.allow_from, *g.cfg.owner.numbers),
+        group_policy=w.group_policy,
+        groups=(*w.groups, *w.owner_groups),
     )
 
 

@@ -29,8 +29,8 @@ class LockHeld(Exception):
         )
 
 
-def lock_path(state_dir: Path) -> Path:
-    return Path(state_dir) / LOCK_NAME
+def lock_path(state_dir: Path, name: str = LOCK_NAME) -> Path:
+    return Path(state_dir) / name
 
 
 def _read(fd: int) -> dict:
@@ -48,8 +48,9 @@ def _read(fd: int) -> dict:
 class StateLock:
     """Held from :meth:`acquire` until :meth:`release` (or the process ends)."""
 
-    def __init__(self, state_dir: Path):
-        self.path = lock_path(state_dir)
+    def __init__(self, state_dir: Path, name: str = LOCK_NAME):
+        """``name``: another lock file in that dir (a WhatsApp session's, beside its database)."""
+        self.path = lock_path(state_dir, name)
         self._fd: int | None = None
 
     def acquire(self) -> None:

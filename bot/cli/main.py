@@ -37,6 +37,7 @@ NAMES = (
     "mcp",
     "memory",
     "browser",
+    "whatsapp",
     "dashboard",
     "completion",
 )

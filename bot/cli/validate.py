@@ -41,6 +41,7 @@ def validate(cfg: Config) -> Verdict:
     v = Verdict(warnings=config_warnings(cfg))
     v.errors += secret_errors(cfg)
     v.errors += model_errors(cfg)
+    v.errors += linked_device_errors(cfg)
     for level, line in key_problems(cfg):
         (v.errors if level == "error" else v.warnings).append(line)
     v.warnings += tool_warnings(cfg) + binding_warnings(cfg)
@@ -49,6 +50,20 @@ def validate(cfg: Config) -> Verdict:
 
         v.warnings += disabled_tools_warnings(cfg)
     return v
+
+
+def linked_device_errors(cfg: Config) -> list[str]:
+    """An enabled WhatsApp account on a linked device without neonize (``chela[whatsapp]``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("neonize") is not None:
+        return []
+    return [
+        f"{account_toml_key('whatsapp', account, 'transport')}: \"linked_device\" needs "
+        "neonize, which is not installed: pip install 'chela[whatsapp]'"
+        for account, section in channel_accounts(cfg, "whatsapp").items()
+        if getattr(section, "transport", "") == "linked_device"
+    ]
 
 
 def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:

@@ -230,15 +230,9 @@ class WhatsAppConfig(ChannelPolicy):
     # more accounts of the channel, each merged over this table (bot/config/agents.py)
     accounts: Mapping[str, WhatsAppConfig] = Field(default_factory=dict)
 
-    @field_validator("transport")
-    @classmethod
-    def _transport(cls, v: str) -> str:
-        if v == "linked_device":
-            raise ValueError(
-                '"linked_device" (a linked WhatsApp device) is not available yet; '
-                'use "agent_platform"'
-            )
-        return v
+    def optional_secrets(self) -> set[str]:
+        """A linked device (``transport = "linked_device"``) has a session, not an API key."""
+        return {"api_key_env"} if self.transport == "linked_device" else set()
 
     def owner_only(self) -> bool:
         """Only the agent's creator can write to it: every sender is the owner."""
@@ -294,6 +288,9 @@ SECTIONS = _sections()  # every [channels.<name>] section's class, in the order 
 CONFIGURED = tuple(SECTIONS)  # telegram, discord, slack, signal, http
 MESSAGING = tuple(n for n, c in SECTIONS.items() if issubclass(c, ChannelPolicy))  # not http
 TARGETS = ("none", "last", *MESSAGING)  # where a heartbeat or a cron job's output may go
+# the order `chela onboard` offers them in: WhatsApp first (its official Agent Platform needs
+# no phone number, server or public address of its own), then the schema's
+OFFERED = ("whatsapp", *(n for n in CONFIGURED if n != "whatsapp"))
 
 
 def title(name: str) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import mimetypes
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,11 @@ from channels.whatsapp.transport import ApiError, Transport
 log = logging.getLogger("chela.channels.whatsapp")
 
 STALE_QUOTE = 131009
+# states the platform's answers or a linked device's events show, reported instead of connected
+OWN_STATES = (
+    *("conflict", "connecting", "pairing", "reconnecting", "disconnected"),
+    *("logged_out", "banned", "outdated"),
+)
 
 
 class WhatsAppChannel(Channel):
@@ -50,7 +57,10 @@ class WhatsAppChannel(Channel):
         typing_every: float = 20.0,
         backoff_initial: float = 1.0,
         backoff_max: float = 60.0,
+        inbound: Callable[..., Any] | None = None,
     ) -> None:
+        """``inbound`` builds what brings messages in (the Agent Platform's ``Poller`` by
+        default; a linked device's queue reader), given the adapter's callbacks."""
         self.transport = transport
         self.account = account
         self.capabilities = Capabilities(
@@ -58,9 +68,8 @@ class WhatsAppChannel(Channel):
         )
         self.typing_every = typing_every
         self.state = "starting"
-        self.poller = Poller(
-            transport,
-            cursor,
+        make = inbound or functools.partial(Poller, transport, cursor)
+        self.poller = make(
             account=account,
             poll_timeout=poll_timeout,
             on_state=self._set_state,
@@ -78,8 +87,14 @@ class WhatsAppChannel(Channel):
         self.state = state
 
     def own_state(self) -> str:
-        """``conflict`` (another client polls this key), with why when polling stopped."""
-        return self.state if self.state.startswith("conflict") else ""
+        """``conflict`` (another client polls this key), with why when polling stopped; a
+        linked device's ``pairing``, ``reconnecting``, ``logged_out`` … with why."""
+        return self.state if self.state.split(":")[0] in OWN_STATES else ""
+
+    def pairing_qr(self) -> str | None:
+        """The QR code's payload while a linked device waits to be paired (refreshed as
+        WhatsApp rotates it); None once paired, and always on the Agent Platform."""
+        return self.transport.pairing_qr()
 
     @property
     def bot_identity(self) -> dict[str, Any]:

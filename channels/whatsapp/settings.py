@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from channels.base import ChannelError, FetchUrl
 from channels.whatsapp.adapter import WhatsAppChannel
@@ -26,10 +29,27 @@ class WhatsAppSettings:
     typing_every: float = 20.0  # the platform shows typing for 25 s per call
     account: str = "default"
     fetch: FetchUrl | None = None  # the app's guarded fetch (bot.net) for media downloads
+    # a linked device (transport = "linked_device"): its session database
+    # (<state_dir>/whatsapp/<account>.session.db) and the app's lock on it (one process per
+    # session), where who wrote and which LID is which number are kept (the state
+    # database), who may get a message without writing first (the owner's ids), which
+    # groups are served, and the random wait added to each paced send; ``client_factory``
+    # makes neonize's client (tests pass a fake one)
+    session_db: Path | None = None
+    session_lock: Any = None
+    load_memory: Callable[[], Any] = dict
+    save_memory: Callable[[dict[str, Any]], None] = lambda _: None
+    owners: tuple[str, ...] = ()
+    group_policy: str = "disabled"
+    groups: tuple[str, ...] = ()
+    send_jitter: float = 1.0
+    client_factory: Callable[[str], Any] | None = None
 
     def open(self) -> WhatsAppChannel:
+        if self.transport == "linked_device":
+            return self._linked()
         if self.transport != "agent_platform":
-            raise ChannelError(f"whatsapp: transport {self.transport!r} is not available yet")
+            raise ChannelError(f"whatsapp: unknown transport {self.transport!r}")
         transport = AgentPlatform(
             self.api_key,
             self.api_base,
@@ -45,4 +65,39 @@ class WhatsAppSettings:
             poll_timeout=self.poll_timeout,
             chunk_limit=self.chunk_limit,
             typing_every=self.typing_every,
+        )
+
+    def _linked(self) -> WhatsAppChannel:
+        """A linked device (neonize is imported here, not before)."""
+        if self.session_db is None or self.session_lock is None:
+            raise ChannelError("whatsapp: a linked device needs its session database and lock")
+        if self.client_factory is None:
+            from channels.whatsapp.linked.session import require_neonize
+
+            require_neonize()
+        from channels.whatsapp.linked.guards import Memory
+        from channels.whatsapp.linked.inbound import LinkedInbound
+        from channels.whatsapp.transport.linked_device import LinkedDevice
+
+        transport = LinkedDevice(
+            self.session_db,
+            lock=self.session_lock,
+            memory=Memory(self.load_memory, self.save_memory),
+            account=self.account,
+            owners=self.owners,
+            group_policy=self.group_policy,
+            groups=self.groups,
+            per_window=self.per_window,
+            window=self.window,
+            jitter=self.send_jitter,
+            client_factory=self.client_factory,
+        )
+        return WhatsAppChannel(
+            transport=transport,
+            cursor=Cursor(self.load_cursor, self.save_cursor),
+            account=self.account,
+            poll_timeout=self.poll_timeout,
+            chunk_limit=self.chunk_limit,
+            typing_every=self.typing_every,
+            inbound=functools.partial(LinkedInbound, transport),
         )

@@ -101,14 +101,6 @@ async def test_backlog_is_skipped_at_first_start_then_the_cursor_is_kept(tmp_pat
     assert [s.text for s in wa.sent] == ["new answer", "after restart"]
 
 
-async def test_linked_device_transport_is_refused_naming_the_key(tmp_path, llm, wa):
-    from bot.config import ConfigError
-
-    with pytest.raises((ConfigError, ValueError)) as err:
-        wa_config(tmp_path, llm, wa, transport="linked_device")
-    assert "transport" in str(err.value) and "not available yet" in str(err.value)
-
-
 async def test_bad_input_is_logged_and_skipped_nothing_lost(tmp_path, llm, wa, caplog):
     caplog.set_level(logging.INFO, logger="chela")
     async with running(wa_config(tmp_path, llm, wa)) as d:

@@ -59,3 +59,6 @@ class Transport(Protocol):
 
     async def download(self, media_id: str, dest: Path, max_bytes: int) -> tuple[str, int]:
         """Fetch an inbound file into ``dest``; (MIME type, size)."""
+
+    def pairing_qr(self) -> str | None:
+        """The QR payload while a linked device waits to be paired; None otherwise."""

@@ -131,6 +131,9 @@ class AgentPlatform:
             await self._session.close()
             self._session = None
 
+    def pairing_qr(self) -> str | None:
+        return None  # nothing to pair: the key is the link
+
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             raise ChannelError("whatsapp: transport is not open")

@@ -1,0 +1,363 @@
+"""The linked-device transport's guards (channels/whatsapp/transport/linked_device.py), each
+with its twin, driven through the real ``WhatsAppChannel`` with neonize's own event objects
+from the fake client (tests/fakes/neonize_client.py) and the daemon's side played by
+tests/fakes/sink.py."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from channels.base import ChannelError, OutboundMessage
+from channels.retry import Backoff
+from channels.whatsapp.adapter import WhatsAppChannel
+from bot.app.lock import StateLock
+from channels.whatsapp.linked.guards import Breaker, Memory
+from channels.whatsapp.linked.session import lock_name
+from channels.whatsapp.linked.inbound import LinkedInbound
+from channels.whatsapp.polling import Cursor
+from channels.whatsapp.transport import ApiError
+from channels.whatsapp.transport.linked_device import LinkedDevice
+from tests.fakes import neonize_client as nz
+from tests.fakes.sink import Sink
+
+STRANGER = nz.jid("4915550000001")
+
+
+def build(tmp_path, hub, **kw) -> WhatsAppChannel:
+    """The channel as WhatsAppSettings builds it for a linked device: the app's lock
+    (bot/app/lock.py) beside the session, who-wrote kept in ``hub.kept`` (the store's kv)."""
+    kw = {"owners": (nz.OWNER,), "group_policy": "allowlist", "jitter": 0.0} | kw
+    kw.setdefault("groups", (f"{nz.GROUP}@g.us",))
+    db = tmp_path / "whatsapp" / "default.session.db"
+    memory = Memory(lambda: hub.kept.get("memory"), lambda v: hub.kept.update(memory=v))
+    transport = LinkedDevice(
+        db,
+        lock=StateLock(db.parent, lock_name(db)),
+        memory=memory,
+        client_factory=hub.factory,
+        **kw,
+    )
+    return WhatsAppChannel(
+        transport=transport,
+        cursor=Cursor(lambda: None, lambda _: None),
+        poll_timeout=1,
+        inbound=functools.partial(LinkedInbound, transport),
+    )
+
+
+async def until(pred, timeout: float = 3.0) -> None:
+    end = asyncio.get_running_loop().time() + timeout
+    while not pred():
+        if asyncio.get_running_loop().time() > end:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+def hub():
+    return nz.FakeNeonize()
+
+
+@pytest.fixture
+async def up(tmp_path, hub):
+    """A started channel whose client has connected; (channel, sink)."""
+    ch = build(tmp_path, hub)
+    sink = Sink()
+    await ch.start(sink)
+    await hub.client.emit(nz.ConnectedEv(status=True))
+    await until(lambda: ch.state == "connected")
+    yield ch, sink
+    await ch.stop()
+
+
+# ------------------------------------------------------------------ own echo
+async def test_own_messages_and_echoes_are_dropped_another_persons_is_served(up, hub):
+    ch, sink = up
+    client = hub.client
+    await client.emit(nz.message("hi bot", sender=STRANGER))
+    await sink.wait(1)
+    [sent_id] = await ch.send(OutboundMessage(chat_id="+4915550000001", text="hello"))
+    # the echo of what we sent, and something typed on the phone into that chat: both ours
+    echo = nz.message("hello", sender=nz.jid(nz.ME_PN), chat=STRANGER, from_me=True, msg_id=sent_id)
+    await client.emit(echo)
+    await client.emit(
+        nz.message("typed on the phone", sender=nz.jid(nz.ME_PN), chat=STRANGER, from_me=True)
+    )
+    await client.emit(nz.message("second", sender=STRANGER))
+    got = await sink.wait(2)
+    assert [m.text for m in got] == ["hi bot", "second"]
+    assert got[0].sender_id == got[0].chat_id == "+4915550000001"
+
+
+async def test_the_owners_message_yourself_chat_is_input_but_our_reply_there_is_not(up, hub):
+    ch, sink = up
+    me = nz.jid(nz.ME_PN)
+    await hub.client.emit(nz.message("note to self", sender=me, chat=me, from_me=True))
+    [msg] = await sink.wait(1)
+    assert msg.chat_id == msg.sender_id == f"+{nz.ME_PN}"
+    [reply] = await ch.send(OutboundMessage(chat_id=msg.chat_id, text="noted"))
+    await hub.client.emit(nz.message("noted", sender=me, chat=me, from_me=True, msg_id=reply))
+    await hub.client.emit(nz.message("another note", sender=me, chat=me, from_me=True))
+    assert [m.text for m in await sink.wait(2)] == ["note to self", "another note"]
+
+
+# ------------------------------------------------------------------ LID ↔ phone number
+async def test_a_sender_seen_by_lid_and_by_number_is_one_person(up, hub):
+    _, sink = up
+    lid = nz.jid("770000000042", "lid")
+    pn = nz.jid("4915550000042")
+    await hub.client.emit(nz.message("by number", sender=pn, alt=lid))
+    await hub.client.emit(nz.message("by lid", sender=lid))  # no alt: learned before
+    hub.lid_to_pn["770000000043"] = "4915550000043"  # neonize's own LID store knows this one
+    await hub.client.emit(nz.message("lid known to neonize", sender=nz.jid("770000000043", "lid")))
+    got = await sink.wait(3)
+    assert [m.sender_id for m in got] == ["+4915550000042", "+4915550000042", "+4915550000043"]
+    assert got[1].chat_id == "+4915550000042"  # a reply to the LID message goes to the number
+
+
+async def test_two_lids_without_a_known_number_stay_two_people(up, hub):
+    _, sink = up
+    await hub.client.emit(nz.message("a", sender=nz.jid("770000000051", "lid")))
+    await hub.client.emit(nz.message("b", sender=nz.jid("770000000052", "lid")))
+    got = await sink.wait(2)
+    assert [m.sender_id for m in got] == ["770000000051@lid", "770000000052@lid"]
+
+
+async def test_the_lid_mapping_survives_a_restart(tmp_path, hub):
+    lid, pn = nz.jid("770000000061", "lid"), nz.jid("4915550000061")
+    for text, ev in (("first", nz.message("first", sender=pn, alt=lid)), ("later", None)):
+        ch, sink = build(tmp_path, hub), Sink()
+        await ch.start(sink)
+        await hub.client.emit(ev or nz.message(text, sender=lid))
+        [msg] = await sink.wait(1)
+        assert msg.sender_id == "+4915550000061"
+        await ch.stop()
+
+
+# ------------------------------------------------------------------ groups
+async def test_a_group_outside_the_allowlist_is_dropped_with_one_log_line(up, hub, caplog):
+    _, sink = up
+    caplog.set_level(logging.INFO, logger="chela.channels.whatsapp")
+    other = nz.jid("120363000000000999", "g.us")
+    for i in range(3):
+        await hub.client.emit(nz.message(f"chatter {i}", sender=STRANGER, chat=other, group=True))
+    await hub.client.emit(nz.message("direct", sender=STRANGER))
+    assert [m.text for m in await sink.wait(1)] == ["direct"]
+    lines = [r.getMessage() for r in caplog.records if "120363000000000999@g.us" in r.getMessage()]
+    assert len(lines) == 1 and "dropped" in lines[0]
+
+
+async def test_an_allowlisted_group_is_served_and_a_mention_of_our_lid_counts(up, hub):
+    _, sink = up
+    group = nz.jid(nz.GROUP, "g.us")
+    content = nz.mention(f"@{nz.ME_LID} what time is it?", f"{nz.ME_LID}@lid")
+    await hub.client.emit(nz.message(sender=STRANGER, chat=group, group=True, content=content))
+    [msg] = await sink.wait(1)
+    assert (msg.chat_type, msg.chat_id, msg.sender_id) == (
+        "group",
+        f"{nz.GROUP}@g.us",
+        "+4915550000001",
+    )
+    assert msg.mentioned
+
+
+# ------------------------------------------------------------------ logged out / reconnect
+@pytest.mark.parametrize(
+    "event", [nz.logged_out(), nz.StreamReplacedEv()], ids=["logged_out", "440"]
+)
+async def test_logged_out_or_replaced_stops_the_account_with_a_state_and_a_notice(
+    up, hub, caplog, event
+):
+    ch, _ = up
+    caplog.set_level(logging.ERROR, logger="chela.channels.whatsapp")
+    await hub.client.emit(event)
+    await until(lambda: ch.own_state().startswith("logged_out"))
+    assert any("chela whatsapp login" in r.getMessage() for r in caplog.records)
+    assert hub.client.stops >= 1
+    with pytest.raises(TimeoutError):  # stays down: the daemon does not restart it in a loop
+        await asyncio.wait_for(ch.wait_closed(), 0.5)
+    assert hub.client.connects == 1 and len(hub.clients) == 1
+    with pytest.raises(ApiError):
+        await ch.send(OutboundMessage(chat_id=nz.OWNER, text="anyone?"))
+
+
+async def test_a_dropped_connection_reconnects_and_messages_flow_again(up, hub):
+    ch, sink = up
+    await hub.client.emit(nz.DisconnectedEv(status=True))
+    await until(lambda: ch.own_state().startswith("reconnecting"))
+    assert hub.client.stops == 0  # neonize reconnects by itself
+    await hub.client.emit(nz.ConnectedEv(status=True))
+    await until(lambda: ch.state == "connected")
+    await hub.client.emit(nz.message("back", sender=STRANGER))
+    assert [m.text for m in await sink.wait(1)] == ["back"]
+
+
+async def test_a_failed_connection_is_retried_with_backoff_then_the_breaker_pauses(tmp_path, hub):
+    waits: list[float] = []
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+
+    ch = build(
+        tmp_path,
+        hub,
+        backoff=Backoff(2.0, 60.0),
+        breaker=Breaker(3, 600.0),
+        cool_off=900.0,
+        sleep=sleep,
+    )
+    await ch.start(Sink())
+    try:
+        for n in range(1, 4):
+            await until(lambda n=n: hub.client.connects == n)
+            hub.client.drop("connection refused")
+        await until(lambda: hub.client.connects == 4)
+        assert waits == [2.0, 4.0, 900.0]  # backoff, then the circuit opens: a long pause
+        await until(lambda: ch.own_state().startswith("reconnecting"))
+        # drops of a live connection trip it too: the client is stopped, not left looping
+        for _ in range(3):
+            await hub.client.emit(nz.DisconnectedEv(status=True))
+        assert hub.client.stops == 1
+        await until(lambda: hub.client.connects == 5)
+        assert waits[-1] == 900.0
+    finally:
+        await ch.stop()
+
+
+# ------------------------------------------------------------------ one process per session
+async def test_a_second_process_on_the_same_session_is_refused_then_the_first_works(tmp_path, hub):
+    db = tmp_path / "whatsapp" / "default.session.db"
+    db.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from bot.app.lock import StateLock\n"
+            "db = Path(sys.argv[1])\n"
+            "StateLock(db.parent, db.name + '.lock').acquire()\n"
+            "print('held', flush=True)\n"
+            "time.sleep(30)\n",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        ch = build(tmp_path, hub)
+        with pytest.raises(ChannelError) as err:
+            await ch.start(Sink())
+        assert f"pid {holder.pid}" in str(err.value) and "one process per session" in str(err.value)
+        assert hub.clients == []  # neonize never opened the database
+    finally:
+        holder.kill()
+        holder.wait()
+    ch = build(tmp_path, hub)
+    await ch.start(Sink())
+    try:
+        await until(lambda: hub.client.connects == 1)
+    finally:
+        await ch.stop()
+
+
+async def test_the_session_database_is_private(up, tmp_path):
+    db = tmp_path / "whatsapp" / "default.session.db"
+    assert oct(db.stat().st_mode & 0o777) == "0o600"
+    assert oct(db.parent.stat().st_mode & 0o777) == "0o700"
+
+
+# ------------------------------------------------------------------ never the first message
+async def test_no_first_message_to_a_stranger_but_a_reply_to_a_sender_and_the_owner_go(up, hub):
+    ch, sink = up
+    with pytest.raises(ApiError) as err:
+        await ch.send(OutboundMessage(chat_id="+4915550000777", text="hi, remember me?"))
+    assert err.value.permanent and hub.client.sent == []
+    await hub.client.emit(nz.message("hello?", sender=nz.jid("4915550000777")))
+    await sink.wait(1)
+    await ch.send(OutboundMessage(chat_id="+4915550000777", text="**hi** back"))
+    await ch.send(OutboundMessage(chat_id=nz.OWNER, text="a heartbeat for the owner"))
+    to = [(j.User, j.Server) for j, _, _ in hub.client.sent]
+    assert to == [("4915550000777", "s.whatsapp.net"), ("491700000099", "s.whatsapp.net")]
+    assert hub.client.sent[0][1].conversation == "*hi* back"
+
+
+# ------------------------------------------------------------------ pacing
+async def test_sends_are_paced(tmp_path, hub):
+    ch = build(tmp_path, hub, per_window=2, window=0.6)
+    await ch.start(Sink())
+    try:
+        for i in range(3):
+            await ch.send(OutboundMessage(chat_id=nz.OWNER, text=f"n{i}"))
+        times = [t for _, _, t in hub.client.sent]
+        assert times[2] - times[0] >= 0.55  # the third waited for the window
+        assert times[1] - times[0] < 0.3  # within the budget nothing waits
+    finally:
+        await ch.stop()
+
+
+# ------------------------------------------------------------------ receipts, quotes, files, QR
+async def test_read_receipt_typing_quote_and_an_image_in_and_out(up, hub, tmp_path):
+    ch, sink = up
+    content = hub.image(b"\xff\xd8 tiny jpeg", caption="what is this?")
+    await hub.client.emit(nz.message(sender=STRANGER, content=content))
+    [msg] = await sink.wait(1)
+    assert msg.text == "what is this?" and msg.attachments[0].kind == "image"
+    await until(lambda: hub.client.reads)
+    assert hub.client.reads[0][0] == msg.message_id
+    await ch.typing(msg.chat_id)
+    assert hub.client.presence and hub.client.presence[0].User == "4915550000001"
+    item = await ch.fetch_media(msg.attachments[0], tmp_path, 1000)
+    assert open(item.target, "rb").read() == b"\xff\xd8 tiny jpeg"
+    png = tmp_path / "out.png"
+    png.write_bytes(b"\x89PNG fake")
+    from channels.base import MediaItem
+
+    out = OutboundMessage(
+        chat_id=msg.chat_id,
+        text="a cat",
+        reply_to_id=msg.message_id,
+        reply_mode="first",
+        media=[MediaItem(kind="image", target=str(png), mime="image/png")],
+    )
+    await ch.send(out)
+    (_, text, _), (_, image, _) = hub.client.sent
+    assert text.extendedTextMessage.contextInfo.stanzaID == msg.message_id
+    assert image.imageMessage.fileLength == len(b"\x89PNG fake")
+    assert hub.client.uploads[0][0] == b"\x89PNG fake"
+
+
+async def test_an_oversized_inbound_file_is_refused_before_download(up, hub, tmp_path):
+    from channels.base import MediaTooLarge
+
+    ch, sink = up
+    await hub.client.emit(nz.message(sender=STRANGER, content=hub.image(b"x" * 5000)))
+    [msg] = await sink.wait(1)
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(msg.attachments[0], tmp_path, 100)
+    assert list(tmp_path.glob("whatsapp-*")) == []
+
+
+async def test_the_qr_code_is_shown_while_pairing_and_gone_once_paired(tmp_path, hub):
+    ch = build(tmp_path, hub)
+    await ch.start(Sink())
+    try:
+        await hub.client.show_qr("2@first,code")
+        await until(lambda: ch.own_state().startswith("pairing"))
+        assert ch.pairing_qr() == "2@first,code"
+        await hub.client.show_qr("2@second,code")  # WhatsApp rotates it
+        assert ch.pairing_qr() == "2@second,code"
+        await hub.client.emit(nz.paired())
+        await hub.client.emit(nz.ConnectedEv(status=True))
+        await until(lambda: ch.state == "connected")
+        assert ch.pairing_qr() is None
+        assert ch.bot_identity == {"id": f"{nz.ME_PN}@s.whatsapp.net"}
+    finally:
+        await ch.stop()
