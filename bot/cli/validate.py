@@ -53,17 +53,22 @@ def validate(cfg: Config) -> Verdict:
 
 
 def linked_device_errors(cfg: Config) -> list[str]:
-    """An enabled WhatsApp account on a linked device without neonize (``chela[whatsapp]``)."""
-    import importlib.util
+    """An enabled WhatsApp account on a linked device without a working neonize (the extra
+    ``chela[whatsapp]`` and the system's libmagic1); imported only for such a config."""
+    from channels.base import ChannelError
+    from channels.whatsapp.linked.session import require_neonize
 
-    if importlib.util.find_spec("neonize") is not None:
-        return []
-    return [
-        f"{account_toml_key('whatsapp', account, 'transport')}: \"linked_device\" needs "
-        "neonize, which is not installed: pip install 'chela[whatsapp]'"
+    keys = [
+        account_toml_key("whatsapp", account, "transport")
         for account, section in channel_accounts(cfg, "whatsapp").items()
         if getattr(section, "transport", "") == "linked_device"
     ]
+    try:
+        if keys:
+            require_neonize()
+    except ChannelError as e:
+        return [f'{key}: "linked_device": {e}' for key in keys]
+    return []
 
 
 def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:
