@@ -82,6 +82,7 @@ class Setting:
     needed: str = ""
     always: bool = True
     help: str = ""
+    notes: tuple[tuple[str, str], ...] = ()  # (value, what onboarding says when it is chosen)
 
     def flag_help(self, channel: str) -> str:
         """The onboard flag's ``--help`` line."""
@@ -121,8 +122,8 @@ class ChannelSpec(Generic[SectionT]):
     owner_id_hint: str = ""  # what `chela onboard` asks for as the owner's id
     settings: tuple[Setting, ...] = ()  # what `chela onboard` asks for besides
     # `chela doctor`'s authenticated request (bot.app.probes)
-    # (session, config, the account's section)
-    probe: Callable[[Any, Config, Any], Awaitable[probes.Probe]] | None = None
+    # (session, config, the account's section, the account's name)
+    probe: Callable[[Any, Config, Any, str], Awaitable[probes.Probe]] | None = None
     loggers: tuple[str, ...] = ()  # its SDK's loggers, too chatty at INFO (set to WARNING)
 
     @property
@@ -427,9 +428,12 @@ SPECS: dict[str, ChannelSpec[Any]] = _rows(
             Setting(
                 "transport",
                 "whatsapp_transport",
+                "transport: agent_platform (official: an agent from WhatsApp > Settings > "
+                "Agents) or linked_device (unofficial: a phone's linked device)",
                 default="agent_platform",
                 help="how Chela reaches WhatsApp: agent_platform (official; an agent you "
-                "create in WhatsApp > Settings > Agents)",
+                "create in WhatsApp > Settings > Agents) or linked_device (unofficial)",
+                notes=(("linked_device", probes.LINKED_DEVICE_NOTE),),
             ),
             Setting(
                 "api_base",

@@ -2,9 +2,10 @@
 shows its token (or its server) works.  Named by the channel's descriptor
 (``bot.app.channels.ChannelSpec.probe``), so ``chela doctor`` names no platform.
 
-A probe takes an aiohttp session, the config and the section of the channel account it
-checks (each account has its own token or server) and returns a ``Probe``: whether it
-worked, what it saw, and what to do when it did not.  Network errors are the caller's."""
+A probe takes an aiohttp session, the config, the section of the channel account it
+checks (each account has its own token or server) and the account's name, and returns a
+``Probe``: whether it worked, what it saw, what to do when it did not, and a risk to say
+even when it works (``warning``).  Network errors are the caller's."""
 
 from __future__ import annotations
 
@@ -20,6 +21,16 @@ class Probe(NamedTuple):
     ok: bool
     detail: str
     fix: str = ""
+    warning: str = ""
+
+
+LINKED_DEVICE_WARNING = (
+    "WhatsApp as a linked device is unofficial: WhatsApp may restrict or ban the number "
+    "(use a dedicated number, not your own)"
+)
+LINKED_DEVICE_NOTE = (
+    f"{LINKED_DEVICE_WARNING}. Link it: pip install 'chela[whatsapp]', then chela whatsapp login"
+)
 
 
 async def _call(session: Any, method: str, url: str, **kw: Any) -> tuple[int, dict | None]:
@@ -31,7 +42,7 @@ async def _call(session: Any, method: str, url: str, **kw: Any) -> tuple[int, di
         return r.status, body if isinstance(body, dict) else None
 
 
-async def telegram(s: Any, cfg: Config, t: Any) -> Probe:
+async def telegram(s: Any, cfg: Config, t: Any, account: str = "") -> Probe:
     status, body = await _call(
         s, "GET", f"{t.api_base.rstrip('/')}/bot{cfg.secret(t.token_env)}/getMe"
     )
@@ -44,7 +55,7 @@ async def telegram(s: Any, cfg: Config, t: Any) -> Probe:
     )
 
 
-async def discord(s: Any, cfg: Config, d: Any) -> Probe:
+async def discord(s: Any, cfg: Config, d: Any, account: str = "") -> Probe:
     base = (d.api_base or DEFAULT_DISCORD_API).rstrip("/")
     status, body = await _call(
         s, "GET", f"{base}/users/@me", headers={"Authorization": f"Bot {cfg.secret(d.token_env)}"}
@@ -58,7 +69,7 @@ async def discord(s: Any, cfg: Config, d: Any) -> Probe:
     )
 
 
-async def slack(s: Any, cfg: Config, sl: Any) -> Probe:
+async def slack(s: Any, cfg: Config, sl: Any, account: str = "") -> Probe:
     status, body = await _call(
         s,
         "POST",
@@ -75,7 +86,7 @@ async def slack(s: Any, cfg: Config, sl: Any) -> Probe:
     )
 
 
-async def signal(s: Any, cfg: Config, g: Any) -> Probe:
+async def signal(s: Any, cfg: Config, g: Any, account: str = "") -> Probe:
     url = f"{(g.api_base or g.http_url).rstrip('/')}/api/v1/rpc"
     status, body = await _call(
         s, "POST", url, json={"jsonrpc": "2.0", "method": "version", "id": 1}
@@ -89,10 +100,35 @@ async def signal(s: Any, cfg: Config, g: Any) -> Probe:
     )
 
 
-async def whatsapp(s: Any, cfg: Config, w: Any) -> Probe:
+def linked_device(cfg: Config, account: str) -> Probe:
+    """A linked device: whether its session is linked (read from the session database,
+    without connecting), always with the unofficial protocol's risk."""
+    try:
+        from channels.whatsapp.linked import session
+    except ImportError:  # a Chela without the linked-device transport
+        return Probe(False, "this Chela has no linked-device transport", "use agent_platform")
+    from channels.base import ChannelError
+
+    db = session.session_path(cfg.agent.state_dir, account)
+    try:
+        st = session.status(db)
+    except ChannelError as e:  # neonize (the extra) is missing
+        return Probe(False, str(e), "pip install 'chela[whatsapp]'", LINKED_DEVICE_WARNING)
+    if not st["paired"]:
+        fix = f"link it: chela whatsapp login --account {account}"
+        return Probe(False, f"no device linked (session {db})", fix, LINKED_DEVICE_WARNING)
+    used = f", in use by pid {st['holder']}" if st["holder"] else ""
+    return Probe(True, f"linked as {st['jid']}{used}", warning=LINKED_DEVICE_WARNING)
+
+
+async def whatsapp(s: Any, cfg: Config, w: Any, account: str = "default") -> Probe:
     """A zero-timeout poll (reads nothing away: the platform takes no acknowledgement), unless
-    a running daemon polls this key: a second poll would knock the daemon's off (409)."""
+    a running daemon polls this key: a second poll would knock the daemon's off (409).  A
+    linked device: its session (:func:`linked_device`)."""
     from bot.app.lock import running_daemon
+
+    if w.transport == "linked_device":
+        return linked_device(cfg, account)
 
     daemon = running_daemon(cfg.agent.state_dir)
     if daemon is not None:

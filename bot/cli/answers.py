@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot import fs
-from bot.app.channels import CONFIGURED, MESSAGING, SPECS
+from bot.app.channels import MESSAGING, SPECS
 from bot.config import parse_config
+from bot.config.channels import OFFERED
 
-CHANNELS = CONFIGURED
+CHANNELS = OFFERED  # in the order they are offered (the official WhatsApp route first)
 CONFIG_MAX = 1024 * 1024  # a config file read for its answers at most
 
 # the secrets each chat channel needs in its default mode, with their default variables

@@ -256,8 +256,7 @@ async def check_channel(
     subject = f"channel {label or name}"
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as s:
-            got = await spec.probe(s, cfg, spec.account_section(cfg, account))
-            return Finding("OK" if got.ok else "FAIL", subject, got.detail, got.fix)
+            got = await spec.probe(s, cfg, spec.account_section(cfg, account), account)
     except (TimeoutError, aiohttp.ClientError, OSError) as e:
         return Finding(
             "FAIL",
@@ -265,6 +264,10 @@ async def check_channel(
             f"cannot reach the server ({type(e).__name__}: {e})",
             f"check channels.{name}.api_base and the network",
         )
+    # a risk the channel carries even when it works is said on the same line, as a warning
+    level = "FAIL" if not got.ok else "WARN" if got.warning else "OK"
+    detail = f"{got.detail}; {got.warning}" if got.warning else got.detail
+    return Finding(level, subject, detail, got.fix)
 
 
 def check_http_port(cfg: Config, daemon: dict | None) -> Finding:

@@ -231,6 +231,9 @@ def _ask_channel(a: Answers, name: str) -> None:
             a.settings.setdefault(name, {})[st.key] = _q(
                 f"{name}: {st.question}", a.setting(name, st.key)
             )
+            for value, note in st.notes:  # a choice with a risk is told at once
+                if a.setting(name, st.key) == value:
+                    print(f"  {note}")
     if name in ID_HINTS:
         ident = _q(
             f"{name}: {ID_HINTS[name]} (empty: message the bot and approve the pairing code)",
@@ -355,9 +358,20 @@ def _flag(path: Path) -> str:
     return f" --config {path}"
 
 
+def notes(a: Answers) -> list[str]:
+    """What the chosen settings call for saying (a risk, the step it needs)."""
+    return [
+        note
+        for name in a.channels
+        for st in SPECS[name].settings
+        for value, note in st.notes
+        if a.setting(name, st.key) == value
+    ]
+
+
 def next_steps(a: Answers, path: Path, model_ok: bool = True) -> list[str]:
     flag = _flag(path)
-    lines = []
+    lines = [f"  {note}" for note in notes(a)]
     envs = ([a.api_key_env] if a.api_key_env else []) + [
         e for t in a.tokens.values() for e in t.values()
     ]
