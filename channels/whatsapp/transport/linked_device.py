@@ -18,17 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import logging
 import random
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from channels.base import ChannelError, InboundMessage, MediaTooLarge
+from channels.base import ChannelError, InboundMessage
 from channels.retry import Backoff
-from channels.util import BoundedLRU, capped_file
-from channels.whatsapp.linked import ids, messages, session
+from channels.util import BoundedLRU
+from channels.whatsapp.linked import ids, media, messages, session
 from channels.whatsapp.linked.guards import Breaker, GroupGate, Memory
 from channels.whatsapp.linked.messages import Received, Who
 from channels.whatsapp.transport import ApiError
@@ -92,8 +91,7 @@ class LinkedDevice:
         self.own_jid = ""
         self.qr: str | None = None
         self.client: Any = None
-        self._files: dict[str, tuple[Path, str]] = {}
-        self._ids = itertools.count(1)
+        self.files = media.Outgoing()
         self._runner: asyncio.Task[None] | None = None
         self._halted = False
         self._paused = False  # the breaker tripped: the next connect waits cool_off
@@ -302,19 +300,10 @@ class LinkedDevice:
 
     async def _build(self, client: Any, payload: dict[str, Any]) -> Any:
         mtype = str(payload.get("type", "text"))
-        if mtype == "text":
-            quoted = (payload.get("context") or {}).get("message_id")
-            return messages.text_message(payload["text"]["body"], self.recent.get(quoted or ""))
-        obj = payload[mtype]
-        path, mime = self._files.pop(obj["id"])
-        data = await asyncio.to_thread(path.read_bytes)
-        try:
-            up = await client.upload(data, messages.media_type(mtype))
-        except Exception as e:
-            raise ApiError("upload", 0, 0, f"{type(e).__name__}: {e}") from None
-        return messages.media_message(
-            mtype, up, mime, filename=obj.get("filename", ""), caption=obj.get("caption", "")
-        )
+        if mtype != "text":
+            return await self.files.message(client, mtype, payload[mtype])
+        quoted = (payload.get("context") or {}).get("message_id")
+        return messages.text_message(payload["text"]["body"], self.recent.get(quoted or ""))
 
     async def mark_read(self, payload: dict[str, Any]) -> None:
         """A read receipt, or (with ``typing_indicator``) "typing…" in that message's chat."""
@@ -340,26 +329,10 @@ class LinkedDevice:
 
     async def upload(self, path: Path, mime: str) -> str:
         """Kept until the send: the file's keys depend on the message type it goes as."""
-        ref = f"file-{next(self._ids)}"
-        self._files[ref] = (path, mime)
-        return ref
+        return self.files.keep(path, mime)
 
     async def download(self, media_id: str, dest: Path, max_bytes: int) -> tuple[str, int]:
-        got = self.recent.get(media_id)
-        part = messages.media_part(got.message) if got is not None else None
-        if got is None or part is None:
-            raise ChannelError("whatsapp: that file is no longer known (too old)")
-        sub = part[1]
-        if sub.fileLength > max_bytes:
-            raise MediaTooLarge(f"whatsapp media is {sub.fileLength} bytes, over {max_bytes}")
-        try:
-            data = await self._client().download_any(got.message)
-        except Exception as e:
-            raise ChannelError(f"whatsapp: download failed: {type(e).__name__}: {e}") from None
-        with capped_file(dest, max_bytes, "whatsapp media") as out:
-            out.write(data)
-            written = out.written
-        return str(sub.mimetype), written
+        return await media.fetch(self._client(), self.recent.get(media_id), dest, max_bytes)
 
     def _client(self) -> Any:
         if self.client is None or self._halted:
