@@ -269,6 +269,26 @@ async def test_a_media_marker_is_uploaded_and_sent(tmp_path, llm, wa):
     assert "anim.gif cannot be sent on WhatsApp" in wa.sent[3].text
 
 
+async def test_an_offset_file_of_an_older_chela_is_taken_over_once(tmp_path, llm, wa):
+    """An upgrade: the offset an older Chela kept in <state_dir>/whatsapp/default.offset is
+    read once into the state database and the file removed: what it had taken is not
+    answered again, what came after is (not skipped as a first start's backlog)."""
+    wa.inject_text("taken before the upgrade")
+    cfg = wa_config(tmp_path, llm, wa)
+    old = cfg.agent.state_dir / "whatsapp" / "default.offset"
+    old.parent.mkdir(parents=True)
+    old.write_text("1")
+    wa.inject_text("sent during the upgrade")
+    llm.script(text("answered after the upgrade"))
+    async with running(cfg) as d:
+        await wa.wait_for_sent(1)
+        await settled(d)
+    assert [s.text for s in wa.sent] == ["answered after the upgrade"]
+    assert "sent during the upgrade" in all_text(llm.requests[0])
+    assert "taken before the upgrade" not in all_text(llm.requests[0])
+    assert not old.exists() and stored_cursor(cfg.db_path) == 2
+
+
 async def test_kill_9_mid_turn_is_answered_once_after_restart(tmp_path, llm, wa):
     cfg_path = config_file(
         tmp_path / "c.toml",
