@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS trigger_events (
 );
 CREATE INDEX IF NOT EXISTS trigger_events_source ON trigger_events(source, received);
 CREATE INDEX IF NOT EXISTS trigger_events_pending ON trigger_events(status) WHERE status='pending';
+CREATE INDEX IF NOT EXISTS trigger_events_waiting ON trigger_events(source) WHERE status='waiting';
 CREATE TABLE IF NOT EXISTS trigger_deliveries (
     source TEXT NOT NULL,
     delivery_id TEXT NOT NULL,
