@@ -12,8 +12,11 @@ from collections.abc import Sequence
 
 from channels.redact import redacted_stdio
 from bot.cli.common import quick_exit, stopped_cleanly
+from bot.config.channels import MESSAGING, platform
 from bot.config.env_values import loaded
 
+# the channels with a subcommand of their own (`chela whatsapp`): their registry rows say so
+CHANNEL_COMMANDS = tuple(n for n in MESSAGING if (p := platform(n)) is not None and p.COMMAND)
 # the subcommands, in the order `chela --help` lists them: each is the module bot.cli.<name>,
 # with add_parser(sub) and run(args), imported only when the parser needs it
 NAMES = (
@@ -37,7 +40,7 @@ NAMES = (
     "mcp",
     "memory",
     "browser",
-    "whatsapp",
+    *CHANNEL_COMMANDS,
     "dashboard",
     "completion",
 )

@@ -41,7 +41,7 @@ def validate(cfg: Config) -> Verdict:
     v = Verdict(warnings=config_warnings(cfg))
     v.errors += secret_errors(cfg)
     v.errors += model_errors(cfg)
-    v.errors += linked_device_errors(cfg)
+    v.errors += extra_errors(cfg)
     for level, line in key_problems(cfg):
         (v.errors if level == "error" else v.warnings).append(line)
     v.warnings += tool_warnings(cfg) + binding_warnings(cfg)
@@ -52,23 +52,27 @@ def validate(cfg: Config) -> Verdict:
     return v
 
 
-def linked_device_errors(cfg: Config) -> list[str]:
-    """An enabled WhatsApp account on a linked device without a working neonize (the extra
-    ``chela[whatsapp]`` and the system's libmagic1); imported only for such a config."""
-    from channels.base import ChannelError
-    from channels.whatsapp.linked.session import require_neonize
+def extra_errors(cfg: Config) -> list[str]:
+    """An enabled account whose settings need a module that is not importable (an optional
+    extra, or a system library it loads), as its section says (``needs``)."""
+    import importlib
 
-    keys = [
-        account_toml_key("whatsapp", account, "transport")
-        for account, section in channel_accounts(cfg, "whatsapp").items()
-        if getattr(section, "transport", "") == "linked_device"
-    ]
-    try:
-        if keys:
-            require_neonize()
-    except ChannelError as e:
-        return [f'{key}: "linked_device": {e}' for key in keys]
-    return []
+    from bot.config.channels import MESSAGING
+
+    out = []
+    for name in MESSAGING:
+        for account, section in channel_accounts(cfg, name).items():
+            if (need := section.needs()) is None:
+                continue
+            key, module, extra = need
+            try:
+                importlib.import_module(module)
+            except (ImportError, OSError) as e:
+                out.append(
+                    f"{account_toml_key(name, account, key)} = {getattr(section, key)!r} needs "
+                    f"{module.partition('.')[0]} ({e}): pip install 'chela[{extra}]'"
+                )
+    return out
 
 
 def secret_problems(cfg: Config) -> list[tuple[str, str, str]]:

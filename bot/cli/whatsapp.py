@@ -15,10 +15,11 @@ from pathlib import Path
 from bot.cli.common import add_common, load
 
 LOGIN_TIMEOUT = 180.0  # seconds to scan the code or type the pairing code
+CHANNEL = __name__.rpartition(".")[2]  # a channel's subcommand module is named after it
 
 
 def add_parser(sub) -> None:
-    sp = sub.add_parser("whatsapp", help="link WhatsApp as a linked device (login, logout)")
+    sp = sub.add_parser(CHANNEL, help="link WhatsApp as a linked device (login, logout)")
     wsub = sp.add_subparsers(dest="whatsapp_cmd", required=True, help="what to do")
     login = _account(add_common(wsub.add_parser("login", help="link this Chela to a phone")))
     login.add_argument(

@@ -47,6 +47,8 @@ class ChannelPolicy(Model):
     DIRECT_CHAT: ClassVar[str] = "{}"
     # the owner's numbers (``owner.numbers``) are owner ids on this platform too
     OWNER_NUMBERS: ClassVar[bool] = False
+    # the channel has a subcommand of its own, ``chela <name>`` (the module bot/cli/<name>.py)
+    COMMAND: ClassVar[bool] = False
 
     enabled: bool = False
     dm_policy: Literal["pairing", "allowlist", "open", "disabled"] = "pairing"
@@ -87,6 +89,11 @@ class ChannelPolicy(Model):
     def owner_only(self) -> bool:
         """The platform lets only the account's owner write to it (every sender is the owner)."""
         return False
+
+    def needs(self) -> tuple[str, str, str] | None:
+        """What these settings need installed beyond the core: (the key asking for it, the
+        module to import, the optional extra that brings it); None for nothing."""
+        return None
 
     def connection(self) -> dict[str, str]:
         """What names the platform connection (two accounts of a channel never share one of
@@ -204,6 +211,7 @@ class WhatsAppConfig(ChannelPolicy):
     it, so every sender is the owner; no groups, no edits (so no live previews)."""
 
     TITLE: ClassVar[str] = "WhatsApp"
+    COMMAND: ClassVar[bool] = True  # chela whatsapp login|logout|status (a linked device)
     FORMAT: ClassVar[str] = (
         "Markdown is converted to WhatsApp text: bold, italics, strikethrough, inline code "
         "and code blocks work; links are shown as text (url); headings become bold lines. "
@@ -233,6 +241,12 @@ class WhatsAppConfig(ChannelPolicy):
     def optional_secrets(self) -> set[str]:
         """A linked device (``transport = "linked_device"``) has a session, not an API key."""
         return {"api_key_env"} if self.transport == "linked_device" else set()
+
+    def needs(self) -> tuple[str, str, str] | None:
+        """A linked device needs neonize (and through it the system's libmagic1)."""
+        if self.transport == "linked_device":
+            return "transport", "neonize.aioze.client", "whatsapp"
+        return None
 
     def owner_only(self) -> bool:
         """Only the agent's creator can write to it: every sender is the owner."""
