@@ -10,6 +10,7 @@ from __future__ import annotations
 PN = "s.whatsapp.net"  # a phone-number JID
 LID = "lid"  # a hidden-number JID
 GROUP = "g.us"
+CHATS = (PN, LID, GROUP)  # where a conversation is (not status@broadcast, not a newsletter)
 
 
 def person_id(pn: str, lid: str) -> str:

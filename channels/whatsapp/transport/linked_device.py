@@ -227,6 +227,8 @@ class LinkedDevice:
         src, mid = ev.Info.MessageSource, ev.Info.ID
         if mid in self.sent or (src.IsFromMe and not self._self_chat(src)):
             return None  # our own echo (the owner's "message yourself" chat excepted)
+        if src.Chat.Server not in ids.CHATS:
+            return None  # status updates (status@broadcast), channels (newsletters): no chat
         group = src.IsGroup or src.Chat.Server == ids.GROUP
         chat = ids.chat_id(src.Chat.User, src.Chat.Server)
         if group and not self.gate.allows(chat):

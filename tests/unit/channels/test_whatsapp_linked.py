@@ -107,6 +107,14 @@ async def test_the_owners_message_yourself_chat_is_input_but_our_reply_there_is_
     assert [m.text for m in await sink.wait(2)] == ["note to self", "another note"]
 
 
+async def test_a_contacts_status_update_is_not_a_message_to_answer(up, hub):
+    _, sink = up
+    status = nz.jid("status", "broadcast")
+    await hub.client.emit(nz.message("my holiday photos", sender=STRANGER, chat=status))
+    await hub.client.emit(nz.message("a real question", sender=STRANGER))
+    assert [m.text for m in await sink.wait(1)] == ["a real question"]
+
+
 # ------------------------------------------------------------------ LID ↔ phone number
 async def test_a_sender_seen_by_lid_and_by_number_is_one_person(up, hub):
     _, sink = up
