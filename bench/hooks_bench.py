@@ -10,7 +10,9 @@
    in a child process (interleaved).  Goal: p99 within 20 ms.  Also shown apart: the first
    second after the start (the first turn's imports, new connections) and the steady p99;
    and the event loop's stalls over 15 ms: in all, and those the loop spent running (its
-   own work) rather than waiting for a core (the machine's noise).
+   own work) rather than waiting for a core (the machine's noise) or in a blocking syscall:
+   run with ``TMPDIR=/dev/shm`` (the database on tmpfs) and the stalls that go away are the
+   WAL checkpoints' fsync (one about every 4,000 pages, ~150 events here, ~20 ms each).
    The noise floor, interleaved with it: the same paced client against an empty aiohttp
    handler (reads the body, answers 202) in this process.  ``--hog N`` runs N busy child
    processes throughout (a machine loaded by other work): a tail both show is the machine's.
