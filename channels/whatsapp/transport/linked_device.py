@@ -263,8 +263,9 @@ class LinkedDevice:
     # ------------------------------------------------------------------ the Transport
     async def poll(self, offset: int | None, timeout: int) -> list[InboundMessage | str] | None:
         """What was queued (waiting up to ``timeout`` seconds for the first)."""
-        try:
-            first = await asyncio.wait_for(self.queue.get(), timeout)
+        try:  # not wait_for: it can swallow a cancellation that meets the item (Python 3.11)
+            async with asyncio.timeout(timeout):
+                first = await self.queue.get()
         except TimeoutError:
             return None
         items = [first]

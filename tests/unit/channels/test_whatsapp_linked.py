@@ -369,3 +369,13 @@ async def test_the_qr_code_is_shown_while_pairing_and_gone_once_paired(tmp_path,
         assert ch.bot_identity == {"id": f"{nz.ME_PN}@s.whatsapp.net"}
     finally:
         await ch.stop()
+
+
+async def test_stop_ends_the_inbound_loop_even_when_an_event_arrives_with_it(tmp_path, hub):
+    """A state queued in the very tick the channel is stopped must not swallow the stop."""
+    for _ in range(20):
+        ch = build(tmp_path, hub)
+        await ch.start(Sink())
+        await asyncio.sleep(0.01)  # the inbound loop waits on the queue
+        ch.transport.queue.put_nowait("connected")
+        await asyncio.wait_for(ch.stop(), 5)
