@@ -342,3 +342,14 @@ class Channel(abc.ABC):
         UI report instead of ``connected`` (``conflict``: another client uses the same
         key); "" for none.  Optional."""
         return ""
+
+    # set by the daemon before ``start``: called with (state, owner_must_act)
+    state_listener: Callable[[str, bool], None] | None = None
+
+    def tell_state(self, state: str, *, owner_must_act: bool = False) -> None:
+        """Report a new ``own_state()`` at once (the Control UI shows it live).
+        ``owner_must_act``: the account stopped and stays down until the owner does
+        something (a device logged out, a key revoked); the daemon then tells the owner on
+        another channel, once per stop."""
+        if self.state_listener is not None:
+            self.state_listener(state, owner_must_act)

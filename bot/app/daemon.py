@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import sys
@@ -28,6 +29,7 @@ from bot.app.startup import address_in_use, heartbeat_schedule, holder_hint, sta
 from bot.app.timeouts import DEFAULT, Timeouts
 from bot.config import Config, ConfigError
 from bot.reports.notices import Notices
+from bot.schedule.notes import send_note
 from bot.store.disk import disk_full
 from channels.base import Channel, ChannelError, account_key
 from channels.retry import Backoff
@@ -218,8 +220,29 @@ class Daemon:
             ev = asyncio.Event()
             started.append(ev)
             name = self.labels[key]
+            ch.state_listener = functools.partial(self._own_state, key)
             self._spawn(self._supervise(name, ch, ev), f"channel:{name}")
         return started
+
+    def _own_state(self, key: str, state: str, owner_must_act: bool) -> None:
+        """A channel told a state of its own (``Channel.tell_state``): published at once;
+        a stop the owner must act on marks the channel failed and tells the owner on
+        another channel (once: the adapter tells a stop once)."""
+        name = self.labels[key]
+        if not owner_must_act:
+            head = state.split(":", maxsplit=1)[0] or "connected"
+            self.notices.publish("channel.state", {"id": name, "state": head})
+            return
+        self._set_state(name, "failed", state)
+        others = {k: ch for k, ch in self.channels.items() if k != key}
+        text = f"Channel {name} stopped and needs you: {state}"
+        self._spawn(self._tell_owner(others, text), f"note:{name}")
+
+    async def _tell_owner(self, channels: dict[str, Channel], text: str) -> None:
+        try:
+            await send_note(self.cfg, self.store, self.outbox, channels, text)
+        except Exception:
+            log.exception("telling the owner failed: %s", text)
 
     async def _first_attempts(self, started: list[asyncio.Event]) -> None:
         """Give every channel one attempt (bounded by ``start_wait``; a stop ends the wait);

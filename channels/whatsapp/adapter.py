@@ -41,6 +41,8 @@ OWN_STATES = (
     *("conflict", "connecting", "pairing", "reconnecting", "disconnected"),
     *("logged_out", "banned", "outdated"),
 )
+# after these the account stays down until the owner acts (links it again, restarts Chela)
+STOPPED = ("logged_out", "banned", "outdated")
 
 
 class WhatsAppChannel(Channel):
@@ -84,7 +86,13 @@ class WhatsAppChannel(Channel):
 
     # ------------------------------------------------------------------ lifecycle
     def _set_state(self, state: str) -> None:
+        if state == self.state:
+            return
         self.state = state
+        head = state.split(":", maxsplit=1)[0]
+        if head in OWN_STATES or head == "connected":
+            stopped = head in STOPPED or state.startswith("conflict: stopped")
+            self.tell_state(self.own_state(), owner_must_act=stopped)
 
     def own_state(self) -> str:
         """``conflict`` (another client polls this key), with why when polling stopped; a

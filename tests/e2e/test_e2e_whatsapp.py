@@ -158,7 +158,8 @@ async def test_409_sets_conflict_and_three_stop_polling(tmp_path, llm, wa, caplo
         await asyncio.sleep(1.5)
         assert len(wa.polls) == polls  # stopped polling, the daemon still runs
         state = d.channel_states()["whatsapp"]
-        assert state["state"] == "conflict" and "until restart" in state["error"]
+        # the owner must act: failed, with why (told on another channel when there is one)
+        assert state["state"] == "failed" and "until restart" in state["error"]
     assert "another client keeps polling this API key" in caplog.text
     assert wa.sent == []
 

@@ -6,10 +6,12 @@ what ``chela run`` builds."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 from bot.app.channels import SPECS, Given
-from tests.e2e import eventually, make_config, running
+from tests.e2e import eventually, make_config, running, telegram_section
+from tests.e2e.harness import TG_TOKEN
 from tests.e2e.harness import settled
 from tests.fakes import neonize_client as nz
 from tests.fakes.llm import text
@@ -86,3 +88,53 @@ async def test_a_group_is_answered_only_when_allowlisted_and_addressed(tmp_path,
     [(to, reply, _)] = hub.client.sent
     assert (to.User, to.Server, reply.conversation) == (nz.GROUP, "g.us", "It is noon.")
     assert len(llm.requests) == 1
+
+
+def telegram_channel(cfg):
+    spec = SPECS["telegram"]
+    given = Given(cfg, spec.section_of(cfg), {"token_env": TG_TOKEN}, cfg.media_dir)
+    return spec.make_settings(given).open()
+
+
+async def test_a_logged_out_device_stops_and_the_owner_is_told_on_another_channel(
+    tmp_path, llm, tg
+):
+    cfg = make_config(tmp_path, llm, channels={**section(), **telegram_section(tg)})
+    hub = nz.FakeNeonize()
+    wa = linked_channel(cfg, hub)
+    channels = {"whatsapp": wa, "telegram": telegram_channel(cfg)}
+    async with running(cfg, channels=channels, scheduler=False) as d:
+        await eventually(lambda: hub.clients and hub.client.connects, timeout=10)
+        await hub.client.emit(nz.ConnectedEv(status=True))
+        await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "connected")
+        await hub.client.emit(nz.logged_out())
+        [note] = await tg.wait_for_sent(1, timeout=10)
+        states = d.channel_states()
+        await settled(d)
+    assert note.chat_id == 42
+    assert "whatsapp" in note.text and "logged out" in note.text
+    assert "chela whatsapp login" in note.text
+    assert states["whatsapp"]["state"] == "failed" and "logged_out" in states["whatsapp"]["error"]
+    assert len(hub.clients) == 1 and hub.client.connects == 1  # never reconnected
+    assert not llm.requests  # a note, not a turn
+
+
+async def test_a_dropped_connection_reconnects_and_tells_the_owner_nothing(tmp_path, llm, tg):
+    cfg = make_config(tmp_path, llm, channels={**section(), **telegram_section(tg)})
+    hub = nz.FakeNeonize()
+    wa = linked_channel(cfg, hub)
+    channels = {"whatsapp": wa, "telegram": telegram_channel(cfg)}
+    async with running(cfg, channels=channels, scheduler=False) as d:
+        await eventually(lambda: hub.clients and hub.client.connects, timeout=10)
+        await hub.client.emit(nz.ConnectedEv(status=True))
+        await hub.client.emit(nz.DisconnectedEv(status=True))
+        reconnecting = await eventually(
+            lambda: d.channel_states()["whatsapp"]["state"] == "reconnecting"
+        )
+        await hub.client.emit(nz.ConnectedEv(status=True))  # neonize reconnects by itself
+        await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "connected")
+        await settled(d)
+        await asyncio.sleep(0.3)  # a note would be on its way by now
+        stops = hub.client.stops
+    assert reconnecting and not tg.sent
+    assert stops == 0  # the client was kept, not stopped

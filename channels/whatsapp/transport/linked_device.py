@@ -211,7 +211,9 @@ class LinkedDevice:
             self.account,
             why,
         )
-        self._state(f"{state}: {why}")
+        self._state(
+            f"{state}: {why}; link it again with `chela whatsapp login`, then restart Chela"
+        )
         await _disconnect(client)
 
     async def _on_message(self, client: Any, ev: Any) -> None:
