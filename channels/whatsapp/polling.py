@@ -201,20 +201,31 @@ class Poller:
     async def _hand(
         self, msg: InboundMessage, sink: InboundSink, cursor: tuple[str, int] | None
     ) -> None:
-        """Give ``msg`` (with the batch's cursor when it is the last) to the sink until it
-        is stored; a failed store is retried with backoff, never skipped."""
-        backoff = Backoff(self.backoff.initial, self.backoff.cap)
-        while True:
-            try:
-                await sink(msg, cursor)
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception(
-                    "whatsapp[%s]: storing a message failed; retrying in %.1fs",
-                    self.account,
-                    backoff.peek(),
-                )
-                await asyncio.sleep(backoff.next())
+        await store_until_taken(sink, msg, cursor, self.backoff, self.account)
         await self.on_taken(msg)
+
+
+async def store_until_taken(
+    sink: InboundSink,
+    msg: InboundMessage,
+    cursor: tuple[str, int] | None,
+    like: Backoff,
+    account: str,
+) -> None:
+    """Give ``msg`` (with the batch's cursor when it is the last) to the sink until it is
+    stored; a failed store is retried with backoff (a fresh one shaped ``like``), never
+    skipped."""
+    backoff = Backoff(like.initial, like.cap)
+    while True:
+        try:
+            await sink(msg, cursor)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "whatsapp[%s]: storing a message failed; retrying in %.1fs",
+                account,
+                backoff.peek(),
+            )
+            await asyncio.sleep(backoff.next())

@@ -11,6 +11,7 @@ from typing import Any
 from channels.base import ChannelError, FetchUrl
 from channels.whatsapp.adapter import WhatsAppChannel
 from channels.whatsapp.polling import Cursor
+from channels.whatsapp.transport import Transport
 from channels.whatsapp.transport.agent_platform import AgentPlatform
 
 
@@ -58,6 +59,11 @@ class WhatsAppSettings:
             window=self.window,
             fetch=self.fetch,
         )
+        return self._channel(transport)
+
+    def _channel(
+        self, transport: Transport, inbound: Callable[..., Any] | None = None
+    ) -> WhatsAppChannel:
         return WhatsAppChannel(
             transport=transport,
             cursor=Cursor(self.load_cursor, self.save_cursor),
@@ -65,6 +71,7 @@ class WhatsAppSettings:
             poll_timeout=self.poll_timeout,
             chunk_limit=self.chunk_limit,
             typing_every=self.typing_every,
+            inbound=inbound,
         )
 
     def _linked(self) -> WhatsAppChannel:
@@ -92,12 +99,4 @@ class WhatsAppSettings:
             jitter=self.send_jitter,
             client_factory=self.client_factory,
         )
-        return WhatsAppChannel(
-            transport=transport,
-            cursor=Cursor(self.load_cursor, self.save_cursor),
-            account=self.account,
-            poll_timeout=self.poll_timeout,
-            chunk_limit=self.chunk_limit,
-            typing_every=self.typing_every,
-            inbound=functools.partial(LinkedInbound, transport),
-        )
+        return self._channel(transport, inbound=functools.partial(LinkedInbound, transport))

@@ -20,7 +20,7 @@ class Sink:
         self.entered = asyncio.Event()
         self._changed = asyncio.Event()
 
-    async def __call__(self, msg: InboundMessage) -> None:
+    async def __call__(self, msg: InboundMessage, cursor: tuple[str, int] | None = None) -> None:
         self.calls += 1
         self.entered.set()
         if self.gate is not None:

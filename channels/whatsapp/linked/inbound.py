@@ -11,13 +11,13 @@ and the store drops a message it already has."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.base import InboundMessage, InboundSink
 from channels.retry import Backoff
+from channels.whatsapp.polling import store_until_taken
 
 log = logging.getLogger("chela.channels.whatsapp")
 
@@ -58,18 +58,5 @@ class LinkedInbound:
                     await self._hand(item, sink)
 
     async def _hand(self, msg: InboundMessage, sink: InboundSink) -> None:
-        backoff = Backoff(self.backoff.initial, self.backoff.cap)
-        while True:
-            try:
-                await sink(msg)
-                break
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception(
-                    "whatsapp[%s]: storing a message failed; retrying in %.1fs",
-                    self.account,
-                    backoff.peek(),
-                )
-                await asyncio.sleep(backoff.next())
+        await store_until_taken(sink, msg, None, self.backoff, self.account)
         await self.on_taken(msg)
