@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from channels.whatsapp.transport.agent_platform import AgentPlatform
 
 @dataclass(frozen=True)
 class WhatsAppSettings:
-    api_key: str
+    api_key: str = field(repr=False)  # never in a log line, even through a repr
     api_base: str
     load_cursor: Callable[[], int | None]  # the account's stored update offset
     save_cursor: Callable[[int], None]  # store it durably

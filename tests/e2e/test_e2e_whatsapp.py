@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.app.channels import SPECS, Given
 from tests.e2e import all_text, config_file, eventually, make_config, running
 from tests.e2e.harness import settled, store_idle
 from tests.fakes.llm import delay, text
@@ -363,3 +364,26 @@ async def test_malformed_and_failed_polls_back_off_and_nothing_is_lost(tmp_path,
         assert d.channel_states()["whatsapp"]["state"] == "connected"
     assert [s.text for s in wa.sent] == ["made it"]
     assert "poll failed" in caplog.text
+
+
+async def test_the_api_key_never_reaches_a_log_line_or_a_state(tmp_path, llm, wa, caplog):
+    """Failed polls, a refused send and finally a refused key, all logged at DEBUG: the key
+    is in none of the lines, nor in the channel's state; the settings' repr hides it too."""
+    caplog.set_level(logging.DEBUG)
+    llm.script(text("one answer"))
+    async with running(wa_config(tmp_path, llm, wa)) as d:
+        await eventually(lambda: wa.polls, timeout=10)
+        wa.fail_next("updates", 500, 2)
+        wa.fail_next("messages", 503, 131016)
+        wa.inject_text("hello")
+        await wa.wait_for_sent(1)
+        wa.fail_next("updates", 401, 190)
+        await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "retrying", timeout=10)
+        states = repr(d.channel_states())
+        await settled(d)
+    assert "poll failed" in caplog.text and "API key" in caplog.text  # the failures were logged
+    assert KEY not in caplog.text and KEY not in states
+    spec = SPECS["whatsapp"]
+    cfg = wa_config(tmp_path, llm, wa)
+    settings = spec.make_settings(Given(cfg, spec.section_of(cfg), {"api_key_env": KEY}, tmp_path))
+    assert settings.api_key == KEY and KEY not in repr(settings)
