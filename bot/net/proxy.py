@@ -28,15 +28,17 @@ log = logging.getLogger(__name__)
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 10.0
 HEAD_TIMEOUT = 30.0
-_HOP_HEADERS = frozenset({"proxy-connection", "proxy-authorization", "connection", "keep-alive"})
+_DROPPED = frozenset(
+    {"proxy-connection", "proxy-authorization", "connection", "keep-alive", "host"}
+)
 
 
 class HostPatterns:
     """``allow_hosts`` / ``deny_hosts``: exact names or ``*.example.com`` (subdomains only)."""
 
     def __init__(self, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> None:
-        self.allow = [host_key(p) if not p.startswith("*.") else p.lower() for p in allow]
-        self.deny = [host_key(p) if not p.startswith("*.") else p.lower() for p in deny]
+        self.allow = [_pattern(p) for p in allow]
+        self.deny = [_pattern(p) for p in deny]
 
     @staticmethod
     def _match(host: str, pattern: str) -> bool:
@@ -49,6 +51,14 @@ class HostPatterns:
             raise FetchError(f"blocked host: {host} is in tools.browser.deny_hosts")
         if self.allow and not any(self._match(host, p) for p in self.allow):
             raise FetchError(f"blocked host: {host} is not in tools.browser.allow_hosts")
+
+
+def _pattern(text: str) -> str:
+    """A pattern in the form hosts are compared in (lower case, no trailing dot, IDNA)."""
+    text = text.strip()
+    if text.startswith("*."):
+        return "*." + host_key(text[2:])
+    return host_key(text)
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,7 @@ class GuardProxy:
                 return
             up_writer.write(_origin_head(method, hop, version, lines[1:]))
             await _copy_body(reader, up_writer, length)
-            await _pipe(up_reader, writer)
+            await _answer(reader, up_reader, writer)
         finally:
             up_writer.close()
 
@@ -177,10 +187,12 @@ class GuardProxy:
 
 
 def _origin_head(method: str, hop: Target, version: str, headers: list[str]) -> bytes:
-    """The request as the origin expects it: origin-form target, no proxy headers, one request."""
+    """The request as the origin expects it: origin-form target, no proxy headers, one request,
+    and the checked host as ``Host`` (whatever ``Host`` the client sent)."""
     path = hop.url.raw_path_qs or "/"
-    kept = [h for h in headers if h and h.split(":", 1)[0].strip().lower() not in _HOP_HEADERS]
-    text = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""])
+    kept = [h for h in headers if h and h.split(":", 1)[0].strip().lower() not in _DROPPED]
+    host = f"Host: {hop.url.raw_authority}"
+    text = "\r\n".join([f"{method} {path} {version}", host, *kept, "Connection: close", "", ""])
     return text.encode("latin-1")
 
 
@@ -217,6 +229,29 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         with contextlib.suppress(OSError):
             if writer.can_write_eof():
                 writer.write_eof()
+
+
+async def _answer(
+    c_reader: asyncio.StreamReader, u_reader: asyncio.StreamReader, c_writer: asyncio.StreamWriter
+) -> None:
+    """Relay the origin's answer until it ends or the client goes away (a page that never
+    loads must not hold the origin's connection once the browser gives up); anything more the
+    client sends is dropped (one request per connection)."""
+    relay = asyncio.ensure_future(_pipe(u_reader, c_writer))
+    gone = asyncio.ensure_future(_until_eof(c_reader))
+    try:
+        await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in (relay, gone):
+            t.cancel()
+            with contextlib.suppress(BaseException):
+                await t
+
+
+async def _until_eof(reader: asyncio.StreamReader) -> None:
+    with contextlib.suppress(OSError):
+        while await reader.read(65536):
+            pass
 
 
 async def _pipe_both(

@@ -107,6 +107,17 @@ async def test_connect_to_loopback_is_refused_twin_tunnels(secret, allowed):
         "[::1]",
         "169.254.169.254",  # metadata: even when listed
         "0x7f.1",  # another spelling of 127.0.0.1 the client never dials
+        "2130706433",  # 127.0.0.1 as one decimal number
+        "017700000001",  # ... in octal
+        "0x7f000001",  # ... in hex
+        "127.1",
+        "127.0.0.1.",
+        "[::ffff:127.0.0.1]",  # IPv4-mapped IPv6
+        "[::ffff:7f00:1]",
+        "[64:ff9b::7f00:1]",  # NAT64
+        "0.0.0.0",
+        "[::]",
+        "LOCALHOST.",
         "10.0.0.1",
         "100.64.0.1",  # CGNAT
     ],
@@ -149,6 +160,18 @@ async def test_name_resolved_once_and_checked_address_dialled(monkeypatch, secre
         status, text = await get(proxy, f"http://rebind.test:{secret.port}/two")
         assert status == 403 and "127.0.0.1" in text
         assert secret.hits == []
+
+
+async def test_host_patterns_are_read_as_hosts_are():
+    """A pattern is compared in the form the proxy compares hosts (lower case, no trailing
+    dot, IDNA): a deny written ``*.Bücher.de.`` still denies ``www.bücher.de``."""
+    deny = HostPatterns(deny=["*.Bücher.de.", "Evil.Test."])
+    for host in ("www.xn--bcher-kva.de", "evil.test"):
+        with pytest.raises(FetchError):
+            deny.check(host)
+    deny.check("xn--bcher-kva.de")  # twin: the bare name is not a subdomain
+    deny.check("good.test")
+    HostPatterns(allow=["*.Bücher.de."]).check("www.xn--bcher-kva.de")
 
 
 async def test_host_patterns():
@@ -209,3 +232,101 @@ async def test_chunked_upload_refused(allowed):
         out = await asyncio.wait_for(reader.read(), 10)
         writer.close()
         assert out.startswith(b"HTTP/1.1 403") and allowed.hits == []
+
+
+async def test_the_host_header_is_the_checked_host(secret, allowed):
+    """An absolute request for the allowed host carrying another ``Host`` goes to the checked
+    address with the checked host as its ``Host``; a CONNECT goes where its target says."""
+    seen: list[str] = []
+
+    async def show_host(request: web.Request) -> web.Response:
+        seen.append(request.host)
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/h", show_host)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.2", 0).start()
+    port = runner.addresses[0][1]
+    try:
+        async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(
+                f"GET http://127.0.0.2:{port}/h HTTP/1.1\r\n"
+                f"Host: 127.0.0.1:{secret.port}\r\n\r\n".encode()
+            )
+            out = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            assert out.startswith(b"HTTP/1.1 200")
+            assert seen == [f"127.0.0.2:{port}"]
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(
+                f"CONNECT 127.0.0.2:{allowed.port} HTTP/1.1\r\n"
+                f"Host: 127.0.0.1:{secret.port}\r\n\r\n".encode()
+            )
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"GET /via HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            out = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            assert b"hello from 127.0.0.2/via" in out
+            assert secret.hits == []
+    finally:
+        await runner.cleanup()
+
+
+class Silent:
+    """An origin that accepts, reads, never answers, and notes when its peer goes away."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+        self.accepted = asyncio.Event()
+
+    async def start(self) -> int:
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.accepted.set()
+            while await reader.read(65536):
+                pass
+            self.closed.set()
+            writer.close()
+
+        self.server = await asyncio.start_server(hold, "127.0.0.2", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["CONNECT", "GET"])
+async def test_a_client_that_leaves_frees_its_origin_connection(how):
+    """A page that never loads: when the browser gives up and closes its connection, the
+    proxy lets go of the origin's too (nothing is held until the daemon ends)."""
+    silent = Silent()
+    port = await silent.start()
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        if how == "CONNECT":
+            writer.write(f"CONNECT 127.0.0.2:{port} HTTP/1.1\r\n\r\n".encode())
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        else:
+            writer.write(f"GET http://127.0.0.2:{port}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        await asyncio.wait_for(silent.accepted.wait(), 5)
+        assert not silent.closed.is_set()
+        writer.close()
+        await asyncio.wait_for(silent.closed.wait(), 5)
+    silent.server.close()
+
+
+async def test_a_head_too_long_or_too_slow_ends_the_connection(monkeypatch, allowed):
+    from bot.net import proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "HEAD_TIMEOUT", 0.5)
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"GET http://127.0.0.2/ HTTP/1.1\r\nX-Long: " + b"a" * 200_000)
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"GET http://127.0.0.2/ HTTP/1.1\r\n")  # and then nothing
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        status, _ = await get(proxy, f"http://127.0.0.2:{allowed.port}/twin")
+        assert status == 200 and allowed.hits == ["/twin"]
