@@ -9,7 +9,6 @@ import email.policy
 import re
 from dataclasses import dataclass
 from email.message import Message
-from email.utils import parseaddr
 from html.parser import HTMLParser
 
 MAX_BODY_CHARS = 20_000  # the text body shown to the model, at most
@@ -126,8 +125,24 @@ def render_mail(raw: bytes, *, total_size: int | None = None) -> Mail:
     if truncated:
         lines.append(f"(a large mail: {round((total_size or 0) / 1024)} KB in all)")
     text = "\n".join(lines) + "\n\n" + body.strip()
-    sender = parseaddr(_header(msg, "From"))[1].lower()
-    return Mail(sender, text)
+    return Mail(_sender(msg), text)
+
+
+def _sender(msg: Message) -> str:
+    """The address of the mail's one From header, lower-case; "" (allowed by no
+    ``from_allow``) unless exactly one header names exactly one address with no defect: a
+    display name that looks like an address, text after the address, a second sender."""
+    try:
+        values = msg.get_all("From") or []
+        if len(values) != 1:
+            return ""
+        header = email.policy.default.header_factory("From", " ".join(str(values[0]).split()))
+        addresses = header.addresses
+    except Exception:  # a header the strict parser cannot read
+        return ""
+    if header.defects or len(addresses) != 1:
+        return ""
+    return addresses[0].addr_spec.lower()
 
 
 def allowed(sender: str, allow: list[str]) -> bool:

@@ -54,3 +54,42 @@ def test_malformed_mime_and_garbage_never_raise():
 )
 def test_from_allow(sender, allow, ok):
     assert allowed(sender, allow) is ok
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        '"boss@school.org" <evil@x.net>',  # a display name that looks like the address
+        "boss@school.org <evil@x.net>",  # the same, unquoted
+        "<boss@school.org>evil@x.net",
+        "boss@school.org)<evil@x.net>",
+        "boss@school.org <>",
+        "boss@school.org, evil@x.net",  # two senders: neither is taken
+        "evil@x.net <boss@school.org> <evil@y.net>",
+        "boss@school.org@evil.com",
+    ],
+)
+def test_from_allow_takes_only_the_one_address_the_from_header_names(header):
+    raw = f"From: {header}\r\nSubject: s\r\n\r\nhi".encode()
+    assert not allowed(render_mail(raw).sender, ["boss@school.org"])
+
+
+@pytest.mark.parametrize(
+    ("header", "sender"),
+    [
+        ("boss@school.org", "boss@school.org"),
+        ("Boss <Boss@School.org>", "boss@school.org"),
+        ('"Boss, Head" <boss@school.org>', "boss@school.org"),
+        ("=?utf-8?q?Bo=C3=9F?= <boss@school.org>", "boss@school.org"),
+        ("boss@school.org (the head)", "boss@school.org"),
+    ],
+)
+def test_a_plain_from_header_passes_from_allow(header, sender):  # the twin
+    raw = f"From: {header}\r\nSubject: s\r\n\r\nhi".encode()
+    got = render_mail(raw).sender
+    assert got == sender and allowed(got, ["boss@school.org"])
+
+
+def test_a_second_from_header_is_not_taken():
+    raw = b"From: boss@school.org\r\nFrom: evil@x.net\r\nSubject: s\r\n\r\nhi"
+    assert not allowed(render_mail(raw).sender, ["boss@school.org"])
