@@ -148,6 +148,15 @@ def mention(text: str, *users: str) -> Message:
     return Message(extendedTextMessage=ExtendedTextMessage(text=text, contextInfo=ctx))
 
 
+def reply(text: str, quoted_id: str, author: str, quoted: str = "the quoted text") -> Message:
+    """A reply quoting message ``quoted_id`` written by ``author`` (a JID string: the phone
+    number's, or the LID's in a LID-addressed group), as WhatsApp sends a quote."""
+    ctx = ContextInfo(
+        stanzaID=quoted_id, participant=author, quotedMessage=Message(conversation=quoted)
+    )
+    return Message(extendedTextMessage=ExtendedTextMessage(text=text, contextInfo=ctx))
+
+
 class FakeClient:
     def __init__(self, name: str, hub: FakeNeonize) -> None:
         self.name, self.hub = name, hub

@@ -229,6 +229,8 @@ class LinkedDevice:
         src, mid = ev.Info.MessageSource, ev.Info.ID
         if mid in self.sent or (src.IsFromMe and not self._self_chat(src)):
             return None  # our own echo (the owner's "message yourself" chat excepted)
+        if mid in self.recent:
+            return None  # delivered again (after a reconnect): taken once
         if src.Chat.Server not in ids.CHATS:
             return None  # status updates (status@broadcast), channels (newsletters): no chat
         group = src.IsGroup or src.Chat.Server == ids.GROUP
@@ -239,6 +241,10 @@ class LinkedDevice:
         who = Who(chat if group else sender, sender, group, self.own)
         msg = messages.inbound_message(ev, who, self.account)
         if msg is None:
+            fields = ", ".join(f.name for f, _ in ev.Message.ListFields()) or "empty"
+            log.info(
+                "whatsapp[%s]: skipping a message (%s): nothing to answer", self.account, fields
+            )
             return None
         jid = f"{src.Sender.User}@{src.Sender.Server}"
         self.recent.put(mid, Received(mid, src.Chat, src.Sender, jid, ev.Message))

@@ -115,6 +115,47 @@ async def test_a_contacts_status_update_is_not_a_message_to_answer(up, hub):
     assert [m.text for m in await sink.wait(1)] == ["a real question"]
 
 
+async def test_messages_with_nothing_to_answer_are_logged_and_skipped_the_next_is_served(
+    up, hub, caplog
+):
+    """Bad input on a linked device: a reaction, a poll, a protocol message (an edit or a
+    revoke) and an empty message carry nothing to answer: each is skipped with a log line
+    naming what it was, nothing stops, and the next message is served."""
+    from neonize.proto.waE2E import WAWebProtobufsE2E_pb2 as e2e
+
+    _, sink = up
+    caplog.set_level(logging.DEBUG, logger="chela.channels.whatsapp")
+    odd = [
+        e2e.Message(reactionMessage=e2e.ReactionMessage(text="x")),
+        e2e.Message(pollCreationMessage=e2e.PollCreationMessage(name="lunch?")),
+        e2e.Message(protocolMessage=e2e.ProtocolMessage(type=e2e.ProtocolMessage.REVOKE)),
+        e2e.Message(),
+    ]
+    for content in odd:
+        await hub.client.emit(nz.message(sender=STRANGER, content=content))
+    await hub.client.emit(nz.message("a real question", sender=STRANGER))
+    assert [m.text for m in await sink.wait(1)] == ["a real question"]
+    skipped = [r.getMessage() for r in caplog.records if "nothing to answer" in r.getMessage()]
+    assert len(skipped) == 4
+    assert "reactionMessage" in skipped[0] and "pollCreationMessage" in skipped[1]
+    assert "protocolMessage" in skipped[2] and "empty" in skipped[3]
+
+
+async def test_the_same_message_delivered_twice_is_taken_once(up, hub):
+    """WhatsApp delivers a message again after a reconnect: taken (and marked read) once."""
+    _, sink = up
+    ev = nz.message("only once", sender=STRANGER, msg_id="3A0000000000000000DUP")
+    await hub.client.emit(ev)
+    await hub.client.emit(ev)
+    await hub.client.emit(nz.message("next", sender=STRANGER))
+    assert [m.text for m in await sink.wait(2)] == ["only once", "next"]
+    await until(lambda: len(hub.client.reads) == 2)
+    assert [i for i, _ in hub.client.reads] == [
+        "3A0000000000000000DUP",
+        sink.messages[1].message_id,
+    ]
+
+
 # ------------------------------------------------------------------ LID ↔ phone number
 async def test_a_sender_seen_by_lid_and_by_number_is_one_person(up, hub):
     _, sink = up
@@ -173,6 +214,38 @@ async def test_an_allowlisted_group_is_served_and_a_mention_of_our_lid_counts(up
         "+4915550000001",
     )
     assert msg.mentioned
+
+
+@pytest.mark.parametrize(
+    "ours",
+    [f"{nz.ME_PN}@s.whatsapp.net", f"{nz.ME_PN}:7@s.whatsapp.net", f"{nz.ME_LID}@lid"],
+    ids=["number", "number-device", "lid"],
+)
+async def test_a_group_mention_of_our_number_or_lid_counts_another_persons_does_not(up, hub, ours):
+    _, sink = up
+    group = nz.jid(nz.GROUP, "g.us")
+    for who in (ours, "4915550000888@s.whatsapp.net", "770000000888@lid"):
+        content = nz.mention(f"@{who.partition('@')[0]} hi", who)
+        await hub.client.emit(nz.message(sender=STRANGER, chat=group, group=True, content=content))
+    assert [m.mentioned for m in await sink.wait(3)] == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    "ours", [f"{nz.ME_PN}@s.whatsapp.net", f"{nz.ME_LID}@lid"], ids=["number", "lid"]
+)
+async def test_a_reply_to_our_message_counts_a_reply_to_another_persons_does_not(up, hub, ours):
+    ch, sink = up
+    group = nz.jid(nz.GROUP, "g.us")
+    await hub.client.emit(nz.message("question", sender=STRANGER, chat=group, group=True))
+    [asked] = await sink.wait(1)
+    [ours_id] = await ch.send(OutboundMessage(chat_id=asked.chat_id, text="an answer"))
+    member = "4915550000888@s.whatsapp.net"
+    for quoted, author in ((ours_id, ours), (asked.message_id, member)):
+        content = nz.reply("and then?", quoted, author)
+        await hub.client.emit(nz.message(sender=STRANGER, chat=group, group=True, content=content))
+    _, to_us, to_member = await sink.wait(3)
+    assert (to_us.reply_to_id, to_us.reply_to_bot) == (ours_id, True)
+    assert (to_member.reply_to_id, to_member.reply_to_bot) == (asked.message_id, False)
 
 
 # ------------------------------------------------------------------ logged out / reconnect
