@@ -60,7 +60,11 @@ def _hex_hmac(key: bytes, msg: bytes) -> str:
 
 
 def _same(a: str, b: str) -> bool:
-    return hmac.compare_digest(a.encode("ascii", "replace"), b.encode("ascii", "replace"))
+    """Constant-time equality of two header values byte for byte (a non-ASCII character is
+    never folded into ``?``)."""
+    return hmac.compare_digest(
+        a.encode("utf-8", "surrogatepass"), b.encode("utf-8", "surrogatepass")
+    )
 
 
 def _fresh(stamp: str, now: float, tolerance: float) -> bool:
@@ -95,12 +99,17 @@ def _stripe_parts(header: str) -> tuple[str, list[str]]:
     return stamp, sigs
 
 
-def _body_id(body: bytes) -> str:
+def _parsed(body: bytes | str) -> object:
+    """The body as JSON, or None: not JSON, or nested too deep to parse."""
     try:
-        data = json.loads(body)
-    except ValueError:
-        return ""
-    value = data.get("id") if isinstance(data, dict) else None
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _body_field(body: bytes, name: str) -> str:
+    data = _parsed(body)
+    value = data.get(name) if isinstance(data, dict) else None
     return value if isinstance(value, str) else ""
 
 
@@ -114,13 +123,7 @@ def stripe(req: Signed, key: Key) -> Verdict:
         matched |= _same(sig, want)
     if not matched or not _fresh(stamp, req.now, key.tolerance):
         return REFUSED
-    event = ""
-    try:
-        data = json.loads(req.body)
-        event = str(data.get("type", "")) if isinstance(data, dict) else ""
-    except ValueError:
-        pass
-    return Verdict(True, _body_id(req.body), event)
+    return Verdict(True, _body_field(req.body, "id"), _body_field(req.body, "type"))
 
 
 def standard_key(secret: str) -> bytes:
@@ -193,5 +196,5 @@ def body_text(body: bytes) -> str:
     text = body.decode("utf-8", "replace")
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
         return text

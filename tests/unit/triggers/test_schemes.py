@@ -113,3 +113,29 @@ def test_shown_headers_leave_out_credentials_and_signatures():
 def test_body_text_is_pretty_json_else_text():
     assert body_text(b'{"a":1}') == '{\n  "a": 1\n}'
     assert body_text(b"plain \xff") == "plain \ufffd"
+
+
+def test_a_deeply_nested_body_is_text_not_a_crash():
+    deep = b"[" * 100_000
+    assert body_text(deep) == deep.decode()
+    t = str(int(NOW))
+    hdrs = {"stripe-signature": f"t={t},v1={_hex(SECRET, t.encode() + b'.' + deep)}"}
+    v = check("stripe", hdrs, body=deep)
+    assert v.ok and v.delivery_id == ""  # signed: taken, with no delivery id to read
+
+
+def test_a_non_ascii_secret_is_compared_byte_for_byte():
+    secret = "pässwörd"
+    good = {"authorization": f"Bearer {secret}"}
+    assert verify("token", Signed(good, b"", NOW), Key(secret)).ok
+    for guess in ("p?ssw?rd", "pöss wärd".replace(" ", ""), "p\ufffdssw\ufffdrd"):
+        bad = {"authorization": f"Bearer {guess}"}
+        assert not verify("token", Signed(bad, b"", NOW), Key(secret)).ok, guess
+
+
+def test_github_takes_sha256_only_never_sha1():
+    sha1 = "sha1=" + hmac.new(SECRET.encode(), BODY, hashlib.sha1).hexdigest()
+    assert not check("github", {"x-hub-signature": sha1, "x-github-delivery": "g1"}).ok
+    h = headers("github")
+    assert not check("github", {**h, "x-hub-signature-256": sha1}).ok
+    assert check("github", {**h, "x-hub-signature": sha1}).ok  # twin: sha256 present
