@@ -384,6 +384,28 @@ async def test_sends_are_paced(tmp_path, hub):
         await ch.stop()
 
 
+@pytest.mark.parametrize("jitter", [0.5, 0.0])
+async def test_each_send_waits_a_random_jitter_within_the_setting(tmp_path, hub, jitter):
+    waits: list[float] = []
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+
+    ch = build(tmp_path, hub, jitter=jitter, sleep=sleep)
+    await ch.start(Sink())
+    try:
+        for i in range(5):
+            await ch.send(OutboundMessage(chat_id=nz.OWNER, text=f"n{i}"))
+    finally:
+        await ch.stop()
+    assert len(hub.client.sent) == 5
+    if jitter:
+        assert len(waits) == 5 and all(0 <= w <= jitter for w in waits)
+        assert len(set(waits)) > 1  # random, not one fixed delay
+    else:
+        assert waits == []
+
+
 # ------------------------------------------------------------------ receipts, quotes, files, QR
 async def test_read_receipt_typing_quote_and_an_image_in_and_out(up, hub, tmp_path):
     ch, sink = up
@@ -426,7 +448,8 @@ async def test_an_oversized_inbound_file_is_refused_before_download(up, hub, tmp
     assert list(tmp_path.glob("whatsapp-*")) == []
 
 
-async def test_the_qr_code_is_shown_while_pairing_and_gone_once_paired(tmp_path, hub):
+async def test_the_qr_code_is_shown_while_pairing_and_gone_once_paired(tmp_path, hub, caplog):
+    caplog.set_level(logging.DEBUG)
     ch = build(tmp_path, hub)
     await ch.start(Sink())
     try:
@@ -435,6 +458,8 @@ async def test_the_qr_code_is_shown_while_pairing_and_gone_once_paired(tmp_path,
         assert ch.pairing_qr() == "2@first,code"
         await hub.client.show_qr("2@second,code")  # WhatsApp rotates it
         assert ch.pairing_qr() == "2@second,code"
+        # the payload links a phone to this session: shown to the owner, never logged
+        assert ",code" not in ch.own_state() and ",code" not in caplog.text
         await hub.client.emit(nz.paired())
         await hub.client.emit(nz.ConnectedEv(status=True))
         await until(lambda: ch.state == "connected")
