@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import subprocess
+import sys
 
 from bot.app.channels import SPECS, Given
 from tests.e2e import eventually, make_config, running, telegram_section
@@ -138,3 +140,53 @@ async def test_a_dropped_connection_reconnects_and_tells_the_owner_nothing(tmp_p
         stops = hub.client.stops
     assert reconnecting and not tg.sent
     assert stops == 0  # the client was kept, not stopped
+
+
+async def test_a_second_chela_on_the_same_session_waits_with_a_clear_state_then_connects(
+    tmp_path, llm, caplog
+):
+    """Another process holds the session database (a second Chela, or `chela whatsapp
+    login`): neonize is never opened on it, the channel's state names the holder and the
+    daemon keeps running; once the other process is gone the channel starts and answers."""
+    cfg = make_config(tmp_path, llm, channels=section())
+    db = cfg.agent.state_dir / "whatsapp" / "default.session.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from bot.app.lock import StateLock\n"
+            "db = Path(sys.argv[1])\n"
+            "StateLock(db.parent, db.name + '.lock').acquire()\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    hub = nz.FakeNeonize()
+    ch = linked_channel(cfg, hub)
+    llm.script(text("back again"))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        async with running(cfg, channels={"whatsapp": ch}, scheduler=False) as d:
+            await eventually(lambda: d.channel_states()["whatsapp"]["state"] == "retrying")
+            error = d.channel_states()["whatsapp"]["error"]
+            assert f"pid {holder.pid}" in error and "one process per session" in error
+            assert hub.clients == []  # neonize never opened the database
+            holder.kill()
+            holder.wait()
+            await eventually(lambda: hub.clients and hub.client.connects, timeout=15)
+            await hub.client.emit(nz.ConnectedEv(status=True))
+            await hub.client.emit(nz.message("still there?", sender=nz.jid(nz.OWNER[1:])))
+            await eventually(lambda: len(hub.client.sent) == 1, timeout=10)
+            await settled(d)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert hub.client.sent[0][1].conversation == "back again"
+    assert len(hub.clients) == 1
+    assert "in use by another process" in caplog.text
