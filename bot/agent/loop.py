@@ -275,11 +275,15 @@ async def _run_call(t: _Turn, name: str, args: dict | None, error: str | None) -
 
 async def _show_images(t: _Turn, names: list[str], results: list[ToolResult]) -> None:
     """The images the calls returned, after their results, for a model that can see (one
-    that cannot has the files named in the results' text); see ``tool_images_message``."""
+    that cannot has the files named in the results' text); see ``tool_images_message``.
+    Owner turns only: a guest's turn is shown no tool's image."""
     images = [(n, path) for n, r in zip(names, results, strict=True) for path in r.images]
-    if not images or t.media is None or not t.media.can_see():
+    if not images or t.ctx.trust != "owner" or t.media is None or not t.media.can_see():
         return
-    msg = await asyncio.to_thread(tool_images_message, images, t.media.image_max_px)
+    media = t.media
+    msg = await asyncio.to_thread(
+        tool_images_message, images, media.image_max_px, media.tool_image_dir
+    )
     if msg is not None:
         t.emit(msg)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,9 @@ class MediaPolicy:
     vision: str = "auto"  # auto | on | off
     images_in_history: int = 2
     image_max_px: int = 1568  # the long side of an image a tool returns (media.image_max_px)
+    # the one directory a tool's image is shown from (a future tool cannot show the model an
+    # arbitrary file); None = no tool image is shown
+    tool_image_dir: Path | None = None
 
     def can_see(self) -> bool:
         if self.vision == "off" or self.model in _BLIND:
@@ -56,7 +60,8 @@ class MediaPolicy:
 
 def policy_for(cfg: Any) -> MediaPolicy:
     m = cfg.media
-    return MediaPolicy(cfg.agent.model, m.vision, m.images_in_history, m.image_max_px)
+    shots = Path(cfg.agent.state_dir).expanduser() / "browser" / "shots"  # the screenshots
+    return MediaPolicy(cfg.agent.model, m.vision, m.images_in_history, m.image_max_px, shots)
 
 
 def model_supports_vision(model: str) -> bool:
@@ -196,7 +201,9 @@ def has_image_parts(messages: list[dict]) -> bool:
 
 
 # ------------------------------------------------------------------- tools' images
-def tool_images_message(images: list[tuple[str, Path]], max_px: int) -> dict | None:
+def tool_images_message(
+    images: list[tuple[str, Path]], max_px: int, root: Path | None
+) -> dict | None:
     """The message that shows a model that can see the images its tool calls returned
     (``[(tool name, file)]``, a browser screenshot): chat APIs take text only in a ``tool``
     message, so the images follow the calls' results in a user message.  It reads as a
@@ -204,11 +211,16 @@ def tool_images_message(images: list[tuple[str, Path]], max_px: int) -> dict | N
     compaction and the Control UI never take it for the user's turn; its note says the
     image is untrusted.  Each image is resized into ``max_px`` (a 0600 copy beside it, as
     an attachment's is) and stored as a reference, like an attachment's (bytes are built
-    per request).  None when no image could be read (the tool's text names the file)."""
+    per request).  Only a file directly inside ``root`` (its directory's real path; the file
+    itself is read without following a link) is shown.  None when no image could be read (the
+    tool's text names the file)."""
     refs: list[dict] = []
     blocks: list[tuple[str, str]] = []
     for tool, file in images:
         path = Path(file)
+        if root is None or os.path.realpath(path.parent) != os.path.realpath(root):
+            log.warning("the %s tool's image %s is not in %s: not shown", tool, path.name, root)
+            continue
         try:
             out = process_image(path, max_px)
         except (NotAnImage, OSError) as e:

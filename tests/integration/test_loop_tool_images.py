@@ -41,12 +41,19 @@ def shooter(png) -> Tool:
     return Tool("shoot", "take a screenshot", schema({}), run)
 
 
-async def _turn(fake, tmp_path, policy: MediaPolicy, native_tools: bool = True):
-    png = tmp_path / "shot.png"
+async def _turn(
+    fake,
+    tmp_path,
+    policy: MediaPolicy,
+    native_tools: bool = True,
+    png=None,
+    trust: str = "owner",
+):
+    png = png or tmp_path / "shot.png"
     call = '<tool_call>{"name": "shoot", "arguments": {}}</tool_call>'
     fake.script(tool_calls([("shoot", {})]) if native_tools else text(call), text("I see it."))
     llm = LLMClient("openai/fake-model", api_base=fake.base_url, backoff_base=0.001)
-    ctx = ToolContext(file_root=tmp_path, session_key="s", agent_id="main")
+    ctx = ToolContext(file_root=tmp_path, session_key="s", agent_id="main", trust=trust)
     reg = ToolRegistry([shooter(png)])
     res = await run_agent_loop(
         llm, [SYSTEM, USER], reg, ctx, media=policy, native_tools=native_tools
@@ -56,7 +63,9 @@ async def _turn(fake, tmp_path, policy: MediaPolicy, native_tools: bool = True):
 
 @pytest.mark.parametrize("native", [True, False])
 async def test_a_seeing_model_is_shown_the_tools_image_resized_and_fenced(fake, tmp_path, native):
-    policy = MediaPolicy("openai/fake-model", vision="on", image_max_px=500)
+    policy = MediaPolicy(
+        "openai/fake-model", vision="on", image_max_px=500, tool_image_dir=tmp_path
+    )
     res, png = await _turn(fake, tmp_path, policy, native_tools=native)
     assert res.text == "I see it." and image_urls(fake.requests[0]) == []
     [url] = image_urls(fake.requests[1])
@@ -84,9 +93,31 @@ async def test_a_model_that_cannot_see_gets_the_text_and_no_image(fake, tmp_path
     assert not any("media" in m for m in res.new_messages)
 
 
+@pytest.mark.parametrize("where", ["elsewhere", "link", "guest"])
+async def test_an_image_is_shown_only_from_the_tools_image_dir_and_to_owners(fake, tmp_path, where):
+    """A tool's image outside ``tool_image_dir`` (or reached through a link out of it) is not
+    shown, nor any image in a guest's turn: the model gets the text alone.  The twin above
+    (inside, an owner's turn) is shown."""
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    policy = MediaPolicy("openai/fake-model", vision="on", tool_image_dir=shots)
+    png, trust = shots / "shot.png", "owner"
+    if where == "elsewhere":
+        png = tmp_path / "shot.png"
+    elif where == "link":
+        (tmp_path / "out").mkdir()
+        (shots / "out").symlink_to(tmp_path / "out")
+        png = shots / "out" / "shot.png"
+    else:
+        trust = "guest"
+    res, _png = await _turn(fake, tmp_path, policy, png=png, trust=trust)
+    assert res.text == "I see it." and image_urls(fake.requests[1]) == []
+    assert not any("media" in m for m in res.new_messages)
+
+
 async def test_a_provider_refusing_the_image_gets_the_step_again_without_it(fake, tmp_path):
     fake.reject_images = True
-    policy = MediaPolicy("openai/fake-model-2", vision="on")
+    policy = MediaPolicy("openai/fake-model-2", vision="on", tool_image_dir=tmp_path)
     res, _png = await _turn(fake, tmp_path, policy)
     assert res.text == "I see it." and fake.image_rejections == 1
     assert image_urls(fake.requests[-1]) == []
@@ -106,7 +137,7 @@ def test_the_image_message_is_no_turn_of_the_users_for_the_history_window(tmp_pa
         "content": "look",
         "media": [{"kind": "image", "path": str(photo), "mime": "image/jpeg", "name": "p"}],
     }
-    shots = [tool_images_message([("browser", shot)], 500) for _ in range(3)]
+    shots = [tool_images_message([("browser", shot)], 500, tmp_path) for _ in range(3)]
     policy = MediaPolicy("m", vision="on", images_in_history=1)
     sent = request_messages([SYSTEM, user, *shots], policy)
     assert all(m is not None for m in shots)
