@@ -213,6 +213,11 @@ class FakeWhatsApp:
         for _ in range(times):
             self._fails[method].append(Fail(status, code, retry_after))
 
+    @property
+    def poll_waiting(self) -> bool:
+        """A long poll is held open, waiting for an update (a newer one would replace it)."""
+        return self._current_poll is not None and not self._current_poll.done()
+
     async def wait_for_sent(self, n: int, timeout: float = 15.0) -> list[Sent]:
         deadline = time.monotonic() + timeout
         while len(self.sent) < n:

@@ -41,7 +41,11 @@ async def test_a_poll_returns_the_answer_then_nothing(wa, ap):
 
 async def test_a_second_poller_knocks_the_first_off_with_409(wa, ap):
     first = asyncio.ensure_future(ap.poll(0, 5))
-    await asyncio.sleep(0.2)
+    for _ in range(500):  # until the fake holds the first poll open (not a guessed delay)
+        if wa.poll_waiting:
+            break
+        await asyncio.sleep(0.01)
+    assert wa.poll_waiting
     other = AgentPlatform(KEY, wa.api_base)
     await other.open()
     try:
