@@ -249,3 +249,27 @@ async def test_a_batch_cursor_rides_with_its_last_message_or_is_saved_alone(wa, 
     finally:
         await ch.stop()
     assert saved == [0, 4] and len(got) == 3
+
+
+@pytest.mark.parametrize("fails", [1, 0], ids=["store-fails-once", "store-works"])
+async def test_a_failed_store_is_retried_the_message_kept_once_and_read_only_then(
+    wa, tmp_path, fails
+):
+    """The daemon's store is locked for a moment: the message is handed again (not skipped,
+    not doubled) and marked read only once it is kept."""
+    from tests.fakes.sink import Sink
+
+    sink = Sink(fail_times=fails)
+    ch = _channel(wa, tmp_path)
+    await ch.start(sink)
+    try:
+        wamid = wa.inject_text("keep me")
+        [msg] = await sink.wait(1)
+        for _ in range(300):
+            if wa.statuses:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await ch.stop()
+    assert msg.message_id == wamid and sink.calls == fails + 1 and len(sink.messages) == 1
+    assert [b["message_id"] for _, b in wa.statuses] == [wamid]

@@ -156,6 +156,22 @@ async def test_the_same_message_delivered_twice_is_taken_once(up, hub):
     ]
 
 
+@pytest.mark.parametrize("fails", [1, 0], ids=["store-fails-once", "store-works"])
+async def test_a_failed_store_is_retried_the_message_kept_once_and_read_only_then(
+    tmp_path, hub, fails
+):
+    ch, sink = build(tmp_path, hub), Sink(fail_times=fails)
+    await ch.start(sink)
+    try:
+        await hub.client.emit(nz.message("keep me", sender=STRANGER, msg_id="3A00000000000000KEEP"))
+        await sink.wait(1)
+        await until(lambda: hub.client.reads)
+    finally:
+        await ch.stop()
+    assert sink.calls == fails + 1 and [m.text for m in sink.messages] == ["keep me"]
+    assert [i for i, _ in hub.client.reads] == ["3A00000000000000KEEP"]
+
+
 # ------------------------------------------------------------------ LID ↔ phone number
 async def test_a_sender_seen_by_lid_and_by_number_is_one_person(up, hub):
     _, sink = up
