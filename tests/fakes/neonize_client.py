@@ -26,12 +26,14 @@ import pytest
 
 try:
     from neonize.aioze.events import (
+        ClientOutdatedEv,
         ConnectedEv,
         DisconnectedEv,
         LoggedOutEv,
         MessageEv,
         PairStatusEv,
         StreamReplacedEv,
+        TemporaryBanEv,
     )
     from neonize.exc import GetJIDFromStoreError
     from neonize.proto import Neonize_pb2
@@ -66,6 +68,7 @@ __all__ = [
     "ME_LID",
     "ME_PN",
     "OWNER",
+    "ClientOutdatedEv",
     "ConnectedEv",
     "DisconnectedEv",
     "FakeClient",
@@ -73,6 +76,7 @@ __all__ = [
     "LoggedOutEv",
     "PairStatusEv",
     "StreamReplacedEv",
+    "TemporaryBanEv",
     "jid",
     "message",
 ]
@@ -309,6 +313,10 @@ class FakeNeonize:
 
 def logged_out() -> LoggedOutEv:
     return LoggedOutEv(OnConnect=False, Reason=Neonize_pb2.LOGGED_OUT)
+
+
+def temporary_ban(seconds: int = 3600) -> TemporaryBanEv:
+    return TemporaryBanEv(Code=TemporaryBanEv.SEND_TO_TOO_MANY_PEOPLE, Expire=seconds)
 
 
 def paired(user: str = ME_PN) -> PairStatusEv:

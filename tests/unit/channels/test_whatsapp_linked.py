@@ -266,15 +266,22 @@ async def test_a_reply_to_our_message_counts_a_reply_to_another_persons_does_not
 
 # ------------------------------------------------------------------ logged out / reconnect
 @pytest.mark.parametrize(
-    "event", [nz.logged_out(), nz.StreamReplacedEv()], ids=["logged_out", "440"]
+    ("event", "state"),
+    [
+        (nz.logged_out(), "logged_out"),
+        (nz.StreamReplacedEv(), "logged_out"),
+        (nz.temporary_ban(), "banned"),
+        (nz.ClientOutdatedEv(), "outdated"),
+    ],
+    ids=["logged_out", "440", "banned", "outdated"],
 )
 async def test_logged_out_or_replaced_stops_the_account_with_a_state_and_a_notice(
-    up, hub, caplog, event
+    up, hub, caplog, event, state
 ):
     ch, _ = up
     caplog.set_level(logging.ERROR, logger="chela.channels.whatsapp")
     await hub.client.emit(event)
-    await until(lambda: ch.own_state().startswith("logged_out"))
+    await until(lambda: ch.own_state().startswith(state))
     assert any("chela whatsapp login" in r.getMessage() for r in caplog.records)
     assert hub.client.stops >= 1
     with pytest.raises(TimeoutError):  # stays down: the daemon does not restart it in a loop
@@ -462,6 +469,25 @@ async def test_an_oversized_inbound_file_is_refused_before_download(up, hub, tmp
     with pytest.raises(MediaTooLarge):
         await ch.fetch_media(msg.attachments[0], tmp_path, 100)
     assert list(tmp_path.glob("whatsapp-*")) == []
+
+
+async def test_a_file_that_understates_its_size_is_cut_off_at_the_cap(up, hub, tmp_path):
+    """The sender declares 10 bytes and sends 5000: the cap still holds, nothing is left on
+    disk, and the refusal is the same one as for an honest oversized file (twin: a file
+    within the cap, declared honestly, is fetched whole)."""
+    from channels.base import MediaTooLarge
+
+    ch, sink = up
+    liar = hub.image(b"y" * 5000)
+    liar.imageMessage.fileLength = 10
+    await hub.client.emit(nz.message(sender=STRANGER, content=liar))
+    await hub.client.emit(nz.message(sender=STRANGER, content=hub.image(b"z" * 50)))
+    lying, honest = await sink.wait(2)
+    with pytest.raises(MediaTooLarge):
+        await ch.fetch_media(lying.attachments[0], tmp_path, 100)
+    assert list(tmp_path.glob("whatsapp-*")) == []
+    item = await ch.fetch_media(honest.attachments[0], tmp_path, 100)
+    assert item.size == 50 and open(item.target, "rb").read() == b"z" * 50
 
 
 async def test_the_qr_code_is_shown_while_pairing_and_gone_once_paired(tmp_path, hub, caplog):
