@@ -42,7 +42,10 @@ async def snapshot(b: AgentBrowser, since: float | None = None) -> str:
     try:
         tree = await page.aria_snapshot(mode="ai", timeout=10_000)
         title = await page.title()
-    except Exception as e:  # a page navigating away mid-read
+    except Exception as e:  # a page navigating away mid-read, or one that crashed
+        if "crashed" in str(e):
+            b.on_crash(page)
+            raise ToolError("the tab crashed and was closed; use action 'open' again") from None
         raise ToolError(
             f"could not read the page ({type(e).__name__}); try 'snapshot' again"
         ) from e

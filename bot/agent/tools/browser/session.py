@@ -110,6 +110,7 @@ class AgentBrowser:
         page.on("dialog", self._on_dialog)
         page.on("download", lambda d: _spawn(self._on_download(d)))
         page.on("close", self._forget)
+        page.on("crash", self.on_crash)
         self.tabs.append(page)
         if self.current is None:
             self.current = page
@@ -124,6 +125,14 @@ class AgentBrowser:
             self.tabs.remove(page)
         if self.current is page:
             self.current = self.tabs[-1] if self.tabs else None
+
+    def on_crash(self, page: Any) -> None:
+        """A tab whose renderer died: closed and reported; the other tabs (and the browser) go
+        on, and the next 'open' gets a fresh tab."""
+        if page in self.tabs:
+            self.events.append("A tab crashed and was closed")
+        self._forget(page)
+        _spawn(page.close())
 
     def _on_dialog(self, dialog: Any) -> None:
         if len(self.events) < 20:
