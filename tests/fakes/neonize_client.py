@@ -205,6 +205,8 @@ class FakeClient:
         self.logouts += 1
 
     async def get_me(self) -> Device:
+        if self.hub.me_error is not None:
+            raise self.hub.me_error
         return Device(
             JID=jid(ME_PN, device=7),
             LID=jid(ME_LID, "lid", device=7),
@@ -284,6 +286,7 @@ class FakeNeonize:
         self.clients: list[FakeClient] = []
         self.lid_to_pn: dict[str, str] = {}
         self.media: dict[bytes, bytes] = {}
+        self.me_error: Exception | None = None  # get_me raises it (the store not ready)
         self.kept: dict[str, object] = {}  # what the app's store keeps for the account
 
     def factory(self, name: str) -> FakeClient:

@@ -175,10 +175,18 @@ class LinkedDevice:
     async def _on_connected(self, client: Any, _: Any) -> None:
         self.qr = None
         self.backoff.reset()
-        with contextlib.suppress(Exception):
+        try:
             me = await client.get_me()
             self.own = frozenset(u for u in (me.JID.User, me.LID.User) if u)
             self.own_jid = session.jid_text(me.JID)
+        except Exception as e:  # until the next connect mentions of us and replies to us miss
+            log.warning(
+                "whatsapp[%s]: could not read our own number and LID (%s: %s); mentions of "
+                "and replies to this number are not recognised until it connects again",
+                self.account,
+                type(e).__name__,
+                e,
+            )
         self._state("connected")
 
     async def _on_disconnected(self, client: Any, _: Any) -> None:

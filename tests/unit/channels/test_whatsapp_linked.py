@@ -264,6 +264,32 @@ async def test_a_reply_to_our_message_counts_a_reply_to_another_persons_does_not
     assert (to_member.reply_to_id, to_member.reply_to_bot) == (asked.message_id, False)
 
 
+async def test_when_our_own_ids_cannot_be_read_it_is_logged_and_the_next_connect_learns_them(
+    tmp_path, hub, caplog
+):
+    """Without our own number and LID a mention of us would not count: that is said, not
+    silent, and the next connect reads them again (twin: then the mention counts)."""
+    caplog.set_level(logging.WARNING, logger="chela.channels.whatsapp")
+    ch, sink = build(tmp_path, hub), Sink()
+    hub.me_error = RuntimeError("store not ready")
+    await ch.start(sink)
+    try:
+        await hub.client.emit(nz.ConnectedEv(status=True))
+        await until(lambda: ch.state == "connected")
+        assert any("own number" in r.getMessage() for r in caplog.records)
+        hub.me_error = None
+        await hub.client.emit(nz.DisconnectedEv(status=True))
+        await hub.client.emit(nz.ConnectedEv(status=True))
+        await until(lambda: ch.state == "connected")
+        group = nz.jid(nz.GROUP, "g.us")
+        content = nz.mention("@bot hi", f"{nz.ME_PN}@s.whatsapp.net")
+        await hub.client.emit(nz.message(sender=STRANGER, chat=group, group=True, content=content))
+        [msg] = await sink.wait(1)
+        assert msg.mentioned
+    finally:
+        await ch.stop()
+
+
 # ------------------------------------------------------------------ logged out / reconnect
 @pytest.mark.parametrize(
     ("event", "state"),
