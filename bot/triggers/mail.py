@@ -127,6 +127,8 @@ def fetch(conn: imaplib.IMAP4, uid: int) -> Fetched | None:
             m = _SIZE.search(item[0])
             raw = item[1] or b""
             return Fetched(uid, raw, int(m.group(1)) if m else len(raw))
+    if uid in new_uids(conn, uid - 1):  # still there: the answer made no sense
+        raise imaplib.IMAP4.error(f"UID FETCH {uid}: the answer holds no message")
     return None  # expunged meanwhile
 
 
@@ -235,6 +237,8 @@ class MailWatcher:
                     log.error("mail %s: login refused: %s", self.name, e)
                 except (OSError, imaplib.IMAP4.error, EOFError) as e:
                     log.warning("mail %s: connection lost: %s", self.name, _one_line(e))
+                except Exception:  # e.g. an answer imaplib cannot decode: the watch goes on
+                    log.exception("mail %s: unreadable answer or error; reconnecting", self.name)
                 self.connected.clear()
                 if self.stop_flag.is_set():
                     return

@@ -169,6 +169,74 @@ async def test_a_huge_attachment_and_malformed_mime_are_one_turn_each(
     assert "still readable" in prompts[1]
 
 
+GARBAGE = {
+    "EXAMINE": b"* many EXISTS\r\n* OK [UIDVALIDITY x] ?\r\n{tag} OK [READ-ONLY] done\r\n",
+    "UID SEARCH": b"* SEARCH 1 two \xff\r\n{tag} OK done\r\n",
+    "UID FETCH": b"* 2 FETCH (UID 2 FLAGS ())\r\n{tag} OK no body\r\n",
+    "NOOP": b"\x00\xff garbage without a tag\r\n{tag} MAYBE\r\n",
+    "CAPABILITY": b"* CAPABILITY IMAP4rev1 IDLE \xff\xfe\r\n{tag} OK done\r\n",
+}
+
+
+def watcher(imap, taken: list[int], **kw):
+    """A watcher of the fake's folder that takes each message into ``taken``, as the daemon's."""
+    from bot.config.triggers import MailConfig
+    from bot.triggers.mail import MailWatcher
+
+    spec = MailConfig(
+        name="inbox",
+        host="127.0.0.1",
+        port=imap.port,
+        tls="none",
+        username_env="U",
+        password_env="P",
+    )
+    cursor: dict[str, tuple[int, int]] = {}
+
+    def take(validity, uid, payload, verdict):
+        cursor["c"] = (validity, uid)
+        taken.append(uid)
+
+    return MailWatcher(
+        spec,
+        lambda: (imap.user, PASSWORD),
+        lambda: cursor.get("c"),
+        lambda v, u: cursor.__setitem__("c", (v, u)),
+        take,
+        lambda event_id: None,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("command", list(GARBAGE))
+async def test_a_server_answering_garbage_is_reconnected_and_nothing_lost_or_repeated(
+    imap, caplog, command
+):
+    import asyncio
+
+    from channels.retry import Backoff
+
+    imap.idle = command != "NOOP"  # NOOP is the poll of a server without IDLE
+    taken: list[int] = []
+    w = watcher(imap, taken, wait_seconds=0.3, backoff=Backoff(0.05, 0.2, jitter=0.0))
+    task = asyncio.create_task(w.run())
+    try:
+        await asyncio.wait_for(w.connected.wait(), 10)
+        first = imap.add(mail("first"))
+        await eventually(lambda: taken == [first], timeout=10)
+        imap.garbage[command] = GARBAGE[command]
+        second, third = imap.add(mail("second")), imap.add(mail("third"))
+        imap.drop()  # the next session meets the garbage
+        await eventually(lambda: command not in imap.garbage, timeout=10)
+        fourth = imap.add(mail("fourth"))
+        await eventually(lambda: taken == [first, second, third, fourth], timeout=15)
+        assert not task.done()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert "mail inbox: " in caplog.text and imap.changes == []
+
+
 async def test_doctor_logs_in_counts_the_folder_and_names_a_wrong_password(
     tmp_path, llm, tg, imap, monkeypatch
 ):
@@ -192,32 +260,11 @@ async def test_idle_is_renewed_on_one_connection_and_a_stop_ends_it(imap):
     after several renewals is still taken; cancelling ends the watcher at once."""
     import asyncio
 
-    from bot.config.triggers import MailConfig
-    from bot.triggers.mail import MailWatcher
-
-    spec = MailConfig(
-        name="inbox",
-        host="127.0.0.1",
-        port=imap.port,
-        tls="none",
-        username_env="U",
-        password_env="P",
-    )
-    cursor: dict[str, tuple[int, int]] = {}
     taken: list[int] = []
-    w = MailWatcher(
-        spec,
-        lambda: (imap.user, PASSWORD),
-        lambda: cursor.get("c"),
-        lambda v, u: cursor.__setitem__("c", (v, u)),
-        lambda v, uid, payload, verdict: (cursor.__setitem__("c", (v, uid)), taken.append(uid))[1],
-        lambda event_id: None,
-        wait_seconds=0.2,
-    )
+    w = watcher(imap, taken, wait_seconds=0.2)
     task = asyncio.create_task(w.run())
     await asyncio.wait_for(w.connected.wait(), 10)
-    await asyncio.sleep(1.5)  # several renewals
-    assert imap.commands.count("IDLE") >= 4
+    await eventually(lambda: imap.commands.count("IDLE") >= 4, timeout=10)  # renewals
     uid = imap.add(mail("late"))
     await eventually(lambda: taken == [uid], timeout=5)
     assert len(imap.logins) == 1  # never reconnected

@@ -3,7 +3,7 @@ real ``imaplib``): one folder, messages by UID with their flags, LOGIN, CAPABILI
 SELECT/EXAMINE, STATUS, UID SEARCH, UID FETCH (``BODY.PEEK[]`` leaves flags alone, a plain
 ``BODY[]`` sets ``\\Seen`` as a real server does), STORE/COPY/MOVE/EXPUNGE (recorded as
 changes), NOOP, IDLE (new mail pushed as ``* N EXISTS``) and LOGOUT.  ``drop()`` closes
-every connection, mid-IDLE included.
+every connection, mid-IDLE included; ``garbage`` makes the next answer to a command garbage.
 
 Chosen over a throwaway Dovecot: it needs no package or root-owned config in CI, starts in
 milliseconds, and can drop a connection at the exact moment a test needs."""
@@ -47,6 +47,9 @@ class FakeImap:
         self.changes: list[str] = []  # commands that would change the mailbox
         self.logins: list[tuple[str, bool]] = []  # (user, accepted)
         self.idling = 0  # connections in IDLE now
+        # command name -> what the server answers to it next, once ({tag} is its tag):
+        # a server answering garbage
+        self.garbage: dict[str, bytes] = {}
         self._writers: set[asyncio.StreamWriter] = set()
         self._idle_writers: set[asyncio.StreamWriter] = set()
         self._server: asyncio.AbstractServer | None = None
@@ -101,7 +104,11 @@ class FakeImap:
                 if cmd == "IDLE":
                     await self._idle(reader, writer, tag)
                     continue
-                writer.write(self._answer(tag, cmd, args, state))
+                if cmd in self.garbage or self.commands[-1] in self.garbage:
+                    said = self.garbage.pop(cmd, None) or self.garbage.pop(self.commands[-1])
+                    writer.write(said.replace(b"{tag}", tag))
+                else:
+                    writer.write(self._answer(tag, cmd, args, state))
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             return
