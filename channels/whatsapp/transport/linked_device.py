@@ -94,6 +94,7 @@ class LinkedDevice:
         self.files = media.Outgoing()
         self._runner: asyncio.Task[None] | None = None
         self._halted = False
+        self._taking: set[str] = set()  # ids of messages being taken in right now
         self._paused = False  # the breaker tripped: the next connect waits cool_off
 
     # ------------------------------------------------------------------ lifecycle
@@ -225,11 +226,19 @@ class LinkedDevice:
         await _disconnect(client)
 
     async def _on_message(self, client: Any, ev: Any) -> None:
+        """neonize runs each handler as its own task, so one message delivered twice can be
+        here twice at once: the second is dropped while the first is being taken."""
+        mid = ev.Info.ID
+        if mid in self._taking:
+            return
+        self._taking.add(mid)
         try:
             msg = await self._inbound(client, ev)
         except Exception:  # a bug here must not stay silent (neonize drops handler errors)
             log.exception("whatsapp[%s]: skipping a message", self.account)
             return
+        finally:
+            self._taking.discard(mid)
         if msg is not None:
             self.queue.put_nowait(msg)
 

@@ -172,6 +172,17 @@ async def test_a_failed_store_is_retried_the_message_kept_once_and_read_only_the
     assert [i for i, _ in hub.client.reads] == ["3A00000000000000KEEP"]
 
 
+async def test_a_message_delivered_twice_at_once_is_taken_once(up, hub):
+    """neonize runs each event's handler as its own task: two deliveries of one message can
+    overlap (here while the sender's LID is looked up); it is still taken once."""
+    _, sink = up
+    hub.lid_to_pn["770000000071"] = "4915550000071"
+    ev = nz.message("once", sender=nz.jid("770000000071", "lid"), msg_id="3A00000000000000TWIN")
+    await asyncio.gather(hub.client.emit(ev), hub.client.emit(ev))
+    await hub.client.emit(nz.message("next", sender=STRANGER))
+    assert [m.text for m in await sink.wait(2)] == ["once", "next"]
+
+
 # ------------------------------------------------------------------ LID ↔ phone number
 async def test_a_sender_seen_by_lid_and_by_number_is_one_person(up, hub):
     _, sink = up
