@@ -34,11 +34,14 @@ class Window:
     times: dict[str, deque[float]] = field(default_factory=dict)
 
     def allow(self, route: str, now: float) -> bool:
-        q = self.times.setdefault(route, deque())
+        """Every request counts, refused ones too.  Only the newest ``limit`` times are
+        kept: the route is open while fewer than ``limit`` of them are in the window."""
+        q = self.times.setdefault(route, deque(maxlen=self.limit))
         while q and q[0] <= now - self.seconds:
             q.popleft()
-        q.append(now)  # every request counts, refused ones too
-        return len(q) <= self.limit
+        ok = len(q) < self.limit
+        q.append(now)
+        return ok
 
 
 @dataclass(frozen=True)

@@ -43,3 +43,13 @@ def test_window_allows_60_a_minute_per_route():
     assert not w.allow("a", 106.5)
     assert w.allow("b", 106.5)  # its own window
     assert w.allow("a", 170.0)  # the window slid
+
+
+def test_a_flood_keeps_the_route_closed_and_the_window_small():
+    w = Window()
+    assert all(w.allow("a", 100.0 + i * 0.001) for i in range(60))
+    flood = [w.allow("a", 101.0 + i * 0.0001) for i in range(100_000)]
+    assert not any(flood)  # every request counts, refused ones too
+    assert len(w.times["a"]) <= w.limit  # a flood costs no memory beyond the limit
+    assert not w.allow("a", 160.0)  # the flood's last minute is not over
+    assert w.allow("a", 112.0 + 60.0)  # it is: the route opens again
