@@ -157,3 +157,53 @@ def running_hooks(tmp_path, llm, tg, monkeypatch):
     from tests.e2e.harness import running
 
     return running(config(tmp_path, llm, tg, monkeypatch))
+
+
+def signature_of(header: str, value: str) -> str:
+    """The signature in a signature header (without its ``sha256=``/``v1=``/``v1,``)."""
+    name = header.lower()
+    if name in ("x-hub-signature-256", "x-signature"):
+        return value.removeprefix("sha256=")
+    if name == "stripe-signature":
+        return value.split("v1=", 1)[1]
+    if name == "webhook-signature":
+        return value.split("v1,", 1)[1]
+    return ""
+
+
+async def test_no_secret_or_signature_is_stored_or_logged(tmp_path, llm, tg, monkeypatch, caplog):
+    import logging
+
+    from tests.e2e.test_hooks_e2e import SCHEMES, WHSEC
+
+    caplog.set_level(logging.DEBUG)
+    llm.default = lambda request: text("noted")
+    signatures: list[str] = []
+    async with running_hooks(tmp_path, llm, tg, monkeypatch) as d:
+        for scheme in SCHEMES:
+            body = body_of(scheme)
+            hdrs = {
+                **signed(scheme, body, f"s-{scheme}"),
+                "Cookie": "session=cookie-value-1f2e",
+                "Proxy-Authorization": "Basic cHJveHk6cGFzcw==",
+            }
+            if scheme != "token":  # the owner's API token rides along: ignored, not kept
+                hdrs["Authorization"] = f"Bearer {API_TOKEN}"
+            signatures += [signature_of(k, v) for k, v in hdrs.items() if signature_of(k, v)]
+            assert (await post(url(d, scheme), body, hdrs))[0] == 202
+            forged = {**hdrs, "X-Delivery-Id": "forged"}
+            forged = {k: (v[:-4] + "0000" if "sig" in k.lower() else v) for k, v in forged.items()}
+            await post(url(d, scheme), body + b" ", forged)  # refused: nothing kept either
+        await eventually(lambda: len(tg.sent) == len(SCHEMES))
+        stored = "\n".join(
+            "\t".join(str(c) for c in row)
+            for table in ("trigger_events", "messages", "kv")
+            for row in d.store.db.execute(f"SELECT * FROM {table}")
+        )
+        log = caplog.text
+    secrets = [SECRET, WHSEC, API_TOKEN, "cookie-value-1f2e", "cHJveHk6cGFzcw=="]
+    assert len(signatures) == 4  # github, stripe, standard, hmac
+    for value in secrets + signatures:
+        assert value not in stored, value
+        assert value not in log, value
+    assert "X-GitHub-Delivery" in stored  # twin: the harmless headers are kept
