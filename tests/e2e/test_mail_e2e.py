@@ -120,12 +120,15 @@ async def test_a_sender_outside_from_allow_is_recorded_and_skipped(
     async with running(cfg) as d:
         await connected(d, imap)
         imap.add(mail("spoofy", sender="mallory@evil.test"))
+        named = mail("named like a colleague", sender="mallory@evil.test")
+        named = named.replace(b"From: Alice <", b'From: "bob@example.com" <', 1)
+        imap.add(named)  # the display name is not the address
         imap.add(mail("from a colleague", sender="bob@example.com"))  # twin: allowed
         await tg.wait_for(lambda: told(tg), timeout=10)
-        await eventually(lambda: len(d.store.trigger_log("mail:inbox")) == 2)
+        await eventually(lambda: len(d.store.trigger_log("mail:inbox")) == 3)
         verdicts = sorted(r["verdict"] for r in d.store.trigger_log("mail:inbox"))
     assert told(tg) == ["about: from a colleague"]
-    assert verdicts == ["accepted", "skipped (from_allow)"]
+    assert verdicts == ["accepted", "skipped (from_allow)", "skipped (from_allow)"]
 
 
 async def test_a_connection_dropped_mid_idle_is_reconnected_and_nothing_is_lost(
