@@ -65,6 +65,28 @@ def chromium_args(proxy_port: int, memory_mb: int, *, as_root: bool) -> list[str
     ]
 
 
+# what Chromium keeps of the daemon's environment: never its keys or tokens
+_KEPT_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XDG_RUNTIME_DIR",
+)
+
+
+def chromium_env(profile: Path) -> dict[str, str]:
+    """Chromium's environment: a few plain variables of the daemon's (none of its secrets),
+    and ``XDG_CONFIG_HOME`` in the profile, so that its crash reports (which can hold page
+    memory) are kept in the profile and never in the owner's own ``~/.config/chromium``."""
+    env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env["XDG_CONFIG_HOME"] = str(profile)
+    return env
+
+
 def profile_dir(state_dir: Path, agent_id: str) -> Path:
     """``<state_dir>/browser/profile-<agent>``, private (0700)."""
     root = fs.private_dir(Path(state_dir) / "browser")

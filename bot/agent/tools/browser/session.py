@@ -24,7 +24,9 @@ from bot.net.proxy import GuardProxy, HostPatterns
 
 from ..base import ToolError
 from .launch import (
+    browser_pid,
     chromium_args,
+    chromium_env,
     find_executable,
     kill_groups,
     profile_dir,
@@ -73,6 +75,12 @@ class AgentBrowser:
                 "no Chromium found (install Debian's chromium or set tools.browser.executable)"
             )
         port = await self.owner.proxy_port()
+        if kill_groups(self.profile):  # a Chromium still on this profile would refuse a new one
+            log.warning("browser: ended a Chromium left on profile-%s", self.agent_id)
+            for _ in range(100):
+                if browser_pid(self.profile) is None:
+                    break
+                await asyncio.sleep(0.05)
         as_root = running_as_root()
         t0 = time.monotonic()
         self.pw = await async_playwright().start()
@@ -82,6 +90,7 @@ class AgentBrowser:
                 executable_path=exe,
                 headless=cfg.headless,
                 args=chromium_args(port, cfg.memory_mb, as_root=as_root),
+                env=chromium_env(self.profile),
                 chromium_sandbox=True,  # no --no-sandbox from Playwright: ours, as root only
                 service_workers="block",
                 accept_downloads=True,
