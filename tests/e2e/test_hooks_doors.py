@@ -207,3 +207,18 @@ async def test_no_secret_or_signature_is_stored_or_logged(tmp_path, llm, tg, mon
         assert value not in stored, value
         assert value not in log, value
     assert "X-GitHub-Delivery" in stored  # twin: the harmless headers are kept
+
+
+async def test_the_raw_bytes_are_signed_not_the_json_they_parse_to(tmp_path, llm, tg, monkeypatch):
+    from tests.e2e.test_hooks_e2e import SCHEMES
+
+    llm.default = lambda request: text("NO_REPLY")
+    async with running_hooks(tmp_path, llm, tg, monkeypatch) as d:
+        for scheme in SCHEMES:
+            # spacing, key order and escapes a re-serialiser would change
+            raw = b'{ "type":"ping" ,\n\t"id" : "evt_raw_%s", "x":"\\u00e9\\/"}' % scheme.encode()
+            assert (await post(url(d, scheme), raw, signed(scheme, raw, f"raw-{scheme}")))[0] == 202
+            again = json.dumps(json.loads(raw)).encode()  # the same JSON, other bytes
+            if scheme != "token":  # a bearer token does not sign the body
+                hdrs = signed(scheme, raw, f"re-{scheme}")
+                assert (await post(url(d, scheme), again, hdrs))[0] == 401, scheme
