@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -49,6 +50,7 @@ log = logging.getLogger("chela.hooks")
 FIRST_ATTEMPT_WAIT = 10.0  # seconds an event's send is awaited before the outbox goes on alone
 Spec = HookConfig | MailConfig
 WAITING = "waiting (model outage)"  # the ledger's result while an event waits for the model
+_MARKER = re.compile(r"\{(body|event|headers|mail|name)\}")  # what a prompt may name
 
 
 def expired_line(sources: list[str], max_wait: str) -> str:
@@ -68,17 +70,21 @@ def session_key(agent: str, source: str) -> str:
 def render(prompt: str, name: str, payload: Mapping[str, Any]) -> str:
     """The hook's prompt (the owner's own text) with each value fenced as untrusted."""
     where = f"webhook {name}" if "mail" not in payload else f"mail account {name}"
-    values = {
-        "{body}": ("Webhook body", payload.get("body", "")),
-        "{event}": ("Webhook event name", payload.get("event", "")),
-        "{headers}": ("Webhook headers", payload.get("headers", "")),
-        "{mail}": ("Mail", payload.get("mail", "")),
+    what = {
+        "body": "Webhook body",
+        "event": "Webhook event name",
+        "headers": "Webhook headers",
+        "mail": "Mail",
     }
-    text = prompt.replace("{name}", name)
-    for marker, (what, value) in values.items():
-        if marker in text:
-            text = text.replace(marker, untrusted_block(what, where, str(value)))
-    return text
+
+    def value(m: re.Match[str]) -> str:
+        key = m.group(1)
+        if key == "name":
+            return name
+        return untrusted_block(what[key], where, str(payload.get(key, "")))
+
+    # one pass over the owner's text: a value is never searched for markers again
+    return _MARKER.sub(value, prompt)
 
 
 def explicit_route(deliver: str) -> dict[str, Any]:

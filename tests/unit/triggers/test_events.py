@@ -23,6 +23,15 @@ def test_only_the_substituted_values_are_fenced():
     assert "Untrusted data" in text
 
 
+def test_a_value_is_never_substituted_again():
+    body = "{headers} {event} {mail} {name} " * 1000
+    payload = {"body": body, "event": "push", "headers": "X-A: " + "h" * 8000}
+    text = render("{body}\n{headers}", "gh", payload)
+    assert text.count("<<<untrusted ") == 2  # one fence each: no block inside the body's
+    assert body.strip() in text  # the sender's text as it came
+    assert len(text) < len(body) + 9000  # not a copy of the headers per "{headers}"
+
+
 def test_explicit_routes():
     assert explicit_route("telegram:42")["account"] == "default"
     assert explicit_route("telegram:work:42") == {
