@@ -36,17 +36,17 @@ def build_outbound(
     roots: list[Path] | None = None,
 ) -> OutboundMessage:
     """A reply plan → one OutboundMessage: reply threading resolved, local media checked
-    against ``roots`` (default: the owner's workspace and the media dir; a guest turn
-    passes its own directory), and media the channel cannot carry turned into text."""
+    against ``roots`` (default: the owner's workspace, the media dir and the browser's
+    screenshots; a guest turn passes its own directory), and media the channel cannot carry
+    turned into text."""
     from bot.delivery.attachments import resolve_media
 
     stage = None
     if roots is not None:  # a guest's directory: send a private copy of what was checked
         stage = cfg.agent.state_dir / "outgoing"
         fs.prune_older_than(stage, cfg.delivery.max_age_seconds / 86400 + 1)
-    media, notes = resolve_media(
-        plan.media, roots if roots is not None else [cfg.agent.workspace, cfg.media_dir], stage
-    )
+    owner_roots = [cfg.agent.workspace, cfg.media_dir, cfg.agent.state_dir / "browser" / "shots"]
+    media, notes = resolve_media(plan.media, roots if roots is not None else owner_roots, stage)
     text = plan.text
     if notes:
         text = "\n".join([text, *notes]).strip()

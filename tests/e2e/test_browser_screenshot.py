@@ -36,7 +36,16 @@ def _forget_blind_models():
     bot.media._BLIND.clear()
 
 
-async def screenshot_turn(tmp_path, llm, tg, vision: str):
+def _send_the_shot(request: dict):
+    """The final answer: the screenshot's media marker, as the tool's text offered it."""
+    for m in request["messages"]:
+        if m["role"] == "tool" and "[IMAGE:" in str(m["content"]):
+            marker = "[IMAGE:" + str(m["content"]).split("[IMAGE:", 1)[1].split("]", 1)[0] + "]"
+            return text(f"It shows a welcome page. {marker}")
+    return text("no screenshot")
+
+
+async def screenshot_turn(tmp_path, llm, tg, vision: str, final=None, count: int = 1):
     """The owner asks; the model opens the page, takes a screenshot, closes the browser and
     answers.  The model's requests are in ``llm.requests`` (the third follows the shot)."""
     from bot.agent.tools.browser.launch import kill_groups
@@ -52,19 +61,20 @@ async def screenshot_turn(tmp_path, llm, tg, vision: str):
         tool_calls([("browser", {"action": "open", "url": f"http://{PUBLIC}/"})]),
         tool_calls([("browser", {"action": "screenshot"})]),
         tool_calls([("browser", {"action": "close", "tab": "all"})]),
-        text("It shows a welcome page."),
+        final or text("It shows a welcome page."),
     )
     try:
         with public_route():
             async with Site(PUBLIC, PAGES) as site, running(cfg):
                 tg.inject_message(OWNER, "what does the page look like?", from_id=OWNER)
-                sent = await tg.wait_for_sent(1, timeout=90)
+                sent = await tg.wait_for_sent(count, timeout=90)
     finally:
         with contextlib.suppress(OSError):
             kill_groups(cfg.agent.state_dir / "browser" / "profile-main")
-    assert sent[0].visible_text == "It shows a welcome page."
     assert site.hits[0] == "/" and len(llm.requests) == 4
-    return cfg
+    if final is None:
+        assert sent[0].visible_text == "It shows a welcome page."
+    return cfg, sent
 
 
 def tool_texts(request: dict) -> list[str]:
@@ -72,7 +82,7 @@ def tool_texts(request: dict) -> list[str]:
 
 
 async def test_a_model_that_can_see_gets_the_screenshot_as_an_image(netns, tmp_path, llm, tg):
-    cfg = await screenshot_turn(tmp_path, llm, tg, vision="on")
+    cfg, _ = await screenshot_turn(tmp_path, llm, tg, vision="on")
     assert llm.image_parts[0] == [] and llm.image_parts[1] == []
     [url] = llm.image_parts[2]  # the request after the screenshot
     img = decode_data_url(url)
@@ -93,3 +103,11 @@ async def test_a_model_that_cannot_see_gets_the_text_and_no_image(netns, tmp_pat
     shot = tool_texts(llm.requests[2])[-1]
     assert shot.startswith("Screenshot saved") and "[IMAGE:" in shot
     assert llm.requests[2]["messages"][-1]["role"] == "tool"  # no image message after it
+
+
+async def test_the_screenshot_is_delivered_with_its_media_marker(netns, tmp_path, llm, tg):
+    """The owner gets the PNG the model names with the marker the tool's text offers."""
+    cfg, sent = await screenshot_turn(tmp_path, llm, tg, vision="off", final=_send_the_shot)
+    photos = [m for m in sent if m.kind == "photo"]
+    assert photos and photos[0].data is not None and photos[0].data.startswith(b"\x89PNG")
+    assert "unavailable" not in " ".join(m.visible_text or "" for m in sent)
