@@ -184,11 +184,16 @@ def verify(scheme: str, req: Signed, key: Key) -> Verdict:
     return SCHEMES[scheme](req, key)
 
 
-def shown_headers(headers: Mapping[str, str], extra_secret: str = "") -> str:
+def shown_headers(headers: Mapping[str, str], extra_secret: str = "", secret: str = "") -> str:
     """The headers a hook turn may see: one ``Name: value`` line each, credentials and
-    signatures (and the hmac scheme's own header) left out."""
+    signatures (and the hmac scheme's own header) left out, and any header whose value
+    holds the hook's ``secret`` (a sender that sends it twice, under another name)."""
     hidden = SECRET_HEADERS | ({extra_secret.lower()} if extra_secret else set())
-    return "\n".join(f"{k}: {v}" for k, v in headers.items() if k.lower() not in hidden)
+    return "\n".join(
+        f"{k}: {v}"
+        for k, v in headers.items()
+        if k.lower() not in hidden and not (secret and secret in v)
+    )
 
 
 def body_text(body: bytes) -> str:

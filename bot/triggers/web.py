@@ -105,7 +105,7 @@ class HookRoutes:
         payload = {
             "body": body_text(body),
             "event": verdict.event,
-            "headers": shown_headers(request.headers, hook.header),
+            "headers": shown_headers(request.headers, hook.header, key.secret),
         }
         event_id = ports.accept(name, verdict.delivery_id, payload)
         if event_id is None:

@@ -186,6 +186,7 @@ async def test_no_secret_or_signature_is_stored_or_logged(tmp_path, llm, tg, mon
                 **signed(scheme, body, f"s-{scheme}"),
                 "Cookie": "session=cookie-value-1f2e",
                 "Proxy-Authorization": "Basic cHJveHk6cGFzcw==",
+                "X-Api-Key": WHSEC if scheme == "standard" else SECRET,  # sent twice
             }
             if scheme != "token":  # the owner's API token rides along: ignored, not kept
                 hdrs["Authorization"] = f"Bearer {API_TOKEN}"

@@ -139,3 +139,9 @@ def test_github_takes_sha256_only_never_sha1():
     h = headers("github")
     assert not check("github", {**h, "x-hub-signature-256": sha1}).ok
     assert check("github", {**h, "x-hub-signature": sha1}).ok  # twin: sha256 present
+
+
+def test_a_header_carrying_the_secret_under_another_name_is_left_out():
+    hdrs = {"X-Api-Key": SECRET, "X-Token": f"k={SECRET};", "X-Request-Id": "r1"}
+    assert shown_headers(hdrs, "", SECRET) == "X-Request-Id: r1"
+    assert shown_headers(hdrs, "") == "\n".join(f"{k}: {v}" for k, v in hdrs.items())  # twin
