@@ -107,7 +107,7 @@ async def test_a_model_that_cannot_see_gets_the_text_and_no_image(netns, tmp_pat
 
 async def test_the_screenshot_is_delivered_with_its_media_marker(netns, tmp_path, llm, tg):
     """The owner gets the PNG the model names with the marker the tool's text offers."""
-    cfg, sent = await screenshot_turn(tmp_path, llm, tg, vision="off", final=_send_the_shot)
+    _cfg, sent = await screenshot_turn(tmp_path, llm, tg, vision="off", final=_send_the_shot)
     photos = [m for m in sent if m.kind == "photo"]
     assert photos and photos[0].data is not None and photos[0].data.startswith(b"\x89PNG")
     assert "unavailable" not in " ".join(m.visible_text or "" for m in sent)
