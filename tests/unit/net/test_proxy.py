@@ -130,10 +130,12 @@ async def test_internal_targets_refused(target, secret):
         assert secret.hits == []
 
 
-async def test_non_http_absolute_targets_refused(secret):
+@pytest.mark.parametrize("scheme", ["ftp", "ws", "https"])
+async def test_non_http_absolute_targets_refused(secret, scheme):
+    """Only http is relayed without a tunnel (browsers send ws:// and https:// as CONNECT)."""
     async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
         reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-        writer.write(b"GET ftp://127.0.0.2/x HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n")
+        writer.write(f"GET {scheme}://127.0.0.2/x HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n".encode())
         out = await reader.read()
         writer.close()
         assert out.startswith(b"HTTP/1.1 403")
@@ -330,3 +332,16 @@ async def test_a_head_too_long_or_too_slow_ends_the_connection(monkeypatch, allo
         writer.close()
         status, _ = await get(proxy, f"http://127.0.0.2:{allowed.port}/twin")
         assert status == 200 and allowed.hits == ["/twin"]
+
+
+async def test_a_request_to_the_proxy_itself_goes_no_further(allowed):
+    """The proxy's own port is loopback like any other; even with loopback allowed, it asks
+    itself in origin form, which it refuses: one hop, no loop."""
+    async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+        status, text = await get(proxy, f"http://127.0.0.1:{proxy.port}/loop")
+        assert status == 403 and "127.0.0.1" in text
+        status, _ = await get(proxy, f"http://127.0.0.2:{allowed.port}/twin")
+        assert status == 200
+    async with GuardProxy(HostRules(["127.0.0.1"])) as proxy:
+        status, text = await asyncio.wait_for(get(proxy, f"http://127.0.0.1:{proxy.port}/x"), 10)
+        assert status == 403 and "bad URL" in text
