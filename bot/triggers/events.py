@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -48,6 +49,7 @@ from channels.best_effort import best_effort
 log = logging.getLogger("chela.hooks")
 
 FIRST_ATTEMPT_WAIT = 10.0  # seconds an event's send is awaited before the outbox goes on alone
+PRUNE_EVERY = 3600.0  # seconds between prunes of the ledger and the delivery ids (and at start)
 Spec = HookConfig | MailConfig
 WAITING = "waiting (model outage)"  # the ledger's result while an event waits for the model
 _MARKER = re.compile(r"\{(body|event|headers|mail|name)\}")  # what a prompt may name
@@ -119,6 +121,7 @@ class Triggers:
         self._tasks: set[asyncio.Task] = set()
         self._accepted: dict[str, dict[str, Any]] = {}  # stored, its turn not started yet
         self._running: set[str] = set()  # event ids whose turn task exists
+        self._pruned = time.monotonic()
         self.outage = outage  # None: an event whose model is down fails (no probe to wait for)
         if outage is not None:
             outage.keep_also(self)  # expired and released with the kept chat messages
@@ -126,13 +129,21 @@ class Triggers:
     # ------------------------------------------------------------------- accepting
     def accept(self, source: str, delivery_id: str, payload: dict) -> str | None:
         """Store an event (None: its delivery id was seen); ``started`` runs it."""
+        self._prune()
         event_id = self.store.trigger_accept(source, delivery_id, payload)
         if event_id is not None:
             self._accepted[event_id] = {"id": event_id, "source": source, "payload": payload}
         return event_id
 
     def refuse(self, source: str, verdict: str) -> None:
+        self._prune()
         self.store.trigger_refused(source, verdict)
+
+    def _prune(self) -> None:
+        """Hourly while the daemon runs (a daemon up for months keeps 30 days, not months)."""
+        if time.monotonic() - self._pruned >= PRUNE_EVERY:
+            self._pruned = time.monotonic()
+            self.store.trigger_prune()
 
     def started(self, event_id: str) -> None:
         """Run a stored event's turn in the background."""
@@ -158,6 +169,7 @@ class Triggers:
         name, store = spec.name, self.store
 
         def take(validity: int, uid: int, payload: Any, verdict: str) -> str | None:
+            self._prune()
             event_id = store.mail_take(name, validity, uid, payload, verdict)
             if event_id is not None:
                 self._accepted[event_id] = {

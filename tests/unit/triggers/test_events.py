@@ -83,3 +83,27 @@ async def test_recovering_twice_runs_each_pending_event_once(monkeypatch):
     t.recover()  # found again while its task runs: not a second task
     await t.drain()
     assert len(ran) == 1
+
+
+def test_a_long_running_daemon_prunes_the_ledger_hourly(monkeypatch):
+    import time
+
+    monkeypatch.setenv("T_HOOK", "s")
+    cfg = parse_config(
+        {
+            "channels": {"http": {"enabled": True}},
+            "hooks": [{"name": "gh", "scheme": "token", "secret_env": "T_HOOK"}],
+        }
+    )
+    store = Store(":memory:")
+    t = Triggers(cfg, store, {}, SessionLanes(1), None, {})  # type: ignore[arg-type]
+    month_ago = time.time() - 31 * 86400
+    old = store.trigger_accept("gh", "old", {}, now=month_ago)
+    store.trigger_finish(old, "ran")
+    t.refuse("gh", "unauthorized")
+    assert old in [r["id"] for r in store.trigger_log()]  # twin: within the hour, kept
+    later = time.monotonic() + 3601
+    monkeypatch.setattr(time, "monotonic", lambda: later)
+    t.refuse("gh", "unauthorized")
+    assert old not in [r["id"] for r in store.trigger_log()]
+    assert store.trigger_accept("gh", "old", {})  # its delivery id, 31 days old, is gone too
