@@ -202,13 +202,14 @@ async def world(netns, tmp_path_factory):
 
 
 def browser_pids(profile: Path) -> list[int]:
-    """Every process whose command line names this profile (Chromium and its helpers)."""
+    """Every process whose command line names this profile (Chromium and its helpers, whose
+    command lines Chromium rewrites into one space-separated string)."""
     needle = f"--user-data-dir={profile}".encode()
     out = []
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
             with contextlib.suppress(OSError):
-                if needle in Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0"):
+                if needle in Path(f"/proc/{entry.name}/cmdline").read_bytes():
                     out.append(int(entry.name))
     return out
 
