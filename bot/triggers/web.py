@@ -80,6 +80,7 @@ class HookRoutes:
         self.secrets = dict(secrets)  # hook name -> its secret (never logged)
         self.ports = ports
         self.window = Window()
+        self.flooded: dict[str, float] = {}  # route -> when its last "rate limited" row was written
 
     async def post(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -88,8 +89,7 @@ class HookRoutes:
             return _json(404, error="not found")
         ports = self.ports
         if not self.window.allow(name, ports.clock()):
-            ports.refuse(name, "rate limited")
-            return _json(429, error="rate limited")
+            return self._limited(name, ports.clock())
         body = await _read_capped(request)
         if body is None:
             ports.refuse(name, "too large")
@@ -109,10 +109,19 @@ class HookRoutes:
         }
         event_id = ports.accept(name, verdict.delivery_id, payload)
         if event_id is None:
-            log.info("hook %s: delivery %s already seen (duplicate)", name, verdict.delivery_id)
+            log.info("hook %s: delivery %r already seen (duplicate)", name, verdict.delivery_id)
             return _json(200, status="duplicate")
         ports.started(event_id)
         return _json(202, id=event_id, status="accepted")
+
+    def _limited(self, name: str, now: float) -> web.Response:
+        """429; a flood is one ledger row and one log line a minute, not one per request
+        (a sender that needs no signature to be refused must not fill the disk)."""
+        if now - self.flooded.get(name, float("-inf")) >= RATE_WINDOW:
+            self.flooded[name] = now
+            self.ports.refuse(name, "rate limited")
+            log.warning("hook %s: over %d requests a minute: refused (429)", name, RATE_LIMIT)
+        return _json(429, error="rate limited")
 
 
 def hooks_app(

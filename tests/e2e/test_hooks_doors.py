@@ -78,6 +78,9 @@ async def test_proxy_and_loopback_headers_buy_nothing(tmp_path, llm, tg, monkeyp
             hdrs = {**signed("hmac", body, f"f{i}"), "X-Forwarded-For": f"10.0.0.{i}"}
             codes.append((await post(url(d, "hmac"), body, hdrs))[0])
         assert codes[:59] == [202] * 59 and codes[59:] == [429, 429]
+        for i in range(30):  # a flood is one ledger row (and one log line) a minute
+            assert (await post(url(d, "hmac"), body, {"X-Delivery-Id": f"z{i}"}))[0] == 429
+        assert verdicts(d, "hmac").count("rate limited") == 1
         # a machine sender behind a proxy: any Host, any Origin, text/plain (the twin)
         other = body_of("github")
         hdrs = {
