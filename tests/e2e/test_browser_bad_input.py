@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 from pathlib import Path
 
@@ -195,6 +196,25 @@ async def test_a_crashed_renderer_is_one_sentence_then_a_fresh_browser(world):
     assert "crashed" in err or "open" in err
     page = await call(world, action="open", url="http://site.test/two")
     assert "Title: Two" in page
+
+
+async def test_a_hung_chromium_is_one_sentence_then_a_fresh_browser(world, monkeypatch):
+    import bot.agent.tools.browser as tool_module
+    from bot.agent.tools.browser.launch import browser_pid
+
+    await call(world, action="open", url="http://site.test/")
+    pid = browser_pid(world.profile)
+    assert pid is not None
+    monkeypatch.setattr(tool_module, "ACTION_LIMIT_S", 3.0)
+    os.killpg(pid, signal.SIGSTOP)  # every process of it stops answering
+    try:
+        err = await error(world, action="snapshot")
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGCONT)
+    assert "did not answer within 3 s" in err
+    page = await call(world, action="open", url="http://site.test/two")
+    assert "Title: Two" in page and browser_pid(world.profile) != pid
 
 
 async def test_a_ref_from_a_page_that_is_gone_is_refused(world):

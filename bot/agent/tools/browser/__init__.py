@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Browsers", "browser_tools", "make_browser_tool"]
 
+# one action's limit, start-up and the 30 s navigation limit included: past it Chromium is
+# taken to be hung and is killed
+ACTION_LIMIT_S = 60.0
+
 PARAMETERS = schema(
     {
         "action": {"type": "string", "enum": list(ACTIONS)},
@@ -51,12 +55,19 @@ def make_browser_tool(browsers: Browsers) -> Tool:
         if action == "close" and ctx.agent_id not in browsers.agents:
             return "The browser is not open."
         try:
-            b = await browsers.get(ctx.agent_id)
-            async with b.lock:
-                try:
-                    return await act(b, args)
-                finally:
-                    b.touch()
+            async with asyncio.timeout(ACTION_LIMIT_S):
+                b = await browsers.get(ctx.agent_id)
+                async with b.lock:
+                    try:
+                        return await act(b, args)
+                    finally:
+                        b.touch()
+        except TimeoutError:  # a Chromium that stopped answering: the turn goes on without it
+            browsers.kill_now(ctx.agent_id)
+            raise ToolError(
+                f"the browser did not answer within {ACTION_LIMIT_S:g} s and was closed; "
+                "the next call starts a new one"
+            ) from None
         except asyncio.CancelledError:
             browsers.kill_now(ctx.agent_id)  # /stop: no Chromium outlives the stopped turn
             raise
