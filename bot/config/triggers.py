@@ -5,6 +5,8 @@ need the whole config (the agent exists, its tools, the HTTP channel, the secret
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import os
 import re
@@ -138,6 +140,23 @@ def _secret_error(key: str, env: str) -> list[str]:
     return []
 
 
+def _hook_secret_error(key: str, hook: Any, api_token_env: str) -> list[str]:
+    """A hook's secret opens that hook alone: never the HTTP API's token; a Standard
+    Webhooks secret (``whsec_…``) must be base64 after its prefix (else every delivery would
+    be refused with a 401 and nothing saying why)."""
+    value = os.environ.get(hook.secret_env, "")
+    if not value:
+        return []
+    if api_token_env and value == os.environ.get(api_token_env, ""):
+        return [f"{key}: the same secret as channels.http.token_env; a hook needs its own"]
+    if hook.scheme == "standard" and value.startswith("whsec_"):
+        try:
+            base64.b64decode(value.removeprefix("whsec_"), validate=True)
+        except (binascii.Error, ValueError):
+            return [f"{key}: {hook.secret_env} starts with whsec_ but the rest is not base64"]
+    return []
+
+
 def trigger_errors(cfg: Any, ids: list[str], tools_of: Any) -> list[str]:
     """Every problem of ``[[hooks]]`` and ``[[mail]]`` that one key alone cannot show, one
     ``key: message`` line each.  ``ids``: the agent ids (the default first); ``tools_of``:
@@ -154,6 +173,7 @@ def trigger_errors(cfg: Any, ids: list[str], tools_of: Any) -> list[str]:
         if hook.scheme == "hmac" and not hook.header.strip():
             out.append(f"{key}.header: the hmac scheme needs the header that holds the signature")
         out += _secret_error(f"{key}.secret_env", hook.secret_env)
+        out += _hook_secret_error(f"{key}.secret_env", hook, cfg.channels.http.token_env)
         out += _common_errors(key, hook, ids, tools_of, cfg.channels)
     seen = set()
     for i, box in enumerate(cfg.mail):

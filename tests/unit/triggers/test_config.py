@@ -67,3 +67,20 @@ def test_the_twins_load():
     assert [h.name for h in cfg.hooks] == ["gh", "h2"]
     assert cfg.mail[1].from_allow == ["@x.org"]
     assert {"T_HOOK", "T_U", "T_P"} <= set(cfg.secret_env_names())  # redacted from logs
+
+
+def test_a_hook_secret_equal_to_the_api_token_is_an_error_and_its_own_secret_loads(monkeypatch):
+    monkeypatch.setenv("T_API", "v")  # the hook's T_HOOK is "v" too
+    http = {"channels": {"http": {"enabled": True, "token_env": "T_API"}}}
+    with pytest.raises(ConfigError, match=r"hooks\[0\]\.secret_env: the same secret as"):
+        parse_config({**http, "hooks": [hook()]})
+    monkeypatch.setenv("T_API", "another-token")
+    assert parse_config({**http, "hooks": [hook()]}).hooks[0].name == "gh"
+
+
+def test_a_standard_secret_that_is_not_base64_is_an_error_and_a_good_one_loads(monkeypatch):
+    monkeypatch.setenv("T_HOOK", "whsec_not base64!")
+    with pytest.raises(ConfigError, match=r"hooks\[0\]\.secret_env: T_HOOK .* not base64"):
+        load(hooks=[hook(scheme="standard")])
+    monkeypatch.setenv("T_HOOK", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+    assert load(hooks=[hook(scheme="standard")]).hooks[0].scheme == "standard"
