@@ -95,6 +95,7 @@ class LinkedDevice:
         self._runner: asyncio.Task[None] | None = None
         self._halted = False
         self._taking: set[str] = set()  # ids of messages being taken in right now
+        self._in_order = asyncio.Lock()  # a LID lookup must not let a later message pass
         self._paused = False  # the breaker tripped: the next connect waits cool_off
 
     # ------------------------------------------------------------------ lifecycle
@@ -227,20 +228,22 @@ class LinkedDevice:
 
     async def _on_message(self, client: Any, ev: Any) -> None:
         """neonize runs each handler as its own task, so one message delivered twice can be
-        here twice at once: the second is dropped while the first is being taken."""
+        here twice at once: the second is dropped while the first is being taken; and a
+        message waiting on a LID lookup would let the next one pass: they are taken one at a
+        time, in the order neonize started their handlers."""
         mid = ev.Info.ID
         if mid in self._taking:
             return
         self._taking.add(mid)
         try:
-            msg = await self._inbound(client, ev)
+            async with self._in_order:  # one at a time, in arrival order (the lock is FIFO)
+                msg = await self._inbound(client, ev)
+                if msg is not None:
+                    self.queue.put_nowait(msg)
         except Exception:  # a bug here must not stay silent (neonize drops handler errors)
             log.exception("whatsapp[%s]: skipping a message", self.account)
-            return
         finally:
             self._taking.discard(mid)
-        if msg is not None:
-            self.queue.put_nowait(msg)
 
     async def _inbound(self, client: Any, ev: Any) -> InboundMessage | None:
         src, mid = ev.Info.MessageSource, ev.Info.ID

@@ -183,6 +183,17 @@ async def test_a_message_delivered_twice_at_once_is_taken_once(up, hub):
     assert [m.text for m in await sink.wait(2)] == ["once", "next"]
 
 
+async def test_messages_arriving_together_keep_their_order(up, hub):
+    """The first waits on a LID lookup while neonize already runs the second's handler: the
+    second still comes after it."""
+    _, sink = up
+    hub.lid_to_pn["770000000072"] = "4915550000072"
+    first = nz.message("first", sender=nz.jid("770000000072", "lid"), msg_id="3A0000000000000ORD1")
+    second = nz.message("second", sender=STRANGER, msg_id="3A0000000000000ORD2")
+    await asyncio.gather(hub.client.emit(first), hub.client.emit(second))
+    assert [m.text for m in await sink.wait(2)] == ["first", "second"]
+
+
 # ------------------------------------------------------------------ LID ↔ phone number
 async def test_a_sender_seen_by_lid_and_by_number_is_one_person(up, hub):
     _, sink = up
