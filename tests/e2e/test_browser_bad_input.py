@@ -29,7 +29,8 @@ BIG = 100 * 1024 * 1024
 PAGES = {
     "/": "<title>Home</title><h1>Home</h1><a href=/two>Two</a>",
     "/two": "<title>Two</title><h1>Two</h1><button>First</button><button>Second</button>",
-    "/files": "<title>Files</title><a href=/big.bin>sized</a><a href=/stream.bin>unsized</a>",
+    "/files": "<title>Files</title><a href=/big.bin>sized</a><a href=/stream.bin>unsized</a>"
+    "<a href=/small.txt>small</a>",
     "/alerts": "<title>Alerts</title><script>for(;;){alert('again')}</script>",
 }
 
@@ -47,6 +48,11 @@ class Public:
                 await asyncio.sleep(3600)
             if request.path in ("/big.bin", "/stream.bin"):
                 return await self.big(request)
+            if request.path == "/small.txt":
+                return web.Response(
+                    body=b"y" * 1000,
+                    headers={"Content-Disposition": 'attachment; filename="small.txt"'},
+                )
             html = PAGES.get(request.path, "<title>Other</title><p>ok</p>")
             return web.Response(text=html, content_type="text/html")
 
@@ -174,6 +180,24 @@ async def test_a_100_mb_download_is_cut_off_and_not_kept(world, path):
     assert "Title: Home" in await call(world, action="open", url="http://site.test/")
 
 
+async def test_a_partial_download_left_by_a_killed_browser_is_not_counted(world):
+    """What a killed browser left half downloaded is cleared when the next one starts, so it
+    does not count against the cap of every download after it."""
+    await world.browsers.close("main")
+    partial = world.state / "browser" / "downloads" / ".partial-main"
+    partial.mkdir(parents=True, exist_ok=True)
+    (partial / "left.crdownload").write_bytes(b"z" * (26 * 1024 * 1024))
+    page = await call(world, action="open", url="http://site.test/files")
+    answer = await call(world, action="click", ref=ref_of(page, 'link "small"'))
+    for _ in range(40):
+        if "A download" in answer:
+            break
+        await asyncio.sleep(0.25)
+        answer = await call(world, action="snapshot")
+    assert "A download was saved" in answer and "(1000 bytes)" in answer
+    assert not (partial / "left.crdownload").exists()
+
+
 async def test_an_endless_alert_loop_does_not_hold_the_tool(world):
     loop = asyncio.get_running_loop()
     t0 = loop.time()
@@ -213,6 +237,7 @@ async def test_a_hung_chromium_is_one_sentence_then_a_fresh_browser(world, monke
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGCONT)
     assert "did not answer within 3 s" in err
+    monkeypatch.undo()  # the usual limit for the fresh browser's start-up
     page = await call(world, action="open", url="http://site.test/two")
     assert "Title: Two" in page and browser_pid(world.profile) != pid
 

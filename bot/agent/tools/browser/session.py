@@ -81,6 +81,9 @@ class AgentBrowser:
                 if browser_pid(self.profile) is None:
                     break
                 await asyncio.sleep(0.05)
+        for left in self.owner.partial_dir(self.agent_id).iterdir():  # a killed browser's
+            if left.is_file() or left.is_symlink():  # half downloads: not counted to the cap
+                left.unlink(missing_ok=True)
         as_root = running_as_root()
         t0 = time.monotonic()
         self.pw = await async_playwright().start()
