@@ -117,6 +117,8 @@ class GuardProxy:
             await self._serve(reader, writer)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
             pass
+        except asyncio.CancelledError:  # close(): the connection ends quietly (Python 3.11's
+            pass  # start_server logs a cancelled handler's CancelledError as unhandled)
         finally:
             if task is not None:
                 self._tasks.discard(task)

@@ -197,7 +197,7 @@ async def test_patterns_refuse_before_any_lookup(monkeypatch, allowed):
         assert status == 200
 
 
-async def test_close_ends_open_tunnels(allowed):
+async def test_close_ends_open_tunnels(allowed, caplog):
     proxy = GuardProxy(HostRules(["127.0.0.2"]))
     await proxy.start()
     reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
@@ -206,6 +206,8 @@ async def test_close_ends_open_tunnels(allowed):
     await asyncio.wait_for(proxy.close(), 5)
     assert await asyncio.wait_for(reader.read(), 5) == b""
     writer.close()
+    await asyncio.sleep(0.05)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # ended quietly
 
 
 async def test_one_request_per_connection(secret, allowed):
