@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 MAX_HEAD = 64 * 1024
 CONNECT_TIMEOUT = 10.0
 HEAD_TIMEOUT = 30.0
+TUNNEL_GRACE = 30.0  # how long an origin may go on once the client has closed its tunnel
 _DROPPED = frozenset(
     {"proxy-connection", "proxy-authorization", "connection", "keep-alive", "host"}
 )
@@ -262,11 +263,17 @@ async def _pipe_both(
     u_reader: asyncio.StreamReader,
     u_writer: asyncio.StreamWriter,
 ) -> None:
-    """Copy both ways; when the origin is done the client connection ends too."""
+    """Copy both ways; when the origin is done the client connection ends too, and when the
+    client is done the origin has ``TUNNEL_GRACE`` seconds to finish (an origin that neither
+    answers nor closes does not hold the tunnel until the daemon ends)."""
     up = asyncio.ensure_future(_pipe(c_reader, u_writer))
+    down = asyncio.ensure_future(_pipe(u_reader, c_writer))
     try:
-        await _pipe(u_reader, c_writer)
+        await asyncio.wait((up, down), return_when=asyncio.FIRST_COMPLETED)
+        if not down.done():
+            await asyncio.wait((down,), timeout=TUNNEL_GRACE)
     finally:
-        up.cancel()
-        with contextlib.suppress(BaseException):
-            await up
+        for t in (up, down):
+            t.cancel()
+            with contextlib.suppress(BaseException):
+                await t

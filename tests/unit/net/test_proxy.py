@@ -8,6 +8,7 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 
 import aiohttp
@@ -347,3 +348,40 @@ async def test_a_request_to_the_proxy_itself_goes_no_further(allowed):
     async with GuardProxy(HostRules(["127.0.0.1"])) as proxy:
         status, text = await asyncio.wait_for(get(proxy, f"http://127.0.0.1:{proxy.port}/x"), 10)
         assert status == 403 and "bad URL" in text
+
+
+async def test_a_tunnel_the_client_left_is_let_go_when_the_origin_stays_silent(monkeypatch):
+    """After the browser closes a tunnel, an origin that neither answers nor closes gets a
+    short while (``TUNNEL_GRACE``) and then the proxy lets go of both connections."""
+    from bot.net import proxy as proxy_module
+
+    monkeypatch.setattr(proxy_module, "TUNNEL_GRACE", 0.3)
+    stay = asyncio.Event()
+
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):
+            stay.set()
+        await asyncio.sleep(30)  # never answers, never closes
+
+    origin = await asyncio.start_server(deaf, "127.0.0.2", 0)
+    port = origin.sockets[0].getsockname()[1]
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    try:
+        async with GuardProxy(HostRules(["127.0.0.2"])) as proxy:
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(f"CONNECT 127.0.0.2:{port} HTTP/1.1\r\n\r\n".encode())
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            await asyncio.wait_for(stay.wait(), 5)
+            held = fds()  # the client's socket, the proxy's two, the origin's
+            writer.close()
+            for _ in range(50):
+                if fds() <= held - 3:  # the client's and both of the proxy's are closed
+                    break
+                await asyncio.sleep(0.1)
+            assert fds() <= held - 3
+    finally:
+        origin.close()
