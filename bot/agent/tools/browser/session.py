@@ -157,7 +157,7 @@ class AgentBrowser:
         partial = self.owner.partial_dir(self.agent_id)
         watch = asyncio.ensure_future(download.path())
         while not watch.done():
-            if sum(p.stat().st_size for p in partial.iterdir() if p.is_file()) > cap:
+            if _dir_size(partial) > cap:
                 await download.cancel()
                 with contextlib.suppress(Exception):
                     await watch  # "canceled"
@@ -286,6 +286,16 @@ class Browsers:
     def _kill_all_now(self) -> None:
         for b in self.agents.values():
             kill_groups(b.profile)
+
+
+def _dir_size(path: Path) -> int:
+    """The bytes of the files in ``path``; a file removed meanwhile (another download done or
+    cancelled) counts as 0 instead of ending the watch that enforces the cap."""
+    total = 0
+    for p in path.iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            total += p.stat().st_size if p.is_file() else 0
+    return total
 
 
 async def _stop_quietly(pw: Any) -> None:
