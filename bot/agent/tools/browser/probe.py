@@ -12,7 +12,14 @@ from typing import Any
 from bot.net import HostRules
 from bot.net.proxy import GuardProxy
 
-from .launch import chromium_args, find_executable, kill_groups, running_as_root, sandbox_note
+from .launch import (
+    chromium_args,
+    chromium_env,
+    find_executable,
+    kill_groups,
+    running_as_root,
+    sandbox_note,
+)
 
 
 def chromium_version(exe: str) -> str:
@@ -48,6 +55,7 @@ async def probe(cfg: Any) -> tuple[bool, str]:
                     executable_path=exe,
                     headless=True,
                     args=chromium_args(proxy.port, 256, as_root=as_root),
+                    env=chromium_env(Path(tmp)),
                     chromium_sandbox=True,
                 )
                 page = ctx.pages[0] if ctx.pages else await ctx.new_page()
