@@ -78,11 +78,11 @@ _KEPT_ENV = (
 )
 
 
-def chromium_env(profile: Path) -> dict[str, str]:
+def chromium_env(profile: Path) -> dict[str, str | float | bool]:
     """Chromium's environment: a few plain variables of the daemon's (none of its secrets),
     and ``XDG_CONFIG_HOME`` in the profile, so that its crash reports (which can hold page
     memory) are kept in the profile and never in the owner's own ``~/.config/chromium``."""
-    env = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
+    env: dict[str, str | float | bool] = {k: os.environ[k] for k in _KEPT_ENV if k in os.environ}
     env["XDG_CONFIG_HOME"] = str(profile)
     return env
 
