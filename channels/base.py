@@ -343,13 +343,17 @@ class Channel(abc.ABC):
         key); "" for none.  Optional."""
         return ""
 
-    # set by the daemon before ``start``: called with (state, owner_must_act)
-    state_listener: Callable[[str, bool], None] | None = None
+    _state_listener: Callable[[str, bool], None] | None = None
+
+    def watch_state(self, listener: Callable[[str, bool], None]) -> None:
+        """Subscribe ``listener(state, owner_must_act)`` to :meth:`tell_state` (the daemon
+        does, before ``start``); one listener."""
+        self._state_listener = listener
 
     def tell_state(self, state: str, *, owner_must_act: bool = False) -> None:
         """Report a new ``own_state()`` at once (the Control UI shows it live).
         ``owner_must_act``: the account stopped and stays down until the owner does
         something (a device logged out, a key revoked); the daemon then tells the owner on
         another channel, once per stop."""
-        if self.state_listener is not None:
-            self.state_listener(state, owner_must_act)
+        if self._state_listener is not None:
+            self._state_listener(state, owner_must_act)

@@ -220,7 +220,7 @@ class Daemon:
             ev = asyncio.Event()
             started.append(ev)
             name = self.labels[key]
-            ch.state_listener = functools.partial(self._own_state, key)
+            ch.watch_state(functools.partial(self._own_state, key))
             self._spawn(self._supervise(name, ch, ev), f"channel:{name}")
         return started
 
