@@ -245,6 +245,19 @@ class MediaTooLarge(ChannelError):
     """An inbound file is over the download cap; nothing (or nothing lasting) was written."""
 
 
+SHOWN_STATES = ("connected", "starting", "retrying", "stopped", "failed")
+
+
+def shown_state(state: str) -> str:
+    """The word the Control UI shows for a channel's state: its own ones (``own_state``) fold
+    into the few the UI knows: waiting to be linked or connecting is ``starting``, any other
+    trouble ``retrying``."""
+    head = state.split(":", maxsplit=1)[0].strip()
+    if head in SHOWN_STATES:
+        return head
+    return "starting" if head in ("", "pairing", "connecting") else "retrying"
+
+
 class Channel(abc.ABC):
     """One adapter per messaging platform."""
 

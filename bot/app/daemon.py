@@ -31,7 +31,7 @@ from bot.config import Config, ConfigError
 from bot.reports.notices import Notices
 from bot.schedule.notes import send_note
 from bot.store.disk import disk_full
-from channels.base import Channel, ChannelError, account_key
+from channels.base import Channel, ChannelError, account_key, shown_state
 from channels.retry import Backoff
 
 if TYPE_CHECKING:
@@ -230,8 +230,8 @@ class Daemon:
         another channel (once: the adapter tells a stop once)."""
         name = self.labels[key]
         if not owner_must_act:
-            head = state.split(":", maxsplit=1)[0] or "connected"
-            self.notices.publish("channel.state", {"id": name, "state": head})
+            shown = shown_state(state or "connected")
+            self.notices.publish("channel.state", {"id": name, "state": shown})
             return
         self._set_state(name, "failed", state)
         others = {k: ch for k, ch in self.channels.items() if k != key}

@@ -14,12 +14,10 @@ from typing import Any
 
 from aiohttp import web
 
-from channels.base import labels, split_account_key
+from channels.base import labels, shown_state, split_account_key
 
 from bot.ui.api.common import guarded, state
 from bot.ui.context import UiContext
-
-STATES = ("connected", "starting", "retrying", "stopped", "failed")
 
 
 def _traffic(ctx: UiContext) -> dict[str, dict[str, Any]]:
@@ -59,7 +57,7 @@ def _channel(name: str, info: Any, traffic: dict[str, Any], adapter: Any = None)
     return {
         "id": name,
         "enabled": bool(detail.get("enabled", True)),
-        "state": st if st in STATES else "starting",
+        "state": shown_state(st),
         "identity": detail.get("identity") or "",
         "last_inbound": traffic.get("last_inbound"),
         "last_outbound": traffic.get("last_outbound"),
