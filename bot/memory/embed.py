@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.model import LLMError, ModelGate, ModelTarget
 from bot.model.embeddings import embed
+from channels.retry import Backoff
 
 log = logging.getLogger("chela.memory")
 
@@ -71,7 +72,7 @@ class Embedder:
         self.batch = batch
         self.clock = clock
         self.down = False
-        self._pause = 0.0
+        self._backoff = Backoff(FIRST_PAUSE, MAX_PAUSE)  # the pause after each failure
         self._retry_at = 0.0
 
     @property
@@ -104,8 +105,7 @@ class Embedder:
         return out
 
     def _failed(self, e: LLMError) -> None:
-        self._pause = min(MAX_PAUSE, self._pause * 2 or FIRST_PAUSE)
-        self._retry_at = self.clock() + self._pause
+        self._retry_at = self.clock() + self._backoff.next()
         if not self.down:
             self.down = True
             log.warning(
@@ -119,4 +119,4 @@ class Embedder:
         if self.down:
             log.info("memory: the embedding model %s answers again", self.target.model)
         self.down = False
-        self._pause = 0.0
+        self._backoff.reset()
