@@ -116,7 +116,7 @@ class DaemonClient:
             self._session = endpoint_pool({"Authorization": f"Bearer {self.endpoint.token}"})
         return self._session
 
-    def _post(self, body: dict) -> Any:
+    def _chat_request(self, body: dict) -> Any:
         import aiohttp
 
         url = f"{self.endpoint.url}/v1/chat/completions"
@@ -141,7 +141,7 @@ class DaemonClient:
 
     async def _ask(self, text: str, turn: str) -> str:
         """The daemon's reply to ``text``, its text streamed to the view."""
-        async with self._post(self._body(text, True)) as resp:
+        async with self._chat_request(self._body(text, True)) as resp:
             if resp.status != 200:
                 try:
                     body = await resp.json(content_type=None)
@@ -183,7 +183,7 @@ class DaemonClient:
         import aiohttp
 
         try:
-            async with self._post(self._body("/stop", False)) as resp:
+            async with self._chat_request(self._body("/stop", False)) as resp:
                 await resp.read()
         except (aiohttp.ClientError, OSError) as e:
             print(f"chela: could not stop the turn in the daemon: {e}", file=sys.stderr)
