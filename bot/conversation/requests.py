@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from bot.rules.admission import Trust
+from bot.delivery.outbound import channel_traits
+from bot.rules.admission import Trust, channel_policy
 from bot.agent.turn import TurnRequest
 from bot.conversation.types import ApiTurn
-from channels.base import InboundMessage
+from channels.base import Channel, InboundMessage, adapter_for
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,14 @@ def chat_request(
         if not api.user_turn:
             req.media = []
     return req
+
+
+def route_traits(cfg: Any, channels: Mapping[str, Channel], route: dict[str, Any] | None) -> Traits:
+    """The traits of the channel a heartbeat, cron or event turn replies on (none: no route)."""
+    if not route:
+        return Traits()
+    ch = adapter_for(channels, route["channel"], route.get("account") or "default")
+    return Traits(*channel_traits(ch, channel_policy(cfg, route["channel"])))
 
 
 def scheduled_request(

@@ -23,7 +23,6 @@ from zoneinfo import ZoneInfo
 
 from bot.rules import heartbeat as rules
 from bot.conversation import owner_route
-from bot.rules.admission import channel_policy
 from bot.agent.turn import Agent, TurnRequest, zone, zone_name
 from bot.config import Config, agent_config
 from bot.conversation import commit
@@ -31,9 +30,8 @@ from bot.conversation.commands.controls import session_choice
 from bot.conversation.events import TurnEvents
 from bot.conversation.run import Run
 from bot.conversation.reply import scheduled_outbound, scheduled_plan
-from bot.conversation.requests import Traits, scheduled_request
+from bot.conversation.requests import route_traits, scheduled_request
 from bot.delivery import send
-from bot.delivery.outbound import channel_traits
 from bot.delivery.outbox import Outbox
 from bot.conversation.lanes import SessionLanes
 from bot.rules.keys import cron_key, main_key
@@ -185,21 +183,13 @@ class Scheduled:
         route: dict | None,
         agent: str,
     ) -> TurnRequest:
-        caps, reactions = (
-            channel_traits(
-                adapter_for(self.channels, route["channel"], route.get("account") or "default"),
-                channel_policy(self.cfg, route["channel"]),
-            )
-            if route
-            else ((), "off")
-        )
         return scheduled_request(
             key,
             text,
             kind=kind,
             session_kind=session_kind,
             route=route,
-            traits=Traits(caps, reactions),
+            traits=route_traits(self.cfg, self.channels, route),
             agent=agent,
         )
 

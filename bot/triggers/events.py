@@ -32,12 +32,10 @@ from bot.conversation.events import TurnEvents
 from bot.conversation.lanes import SessionLanes
 from bot.conversation.outage import DOWN, Outage
 from bot.conversation.reply import scheduled_outbound, scheduled_plan
-from bot.conversation.requests import Traits, scheduled_request
+from bot.conversation.requests import route_traits, scheduled_request
 from bot.conversation.run import Run
 from bot.delivery import send
-from bot.delivery.outbound import channel_traits
 from bot.delivery.outbox import Outbox
-from bot.rules.admission import channel_policy
 from bot.rules.untrusted import untrusted_block
 from bot.schedule.turns import last_of_agent
 from bot.store import Store
@@ -290,21 +288,13 @@ class Triggers:
         return explicit_route(spec.deliver)
 
     def _request(self, key: str, text: str, route: dict | None, own: Config, spec: Spec):
-        caps, reactions = (
-            channel_traits(
-                adapter_for(self.channels, route["channel"], route.get("account") or "default"),
-                channel_policy(self.cfg, route["channel"]),
-            )
-            if route
-            else ((), "off")
-        )
         req = scheduled_request(
             key,
             text,
             kind="hook" if isinstance(spec, HookConfig) else "mail",
             session_kind="cron",  # an isolated session: the minimal prompt, as a cron job's
             route=route,
-            traits=Traits(caps, reactions),
+            traits=route_traits(self.cfg, self.channels, route),
             agent=own.agent.id,
         )
         return replace(req, tools=tuple(spec.tools))
