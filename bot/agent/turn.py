@@ -79,7 +79,7 @@ class Agent:
         approvals: Any = None,
         mcp: McpTools | None = None,
         cron: Callable[[], Any] | None = None,
-        memory: Any = None,  # bot.memory.MemoryIndex: memory_search by meaning (None: words)
+        memory: Any = None,  # bot.memory.MemoryIndex: what memory_search reads
     ):
         from bot.model import LLMClient
         from bot.prompt.cache import PromptCache

@@ -146,7 +146,7 @@ def build(
             approvals=approvals,
             mcp=mcp,
             cron=lambda: cron,  # the cron tool (when enabled) and /cron reach the schedule
-            memory=memory_index(agent_config(cfg, agent_id), store),  # None: full-text only
+            memory=memory_index(agent_config(cfg, agent_id), store),  # memory_search's
         )
         for agent_id in agent_ids(cfg)
     }

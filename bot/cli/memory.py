@@ -67,8 +67,9 @@ async def _run(args: argparse.Namespace, configs: list[Any]) -> int:
     try:
         for cfg in configs:
             index = memory_index(cfg, store)
-            if index is None:
+            if index.embedder is None:
                 out.append({"agent": cfg.agent.id, "model": "", "note": "full-text only"})
+                await index.stop()
                 continue
             try:
                 out.append(await _verb(args, index))

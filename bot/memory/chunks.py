@@ -11,6 +11,7 @@ file: only the chunks that hold the edited lines change, and with them their emb
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -85,4 +86,27 @@ def chunk_lines(lines: list[str]) -> list[Chunk]:
         if first < last:
             out.append(Chunk(first + 1, last, "\n".join(lines[first:last])))
         before, begin = begin, end
+    return out
+
+
+BLOCK_LINES = 12
+# a heading or a list item starts a block of its own (memory notes are mostly bullets)
+_BLOCK_START = re.compile(r"\s{0,3}(#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s)")
+
+
+def blocks(lines: list[str]) -> list[tuple[int, int]]:
+    """The blocks of some lines, ``(first, last)`` 0-based and inclusive: a blank line ends
+    one, a heading or a list item starts one, none is longer than ``BLOCK_LINES``.  A search
+    hit points at the block of its chunk that holds the words it matched."""
+    out: list[tuple[int, int]] = []
+    first = -1
+    for i, line in enumerate(lines):
+        blank = not line.strip()
+        if first >= 0 and (blank or _BLOCK_START.match(line) or i - first >= BLOCK_LINES):
+            out.append((first, i - 1))
+            first = -1
+        if first < 0 and not blank:
+            first = i
+    if first >= 0:
+        out.append((first, len(lines) - 1))
     return out

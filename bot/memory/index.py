@@ -13,7 +13,10 @@ chunks, in the state database (bot/store/memory_index.py), searched by words and
   changed files are indexed within seconds; a turn never waits for it.
 - :meth:`MemoryIndex.search`: BM25 and cosine, fused and diversified (bot/memory/search.py).
   The query's own embedding is the only model call a search makes; when it cannot be made
-  (the endpoint down, the budget spent) the search is by words only and says so.
+  (the endpoint down, the budget spent) the search is by words only and says so.  Without an
+  embedder (no ``[memory] embedding_model``) the index ranks by words alone and calls no
+  model.  A hit that matched words points at the block of its chunk that holds most of them
+  (a note, a list item, a paragraph), not at the whole chunk.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +32,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.fs import FileTooLarge, read_under
-from bot.memory.chunks import chunk_lines
+from bot.memory.chunks import blocks, chunk_lines
 from bot.memory.embed import Embedder, Unavailable
 from bot.memory.files import MAX_FILE_BYTES, memory_files, relative
 from bot.memory.search import Vectors, fts_query, mmr, rrf, to_blob, top, unit, word_overlap
 from bot.model import BudgetRefused
-from bot.store.memory_index import ChunkRow, IndexStatus, MemoryTables
+from bot.store.memory_index import MARK, ChunkRow, IndexStatus, MemoryTables
 
 log = logging.getLogger("chela.memory")
 
@@ -205,9 +209,7 @@ class MemoryIndex:
         await asyncio.to_thread(self.sync_files)  # what it finds is never older than the files
         qvec: list[float] | None = None
         why = ""
-        if self.embedder is None:
-            why = "no embedding model is configured"
-        else:
+        if self.embedder is not None:  # none configured: by words alone, nothing to say
             try:
                 got = await self.embedder.vectors([query], trust=trust, session=session, timeout=15)
                 qvec = unit(got[0])
@@ -227,7 +229,7 @@ class MemoryIndex:
             fused = rrf([[i for i, _ in words], by_meaning])
             pool = top(fused, max(limit * 3, 10))
             bodies = self.tables.bodies(self.agent, pool)
-            snippets = self.tables.snippets(match, [i for i, _ in words if i in bodies])
+            marked = self.tables.highlights(match, [i for i, _ in words if i in bodies])
         rows = {i: cache.chunks[cache.at[i]] for i in pool if i in cache.at}
         sims = cache.vectors.pairwise([r.sha for r in rows.values()])
 
@@ -238,16 +240,7 @@ class MemoryIndex:
             return word_overlap(bodies.get(a, ""), bodies.get(b, ""))
 
         chosen = mmr({i: fused[i] for i in pool if i in bodies and i in rows}, similar, limit)
-        hits = [
-            Hit(
-                rows[i].path,
-                rows[i].start,
-                rows[i].end,
-                fused[i],
-                " ".join((snippets.get(i) or bodies[i][:300]).split()),
-            )
-            for i in chosen
-        ]
+        hits = [_hit(rows[i], fused[i], bodies[i], marked.get(i)) for i in chosen]
         if qvec is not None and not cache.vectors and not why:
             why = "no note has been embedded yet"
         return Found(hits, count, why)
@@ -278,6 +271,29 @@ class MemoryIndex:
         for c in chunks:
             cache.ids_of.setdefault(c.sha, []).append(c.id)
         return cache
+
+
+_MARKED = re.compile(re.escape(MARK[0]) + "(.*?)" + re.escape(MARK[1]), re.DOTALL)
+SNIPPET_CHARS = 300
+
+
+def _hit(row: ChunkRow, score: float, body: str, marked: str | None) -> Hit:
+    """The hit of one chunk: with the query's words marked in it, the lines of the block that
+    holds the most distinct ones (the first such), else the whole chunk."""
+    if not marked:
+        return Hit(row.path, row.start, row.end, score, " ".join(body[:SNIPPET_CHARS].split()))
+    lines = marked.split("\n")
+
+    def words(block: tuple[int, int]) -> int:
+        text = "\n".join(lines[block[0] : block[1] + 1])
+        return len({w.lower() for w in _MARKED.findall(text)})
+
+    first, last = max(blocks(lines) or [(0, len(lines) - 1)], key=words)
+    text = " ".join("\n".join(lines[first : last + 1]).split())
+    cut = max(0, text.find(MARK[0]) - SNIPPET_CHARS // 3) if len(text) > SNIPPET_CHARS else 0
+    snippet = ("… " if cut else "") + text[cut : cut + SNIPPET_CHARS]
+    snippet = snippet.replace(MARK[0], "[").replace(MARK[1], "]")
+    return Hit(row.path, row.start + first, row.start + last, score, snippet)
 
 
 def _read_lines(root: Path, path: Path) -> list[str] | None:

@@ -23,7 +23,7 @@ from typing import Any
 def _numpy() -> Any:
     """numpy when installed (``chela[memory]``): ~50x faster cosine over thousands of vectors
     (bench/memory_bench.py); None and the plain loop below serves.  Imported when the first
-    vectors load, not at start: a daemon without an embedding model never pays its ~10 MB.
+    vectors load, not at start: an index without vectors never pays its ~10 MB.
     The import system keeps the module, so a later call costs a dictionary look-up."""
     try:
         return importlib.import_module("numpy")
@@ -148,7 +148,7 @@ class Vectors:
         self.dims = 0
         self._rows: list[array] = []
         self._matrix: Any = None
-        self.update(rows, set())
+        self.update(rows, set(), len(rows))
 
     def __len__(self) -> int:
         return len(self.shas)
@@ -164,7 +164,9 @@ class Vectors:
             self.dims = 0
         shas = [self.shas[i] for i in keep]
         rows = [self._rows[i] for i in keep] if self._rows else []
-        np = _numpy()
+        # numpy once there may be a vector to hold (``count`` 0: none is added): an index
+        # without any (no embedding model) never imports it (~10 MB RSS, bench/run_bench.py)
+        np = _numpy() if count or self._matrix is not None else None
         fresh: Any = None
         blobs: list[bytes] = []
         for sha, blob in added:

@@ -55,6 +55,9 @@ CREATE TABLE IF NOT EXISTS memory_state (
 );
 """
 
+# around a matched word in highlights(): control characters, not the text of a note
+MARK = ("\x02", "\x03")
+
 _BUMP = (
     "INSERT INTO memory_state(agent, generation, indexed) VALUES (?, 1, ?)"
     " ON CONFLICT(agent) DO UPDATE SET generation = generation + 1, indexed = excluded.indexed"
@@ -188,16 +191,17 @@ class MemoryTables:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def snippets(self, match: str, ids: Iterable[int]) -> dict[int, str]:
-        """The matched words of these chunks in context (``[word]``), by chunk id."""
+    def highlights(self, match: str, ids: Iterable[int]) -> dict[int, str]:
+        """The text of these chunks with each word that matched between ``MARK`` (by chunk
+        id; chunks that do not match are left out)."""
         wanted = list(ids)
         if not wanted or not match:
             return {}
         marks = ",".join("?" * len(wanted))
         rows = self.db.execute(
-            "SELECT rowid, snippet(memory_fts, 0, '[', ']', ' … ', 24) FROM memory_fts"
+            "SELECT rowid, highlight(memory_fts, 0, ?, ?) FROM memory_fts"
             f" WHERE memory_fts MATCH ? AND rowid IN ({marks})",
-            (match, *wanted),
+            (*MARK, match, *wanted),
         )
         return {int(r[0]): r[1] for r in rows}
 

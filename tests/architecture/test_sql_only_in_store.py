@@ -24,12 +24,7 @@ from tests.architecture import tree
 STORE = "bot/store/"
 
 # file -> why it may run SQL itself.  MAY ONLY SHRINK.
-ALLOWED: dict[str, str] = {
-    "bot/agent/tools/memory.py": (
-        "memory_search's own FTS5 index in an in-memory SQLite database, rebuilt from the"
-        " workspace's memory files; it never opens the state database"
-    ),
-}
+ALLOWED: dict[str, str] = {}
 
 METHODS = frozenset({"execute", "executemany", "executescript"})
 ALWAYS_SQL = frozenset({"executemany", "executescript"})

@@ -14,6 +14,7 @@ from channels.redact import scrub
 from bot.rules.textproto import ParsedCall, format_tool_results, parse_tool_calls, split_reasoning
 from bot.agent.tools import ExecPolicy, ToolContext, build_registry
 from bot.agent.tools.exec_tool import check_allowlisted
+from bot.memory import MemoryIndex
 from bot.prompt.context import ToolSpec
 from tests.integration.test_sandbox import PY, require_sandbox
 
@@ -277,12 +278,20 @@ async def test_exec_output_cap(reg, ws, sandboxed):
 # memory
 
 
-async def test_memory_search_and_get(reg, ws):
+@pytest.fixture
+async def memory(ws, tmp_path):
+    """The agent's memory index (bot/memory) without an embedding model: by words alone."""
+    index = MemoryIndex("main", ws, tmp_path / "state.db", None)
+    yield index
+    await index.stop()
+
+
+async def test_memory_search_and_get(reg, ws, memory):
     (ws / "MEMORY.md").write_text("# Memory\n- Alice likes green tea\n- Bob prefers coffee\n")
     (ws / "memory").mkdir()
     (ws / "memory" / "2025-01-02.md").write_text("Met Alice at the tea house.\nnothing here\n")
     (ws / "other.md").write_text("Alice tea everywhere")  # not a memory file
-    ctx = ctx_for(ws)
+    ctx = ctx_for(ws, memory=memory)
     out = await reg.execute("memory_search", {"query": "Alice tea"}, ctx)
     lines = out.splitlines()
     assert lines[0].startswith(("MEMORY.md:2 (score", "memory/2025-01-02.md:1-2 (score"))
@@ -306,8 +315,17 @@ async def test_memory_search_and_get(reg, ws):
     )
 
 
-async def test_memory_search_without_files(reg, ws):
-    assert "No memory files" in await reg.execute("memory_search", {"query": "x"}, ctx_for(ws))
+async def test_memory_search_needs_the_agents_index(reg, ws):
+    """A context without the agent's index (no owner turn carries none) searches nothing; the
+    twin is test_memory_search_and_get."""
+    (ws / "MEMORY.md").write_text("- Alice likes green tea\n")
+    out = await reg.execute("memory_search", {"query": "Alice"}, ctx_for(ws))
+    assert out.startswith("Error: memory search is not available") and "Alice" not in out
+
+
+async def test_memory_search_without_files(reg, ws, memory):
+    out = await reg.execute("memory_search", {"query": "x"}, ctx_for(ws, memory=memory))
+    assert "No memory files" in out
 
 
 # --------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ class ToolContext:
     secrets: tuple[str, ...] = ()
     # exec security "ask": hold a command until the owner answers /approve or /deny
     request_approval: Callable[[str], Awaitable[Approval]] | None = None
-    # memory_search by meaning: the agent's bot.memory.MemoryIndex (owner turns, and only
-    # when [memory] embedding_model is set; None = full-text search alone)
+    # memory_search: the agent's bot.memory.MemoryIndex (owner turns; by words and, with
+    # [memory] embedding_model set, by meaning)
     memory: Any | None = None
 
 

@@ -1,14 +1,19 @@
-"""memory_search: ranking over MEMORY.md and memory/*.md, re-indexing changed and removed files,
-and the line ranges of its chunks. Moved from tests/e2e/test_compaction.py (no daemon needed)."""
+"""memory_search: ranking over MEMORY.md and memory/*.md by words (the agent's memory index,
+bot/memory, without an embedding model), re-indexing changed and removed files, and the line
+ranges of its hits. Moved from tests/e2e/test_compaction.py (no daemon needed)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from pathlib import Path
 
 import pytest
 
-from bot.agent.tools.memory import _search, chunk_lines
+from bot.agent.tools.memory import _found_text
+from bot.memory import MemoryIndex
+from bot.memory.chunks import blocks
 
 
 FILES = {
@@ -32,8 +37,22 @@ RANKING = [
 ]
 
 
+def _search(ws: Path, query: str, limit: int) -> str:
+    """What memory_search answers, from the agent's index in a state database beside ``ws``."""
+
+    async def run() -> str:
+        index = MemoryIndex("main", ws, ws.parent / "state.db", None)
+        try:
+            return _found_text(query, await index.search(query, limit))
+        finally:
+            await index.stop()
+
+    return asyncio.run(run())
+
+
 @pytest.fixture
 def mem_ws(tmp_path):
+    tmp_path = tmp_path / "ws"
     for rel, body in FILES.items():
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -61,11 +80,6 @@ def test_memory_search_reindexes_changed_and_removed_files(mem_ws):
     assert _search(mem_ws, "Alice", 5).startswith("MEMORY.md:2")
 
 
-def test_chunks_keep_line_ranges():
+def test_hits_point_at_blocks_with_their_line_ranges():
     lines = ["# Head", "- one", "  continued", "- two", "", "para a", "para b"]
-    assert chunk_lines(lines) == [
-        (1, 1, "# Head"),
-        (2, 3, "- one\n  continued"),
-        (4, 4, "- two"),
-        (6, 7, "para a\npara b"),
-    ]
+    assert blocks(lines) == [(0, 0), (1, 2), (3, 3), (5, 6)]  # 0-based, inclusive
