@@ -126,9 +126,7 @@ class MemoryIndex:
             for rel in set(known) - seen:
                 self.tables.remove_file(self.agent, rel)
                 changed += 1
-            if not changed:
-                self.tables.touch(self.agent)
-            return changed
+            return changed  # nothing changed: nothing written (it runs every few seconds)
 
     async def embed_missing(self, *, force: bool = False) -> int:
         """Embed the chunk texts without a vector for the model: how many were embedded.

@@ -51,7 +51,7 @@ CREATE TABLE IF NOT EXISTS memory_vectors (
 CREATE TABLE IF NOT EXISTS memory_state (
     agent      TEXT PRIMARY KEY,
     generation INTEGER NOT NULL DEFAULT 0,      -- bumped by every change of the agent's index
-    indexed    REAL NOT NULL DEFAULT 0          -- when its files were last read
+    indexed    REAL NOT NULL DEFAULT 0          -- when a change of its files was last indexed
 );
 """
 
@@ -79,7 +79,7 @@ class IndexStatus:
     texts: int  # distinct chunk texts (what needs a vector)
     vectors: int  # of those, embedded with the model asked about
     other_vectors: int  # vectors of other models (dropped once the new model is done)
-    indexed: float  # when the files were last read (0: never)
+    indexed: float  # when a change of the files was last indexed (0: never)
 
 
 class MemoryTables:
@@ -152,14 +152,6 @@ class MemoryTables:
         with self._tx(agent) as db:
             self._drop_chunks(db, agent, path)
             db.execute("DELETE FROM memory_files WHERE agent=? AND path=?", (agent, path))
-
-    def touch(self, agent: str) -> None:
-        """Record that the agent's files were read (nothing changed)."""
-        self.db.execute(
-            "INSERT INTO memory_state(agent, indexed) VALUES (?, ?)"
-            " ON CONFLICT(agent) DO UPDATE SET indexed = excluded.indexed",
-            (agent, time.time()),
-        )
 
     def chunk_rows(self, agent: str) -> list[ChunkRow]:
         rows = self.db.execute(

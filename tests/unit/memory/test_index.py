@@ -142,3 +142,19 @@ async def test_removed_and_changed_files_leave_the_results(tmp_path, emb):
     assert await index.refresh() == 1  # the new text of car.md, embedded in the background
     assert (await index.search("sold", 5)).hits[0].path == "memory/car.md"
     await index.stop()
+
+
+async def test_an_unchanged_workspace_writes_nothing_and_a_change_is_indexed(tmp_path, emb):
+    """The background check runs every few seconds for every agent: when no file changed
+    it only reads (no write to the state database); a changed file is indexed again."""
+    cfg = make(tmp_path, emb)
+    store = Store(cfg.db_path)
+    index = memory_index(cfg, store)
+    assert index.sync_files() == 3
+    before = store.db.total_changes
+    assert index.sync_files() == 0
+    assert store.db.total_changes == before  # nothing written
+    (cfg.agent.workspace / "MEMORY.md").write_text("# Family\n\nAnna's party moved to April.\n")
+    assert index.sync_files() == 1
+    assert (await index.search("April", 1)).hits[0].path == "MEMORY.md"
+    await index.stop()
